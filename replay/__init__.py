@@ -1,0 +1,1 @@
+"""Deterministic replay, forks, provider swaps and diffs over a turnlog journal."""
