@@ -1,0 +1,80 @@
+"""``turnlog verify`` and ``turnlog heads``: is the record intact?"""
+
+from __future__ import annotations
+
+import click
+
+from journal import BadEvent, Head, dump_heads, load_heads
+
+from ._common import db_option, emit, fail, journal_for, json_option, translate_errors
+
+__all__ = ["heads", "verify"]
+
+
+def _bad(b: BadEvent | None) -> dict | None:
+    return None if b is None else {"conversation_id": b.stream_id, "seq": b.seq, "reason": b.reason}
+
+
+@click.command()
+@click.argument("conversation_id", required=False)
+@click.option("--heads", "heads_file", type=click.Path(dir_okay=False, exists=True),
+              help="Also check a heads file saved earlier by `turnlog heads --json`.")
+@db_option
+@json_option
+@translate_errors
+def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as_json: bool) -> None:
+    """Check hash chains (every conversation, or one); exit 1 on the first bad event.
+
+    A chain cannot notice events cut off its end: save `turnlog heads --json`
+    somewhere else and check it later with --heads.
+
+    Example:
+
+        turnlog verify --heads heads.json
+    """
+    with journal_for(db_path) as journal:
+        if conversation_id is not None:
+            journal.stream(conversation_id)
+        report = journal.verify(conversation_id)
+        first_bad = report.first_bad
+        if first_bad is None and heads_file:
+            saved = [h for h in load_heads(heads_file)
+                     if conversation_id is None or h.stream_id == conversation_id]
+            problems = journal.check_heads(saved)
+            first_bad = problems[0] if problems else None
+    ok = first_bad is None
+    if as_json:
+        emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad)})
+    elif ok:
+        click.echo(f"ok: {report.checked_events} events verified")
+    else:
+        click.echo(f"TAMPERED: conversation {first_bad.stream_id!r} seq {first_bad.seq}: "
+                   f"{first_bad.reason}")
+    if not ok:
+        fail(1)
+
+
+@click.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the heads file here.")
+@db_option
+@json_option
+@translate_errors
+def heads(output: str | None, db_path: str, as_json: bool) -> None:
+    """Print each conversation's last seq and hash, to anchor outside the journal.
+
+    Example:
+
+        turnlog heads --json > heads.json && turnlog verify --heads heads.json
+    """
+    with journal_for(db_path) as journal:
+        items: list[Head] = journal.heads()
+    if output:
+        dump_heads(items, output)
+    if as_json:
+        emit([{"conversation_id": h.stream_id, "seq": h.seq, "hash": h.hash} for h in items])
+    elif not output:
+        for h in items:
+            click.echo(f"{h.stream_id}  {h.seq}  {h.hash}")
+
+
+COMMANDS = [verify, heads]

@@ -1,0 +1,119 @@
+"""A conversation bound to a journal: the only way engine code appends events.
+
+``Conversation`` keeps a ``StateBuilder`` in step with the stream and appends
+an event only after the lifecycle accepts it, so the journal never holds an
+impossible history. One ``append`` is one journal transaction, however many
+events; if the lifecycle refuses any of them, or another writer got there
+first (``ConcurrencyError``), nothing is written and the state is reloaded
+from the journal.
+
+>>> from journal import Journal
+>>> from engine.events import ConversationStarted, UserMessage
+>>> j = Journal(":memory:")
+>>> c = Conversation.start(j, ConversationStarted(conversation_id="c1", provider="scripted", model="m"))
+>>> _ = c.append(UserMessage.of("hi"))
+>>> c.state.lifecycle.value, j.last_seq("c1")
+('awaiting_model', 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from journal import Journal, StoredEvent, StreamNotFoundError
+
+from .errors import ConversationNotFound
+from .events import ConversationStarted, Event, ForkRef, encode_event
+from .state import ConversationState, StateBuilder, fold_stored
+
+__all__ = ["Conversation", "load_state"]
+
+
+def _lineage_builder(journal: Journal, conversation_id: str,
+                     to_seq: int | None = None) -> StateBuilder:
+    try:
+        journal.stream(conversation_id)
+    except StreamNotFoundError:
+        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}") from None
+    return fold_stored(journal.lineage(conversation_id, to_seq))
+
+
+def load_state(journal: Journal, conversation_id: str, to_seq: int | None = None) -> ConversationState:
+    """The state of ``conversation_id`` (forks folded over their parents), up to ``to_seq``."""
+    return _lineage_builder(journal, conversation_id, to_seq).state()
+
+
+class Conversation:
+    """One conversation's writer. Build it with ``start`` (new) or ``open`` (existing)."""
+
+    def __init__(self, journal: Journal, conversation_id: str, builder: StateBuilder,
+                 last_seq: int) -> None:
+        self.journal = journal
+        self.id = conversation_id
+        self.builder = builder
+        self.last_seq = last_seq
+
+    @classmethod
+    def start(cls, journal: Journal, started: ConversationStarted,
+              recorded_at: str | None = None) -> Conversation:
+        """Record ``started`` as the first event of a new stream.
+
+        For a fork (``started.fork`` set) the parent's history up to the fork
+        seq is folded first and the journal links the new stream to the
+        parent's hash there; no parent event is copied.
+        """
+        fork: ForkRef | None = started.fork
+        builder = (_lineage_builder(journal, fork.conversation_id, fork.seq)
+                   if fork else StateBuilder())
+        conv = cls(journal, started.conversation_id, builder, 0)
+        parent = (fork.conversation_id, fork.seq) if fork else None
+        conv._append([started], [recorded_at], parent)
+        return conv
+
+    @classmethod
+    def open(cls, journal: Journal, conversation_id: str) -> Conversation:
+        """The writer for an existing conversation, its state folded from the journal."""
+        builder = _lineage_builder(journal, conversation_id)
+        return cls(journal, conversation_id, builder, journal.last_seq(conversation_id))
+
+    @property
+    def state(self) -> ConversationState:
+        """A frozen snapshot of the current state (O(messages); the loop uses ``builder``)."""
+        return self.builder.state()
+
+    def append(self, *events: Event,
+               recorded_at: Sequence[str | None] | None = None) -> list[StoredEvent]:
+        """Append ``events`` in one transaction, each checked by the lifecycle first.
+
+        Raises ``InvalidTransition`` (nothing written) or ``ConcurrencyError``
+        (nothing written; the state now includes the other writer's events).
+        """
+        return self._append(list(events), list(recorded_at or [None] * len(events)), None)
+
+    def _append(self, events: list[Event], stamps: list[str | None],
+                parent: tuple[str, int] | None) -> list[StoredEvent]:
+        if not events:
+            return []
+        builder = self.builder
+        try:
+            for i, event in enumerate(events):
+                builder.apply(event, self.last_seq + 1 + i)
+            rows = self.journal.append(
+                self.id, [encode_event(e, stamp) for e, stamp in zip(events, stamps)],
+                self.last_seq, parent=parent)
+        except BaseException:
+            self._reload(parent)
+            raise
+        self.last_seq += len(events)
+        return rows
+
+    def _reload(self, parent: tuple[str, int] | None) -> None:
+        if self.journal.last_seq(self.id):
+            self.builder = _lineage_builder(self.journal, self.id)
+            self.last_seq = self.journal.last_seq(self.id)
+        elif parent is not None:
+            self.builder = _lineage_builder(self.journal, parent[0], parent[1])
+        else:
+            self.builder = StateBuilder()
+
+

@@ -1,0 +1,139 @@
+"""The engine's branch of turnlog's exception tree.
+
+    TurnlogError                        (journal.errors) the root of everything turnlog raises
+    ├── JournalError ...                (journal.errors) the file and its rows
+    └── EngineError                     conversation semantics
+        ├── InvalidTransition           an event the lifecycle does not accept here
+        ├── InvalidEventError           an event that cannot be built or decoded
+        ├── ConversationNotFound        no conversation with that id
+        ├── ToolError                   tool registration or arguments
+        ├── FormatError                 a transcript or script that no format understands
+        └── ProviderError               a model provider failed; ``retryable`` says whether to retry
+            ├── AuthenticationError     401/403: the key is missing or wrong
+            ├── RateLimitError          429: ``retry_after`` seconds when the provider says
+            ├── ProviderTimeout         no answer in time
+            ├── BadRequestError         400/404/422: the provider refused the request
+            ├── ServerError             5xx
+            ├── MalformedResponseError  an answer turnlog cannot read
+            └── ScriptExhaustedError    the scripted provider has no turn left
+
+sqlite3 and SDK errors are translated where they enter turnlog's code; none escapes raw.
+"""
+
+from __future__ import annotations
+
+from journal.errors import (
+    ConcurrencyError,
+    CorruptEventError,
+    JournalError,
+    NotAJournalError,
+    SchemaTooNewError,
+    StreamNotFoundError,
+    TurnlogError,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ConcurrencyError",
+    "ConversationNotFound",
+    "CorruptEventError",
+    "EngineError",
+    "FormatError",
+    "InvalidEventError",
+    "InvalidTransition",
+    "JournalError",
+    "MalformedResponseError",
+    "NotAJournalError",
+    "ProviderError",
+    "ProviderTimeout",
+    "RateLimitError",
+    "SchemaTooNewError",
+    "ScriptExhaustedError",
+    "ServerError",
+    "StreamNotFoundError",
+    "ToolError",
+    "TurnlogError",
+]
+
+
+class EngineError(TurnlogError):
+    """A problem with conversation semantics rather than storage."""
+
+
+class InvalidTransition(EngineError):
+    """The lifecycle does not accept this event in the conversation's current state.
+
+    ``state``, ``event_type`` and ``seq`` say where; ``reason`` says why.
+    """
+
+    def __init__(self, state: str, event_type: str, seq: int | None, reason: str = "") -> None:
+        self.state, self.event_type, self.seq, self.reason = state, event_type, seq, reason
+        where = f" at seq {seq}" if seq is not None else ""
+        why = f": {reason}" if reason else ""
+        super().__init__(f"event {event_type!r} is not allowed in state {state!r}{where}{why}")
+
+
+class InvalidEventError(EngineError):
+    """An event that cannot be built, encoded or decoded."""
+
+
+class ConversationNotFound(EngineError):
+    """No conversation with that id exists in the journal."""
+
+
+class ToolError(EngineError):
+    """A tool that cannot be registered, or arguments that do not fit its schema."""
+
+
+class FormatError(EngineError):
+    """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class ProviderError(EngineError):
+    """A model provider failed. ``provider`` names it; ``retryable`` says whether a retry may help."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        self.provider, self.status = provider, status
+        super().__init__(f"{provider}: {message}" if provider else message)
+
+
+class AuthenticationError(ProviderError):
+    """The provider refused the credentials (HTTP 401/403)."""
+
+
+class RateLimitError(ProviderError):
+    """The provider is rate limiting (HTTP 429); ``retry_after`` is in seconds when known."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = 429,
+                 retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, provider=provider, status=status)
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer in time."""
+
+    retryable = True
+
+
+class BadRequestError(ProviderError):
+    """The provider refused the request as invalid (HTTP 400/404/422)."""
+
+
+class ServerError(ProviderError):
+    """The provider failed on its side (HTTP 5xx)."""
+
+    retryable = True
+
+
+class MalformedResponseError(ProviderError):
+    """The provider answered with something turnlog cannot read."""
+
+
+class ScriptExhaustedError(ProviderError):
+    """The scripted provider was asked for a turn its script does not have."""

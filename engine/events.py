@@ -1,0 +1,367 @@
+"""The event vocabulary: every fact a conversation records, as a frozen, tagged struct.
+
+Each event encodes to canonical JSON (sorted keys, defaults omitted) that
+includes its ``type`` tag, so the journal's ``payload`` column is
+self-describing and its bytes are reproducible, which keeps hashes stable::
+
+    >>> e = UserMessage(parts=(Text(text="hi"),))
+    >>> encode_event(e).payload
+    '{"parts":[{"text":"hi","type":"text"}],"type":"user_message"}'
+    >>> decode_event("user_message", 1, encode_event(e).payload) == e
+    True
+
+Schema evolution (msgspec's rules): a new field always gets a default; a
+changed shape bumps the type's entry in ``VERSIONS`` and registers an
+upcaster with ``register_upcaster`` that rewrites the old payload dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from journal import NewEvent
+
+from .errors import CorruptEventError
+from .messages import Part, Text, ToolCall, Usage
+
+__all__ = [
+    "EVENT_TYPES",
+    "VERSIONS",
+    "ConversationCompleted",
+    "ConversationFailed",
+    "ConversationHalted",
+    "ConversationStarted",
+    "DirectiveLayer",
+    "DuplicatePolicy",
+    "Event",
+    "ForkRef",
+    "ModelFailed",
+    "ModelRequested",
+    "ModelResponded",
+    "RejectReason",
+    "ReplayRef",
+    "StopReason",
+    "ToolCallRejected",
+    "ToolCompleted",
+    "ToolEffect",
+    "ToolSpec",
+    "ToolStarted",
+    "TurnLimitReached",
+    "UserMessage",
+    "decode_event",
+    "encode_event",
+    "register_upcaster",
+]
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+RejectReason = Literal[
+    "duplicate", "unknown", "disabled", "invalid_arguments", "cut_off", "unrecorded", "refused",
+    "halted", "interrupted",
+]
+ToolEffect = Literal["read_only", "idempotent", "side_effecting"]
+
+
+class _Data(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Base of the plain records events carry."""
+
+
+class ToolSpec(_Data):
+    """A tool as the model sees it, plus what the engine needs to know about it.
+
+    ``parameters`` is the model-facing JSON Schema (engine-injected parameters
+    excluded). ``handler`` tools send back only a success message, never their
+    data. ``effect`` decides whether an interrupted call may be re-run.
+    """
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}})
+    handler: bool = False
+    effect: ToolEffect = "side_effecting"
+    display_name: str | None = None
+
+
+class DuplicatePolicy(_Data):
+    """The rule that refuses repeated tool calls.
+
+    ``rule``: ``previous`` (the reference's: same tool and same arguments as
+    the previous call), ``window`` (within the last ``window`` calls),
+    ``anywhere`` (ever in the conversation), ``custom`` (the predicate named
+    ``custom``, as ``module:attr``) or ``off``. ``exempt`` tools may repeat;
+    ``volatile`` maps a tool to argument keys left out of the comparison;
+    ``observe_only`` records a warning but runs the call; after
+    ``max_refusals`` refusals in one run the run halts.
+    """
+
+    rule: Literal["previous", "window", "anywhere", "custom", "off"] = "previous"
+    window: int = 1
+    exempt: tuple[str, ...] = ()
+    volatile: dict[str, tuple[str, ...]] = {}
+    observe_only: bool = False
+    max_refusals: int | None = None
+    custom: str | None = None
+
+
+class DirectiveLayer(_Data):
+    """One rendered layer of the system directives (global, mode, agent, run)."""
+
+    layer: str
+    name: str
+    text: str
+
+
+class ForkRef(_Data):
+    """Where a fork branched off: the parent, the seq and the parent's hash there."""
+
+    conversation_id: str
+    seq: int
+    hash: str
+
+
+class ReplayRef(_Data):
+    """The recorded conversation a provider-swap replay re-ran, and its tool policy."""
+
+    conversation_id: str
+    tools: Literal["recorded", "live", "refuse"] = "recorded"
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
+    """Base of every event."""
+
+
+class ConversationStarted(Event, tag="conversation_started"):
+    """A conversation begins (or a fork continues its parent: ``fork`` is set).
+
+    ``system`` is the rendered system directive, recorded so replay never
+    depends on code that may have changed since.
+    """
+
+    conversation_id: str
+    provider: str
+    model: str
+    mode: Literal["chat", "pipeline"] = "chat"
+    max_turns: int = 8
+    system: str = ""
+    directives: tuple[DirectiveLayer, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    duplicate_policy: DuplicatePolicy = DuplicatePolicy()
+    parameters: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    fork: ForkRef | None = None
+    replay_of: ReplayRef | None = None
+
+
+class UserMessage(Event, tag="user_message"):
+    """A user's message. ``timestamp`` keeps an imported entry's original time."""
+
+    parts: tuple[Part, ...]
+    timestamp: str | None = None
+
+    @classmethod
+    def of(cls, text: str) -> UserMessage:
+        """A plain-text user message.
+
+        >>> UserMessage.of("hello").parts
+        (Text(text='hello'),)
+        """
+        return cls(parts=(Text(text=text),))
+
+
+class ModelRequested(Event, tag="model_requested"):
+    """Turn ``turn``'s request went out; ``digest`` is the canonical request's SHA-256."""
+
+    turn: int
+    digest: str
+    provider: str
+    model: str
+    parameters: dict[str, Any] = {}
+
+
+class ModelResponded(Event, tag="model_responded"):
+    """The model's answer to turn ``turn``: ordered parts, neutral stop reason, usage.
+
+    ``raw`` is the provider's response body, kept for audit. ``source`` is
+    ``provider`` for a live answer, ``imported`` or ``runner`` for messages
+    that entered from a transcript or an external runtime (those need no
+    ``model_requested`` before them).
+    """
+
+    turn: int
+    parts: tuple[Part, ...]
+    stop_reason: StopReason = "end_turn"
+    usage: Usage = Usage()
+    provider: str = ""
+    model: str = ""
+    response_id: str | None = None
+    raw: Any = None
+    latency_ms: float | None = None
+    source: Literal["provider", "imported", "runner"] = "provider"
+    timestamp: str | None = None
+
+
+class ModelFailed(Event, tag="model_failed"):
+    """Turn ``turn``'s request failed; the error is kept."""
+
+    turn: int
+    error_type: str
+    message: str
+    provider: str = ""
+    model: str = ""
+    status: int | None = None
+    retryable: bool = False
+    latency_ms: float | None = None
+
+
+class ToolCallRejected(Event, tag="tool_call_rejected"):
+    """A call that was not run. ``content`` is the correction sent back as its result."""
+
+    call_id: str
+    name: str
+    reason: RejectReason
+    content: str
+    arguments: dict[str, Any] = {}
+
+
+class ToolStarted(Event, tag="tool_started"):
+    """Written just before a tool runs, so a crash mid-tool is known on resume.
+
+    ``duplicate`` marks a call an observe-only duplicate policy let through.
+    """
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = {}
+    idempotency_key: str | None = None
+    duplicate: bool = False
+
+
+class ToolCompleted(Event, tag="tool_completed"):
+    """A tool's outcome. ``content`` is exactly what the model is sent as the result."""
+
+    call_id: str
+    name: str
+    success: bool
+    content: str
+    data: Any = None
+    error: str | None = None
+    duration_ms: float | None = None
+    source: Literal["live", "recorded", "imported", "interrupted"] = "live"
+
+
+class TurnLimitReached(Event, tag="turn_limit_reached"):
+    """The run stopped at ``max_turns``; ``pending_tool_calls`` if the model still wanted tools."""
+
+    turn_count: int
+    max_turns: int
+    pending_tool_calls: bool = False
+    warning: str = ""
+
+
+class ConversationHalted(Event, tag="conversation_halted"):
+    """The run was stopped on purpose (e.g. too many refused calls); ``reason`` says why."""
+
+    reason: str
+    refusals: int = 0
+
+
+class ConversationCompleted(Event, tag="conversation_completed"):
+    """The model answered without tool calls: the run is done."""
+
+    final_content: str = ""
+
+
+class ConversationFailed(Event, tag="conversation_failed"):
+    """The run failed; ``error`` says why."""
+
+    error: str
+    error_type: str = ""
+
+
+_ALL = (
+    ConversationStarted, UserMessage, ModelRequested, ModelResponded, ModelFailed,
+    ToolCallRejected, ToolStarted, ToolCompleted, TurnLimitReached, ConversationHalted,
+    ConversationCompleted, ConversationFailed,
+)
+AnyEvent = (
+    ConversationStarted | UserMessage | ModelRequested | ModelResponded | ModelFailed
+    | ToolCallRejected | ToolStarted | ToolCompleted | TurnLimitReached | ConversationHalted
+    | ConversationCompleted | ConversationFailed
+)
+
+#: Each event type's tag mapped to its struct.
+EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in _ALL}
+#: The current payload schema version of each event type.
+VERSIONS: dict[str, int] = {tag: 1 for tag in EVENT_TYPES}
+
+_encoder = msgspec.json.Encoder(order="sorted")
+_decoder = msgspec.json.Decoder(AnyEvent)
+_UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def register_upcaster(type_: str, from_version: int):
+    """Register ``fn(payload_dict) -> payload_dict`` lifting ``type_`` from ``from_version``.
+
+    Example, after ``VERSIONS["tool_completed"]`` became 2 because ``error``
+    turned into ``errors``::
+
+        @register_upcaster("tool_completed", 1)
+        def _(d):
+            d["errors"] = [d.pop("error")] if d.get("error") else []
+            return d
+    """
+
+    def deco(fn: Callable[[dict[str, Any]], dict[str, Any]]):
+        _UPCASTERS[(type_, from_version)] = fn
+        return fn
+
+    return deco
+
+
+def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:
+    """The journal record for ``event``: its tag, current version and canonical JSON."""
+    tag = event.__struct_config__.tag
+    return NewEvent(type=tag, version=VERSIONS[tag], payload=_encoder.encode(event).decode(),
+                    recorded_at=recorded_at)
+
+
+def decode_event(type_: str, version: int, payload: str | bytes, *, where: str = "") -> Event:
+    """The event stored as ``payload``, upcast to the current version.
+
+    Raises ``CorruptEventError`` naming ``where`` (e.g. ``"stream c1 seq 4"``)
+    for an unknown type, a version newer than this code, or a payload that is
+    not valid JSON for its type.
+    """
+    current = VERSIONS.get(type_)
+    at = f" at {where}" if where else ""
+    if current is None:
+        raise CorruptEventError(f"unknown event type {type_!r}{at}")
+    try:
+        if version == current:
+            event = _decoder.decode(payload)
+        elif version > current:
+            raise CorruptEventError(
+                f"event {type_!r}{at} has version {version}, newer than this turnlog knows "
+                f"({current}); upgrade turnlog")
+        else:
+            data = msgspec.json.decode(payload)
+            for v in range(version, current):
+                upcast = _UPCASTERS.get((type_, v))
+                if upcast is None:
+                    raise CorruptEventError(f"no upcaster for {type_!r} v{v}{at}")
+                data = upcast(data)
+            event = msgspec.convert(data, AnyEvent)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptEventError(f"cannot decode {type_!r}{at}: {exc}") from None
+    if event.__struct_config__.tag != type_:
+        raise CorruptEventError(
+            f"payload{at} says type {event.__struct_config__.tag!r} but the row says {type_!r}")
+    return event
+
+
+def tool_calls(event: ModelResponded) -> list[ToolCall]:
+    """The tool calls of a model response, in order."""
+    return [p for p in event.parts if type(p) is ToolCall]

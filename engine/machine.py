@@ -1,0 +1,151 @@
+"""The conversation lifecycle: which event may follow which.
+
+The ``transitions`` machine below is the single definition. Folding thousands
+of events per second must not pay for a ``transitions`` trigger per event, so
+``TABLE`` is compiled from the machine once, at import, into plain dicts; the
+reducer uses ``next_state`` and a test checks the table and the machine agree
+on every (state, event) pair.
+
+Guards are plain functions ``guard(state, event) -> bool`` over the reducer's
+state, named in the machine's ``conditions``/``unless`` lists.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+from transitions import Machine
+
+from .messages import ToolCall
+
+__all__ = ["GUARDS", "TABLE", "TRANSITIONS", "Lifecycle", "build_machine", "next_state"]
+
+
+class Lifecycle(enum.Enum):
+    """Where a conversation is, as far as the next event is concerned."""
+
+    #: Nothing recorded yet; only ``conversation_started`` may come.
+    NEW = "new"
+    #: Started; waiting for the first user message.
+    READY = "ready"
+    #: The next step is a model request (after a user message, or once every tool call is answered).
+    AWAITING_MODEL = "awaiting_model"
+    #: A request is out; its response or failure comes next.
+    REQUESTED = "requested"
+    #: The model called tools; each pending call gets exactly one result or rejection.
+    AWAITING_TOOLS = "awaiting_tools"
+    #: The model answered without tool calls; completion (or, in chat, another user message) comes next.
+    ANSWERED = "answered"
+    #: The run finished: the model gave its final answer. A chat may continue with a user message.
+    COMPLETED = "completed"
+    #: The run failed (provider error). A chat may continue with a user message.
+    FAILED = "failed"
+    #: The run was stopped: turn limit or escalation. A chat may continue with a user message.
+    HALTED = "halted"
+
+
+L = Lifecycle
+_LIVE = [L.READY, L.AWAITING_MODEL, L.REQUESTED, L.AWAITING_TOOLS, L.ANSWERED,
+         L.COMPLETED, L.FAILED, L.HALTED]
+
+
+GUARDS: dict[str, Callable[[Any, Any], bool]] = {
+    # a fresh conversation, not a fork's continuation
+    "fresh_start": lambda s, e: e.fork is None,
+    # a fork's first own event: it must branch from exactly where the fold is
+    "fork_start": lambda s, e: (e.fork is not None and e.fork.conversation_id == s.conversation_id
+                                and e.fork.seq == s.seq),
+    "chat_mode": lambda s, e: s.mode == "chat",
+    "next_turn": lambda s, e: e.turn == s.turn_count + 1,
+    "requested_turn": lambda s, e: e.turn == s.requested_turn,
+    "not_live": lambda s, e: e.source != "provider",
+    "has_tool_calls": lambda s, e: any(type(p) is ToolCall for p in e.parts),
+    "answers_pending": lambda s, e: e.call_id in s.pending,
+    "last_pending": lambda s, e: len(s.pending) == 1,
+    "not_started": lambda s, e: e.call_id in s.pending and e.call_id not in s.started,
+}
+
+# (trigger, sources, dest, conditions, unless) — order matters: the first match wins.
+TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[str]]] = [
+    ("conversation_started", [L.NEW], L.READY, ["fresh_start"], []),
+    # a fork keeps the state it branched in (dest None = stay)
+    ("conversation_started", _LIVE, None, ["fork_start"], []),
+    ("user_message", [L.READY, L.AWAITING_MODEL, L.ANSWERED], L.AWAITING_MODEL, [], []),
+    ("user_message", [L.COMPLETED, L.FAILED, L.HALTED], L.AWAITING_MODEL, ["chat_mode"], []),
+    ("model_requested", [L.AWAITING_MODEL], L.REQUESTED, ["next_turn"], []),
+    ("model_responded", [L.REQUESTED], L.AWAITING_TOOLS, ["requested_turn", "has_tool_calls"], []),
+    ("model_responded", [L.REQUESTED], L.ANSWERED, ["requested_turn"], ["has_tool_calls"]),
+    ("model_responded", [L.AWAITING_MODEL], L.AWAITING_TOOLS,
+     ["not_live", "next_turn", "has_tool_calls"], []),
+    ("model_responded", [L.AWAITING_MODEL], L.ANSWERED, ["not_live", "next_turn"], ["has_tool_calls"]),
+    ("model_failed", [L.REQUESTED], L.AWAITING_MODEL, ["requested_turn"], []),
+    ("tool_started", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_started"], []),
+    ("tool_completed", [L.AWAITING_TOOLS], L.AWAITING_MODEL, ["answers_pending", "last_pending"], []),
+    ("tool_completed", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["answers_pending"], ["last_pending"]),
+    ("tool_call_rejected", [L.AWAITING_TOOLS], L.AWAITING_MODEL,
+     ["answers_pending", "last_pending"], []),
+    ("tool_call_rejected", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["answers_pending"], ["last_pending"]),
+    ("turn_limit_reached", [L.AWAITING_MODEL], L.HALTED, [], []),
+    ("conversation_halted", [L.AWAITING_MODEL], L.HALTED, [], []),
+    ("conversation_completed", [L.ANSWERED], L.COMPLETED, [], []),
+    ("conversation_failed", [L.READY, L.AWAITING_MODEL, L.ANSWERED], L.FAILED, [], []),
+]
+
+
+class _Model:
+    """The object ``transitions`` drives; its guards read ``self.data`` (the reducer's state)."""
+
+    def __init__(self, data: Any = None) -> None:
+        self.data = data
+
+
+def _bind_guards() -> None:
+    for name, fn in GUARDS.items():
+        setattr(_Model, name, lambda self, event, _fn=fn: bool(_fn(self.data, event)))
+
+
+_bind_guards()
+
+
+def build_machine(data: Any = None, initial: Lifecycle = Lifecycle.NEW) -> tuple[_Model, Machine]:
+    """A live ``transitions`` machine over ``data`` (slow; for tests and diagrams).
+
+    >>> model, machine = build_machine()
+    >>> model.state
+    <Lifecycle.NEW: 'new'>
+    """
+    model = _Model(data)
+    machine = Machine(model=model, states=Lifecycle, initial=initial, auto_transitions=False,
+                      ignore_invalid_triggers=False)
+    for trigger, sources, dest, conditions, unless in TRANSITIONS:
+        machine.add_transition(trigger, sources, dest if dest is not None else "=",
+                               conditions=conditions, unless=unless)
+    return model, machine
+
+
+def _compile() -> dict[tuple[Lifecycle, str], tuple[tuple[Lifecycle | None, tuple, tuple], ...]]:
+    _, machine = build_machine()
+    table: dict[tuple[Lifecycle, str], list] = {}
+    for trigger, event in machine.events.items():
+        for source_name, transitions in event.transitions.items():
+            source = Lifecycle[source_name]
+            for t in transitions:
+                conds = tuple(GUARDS[c.func] for c in t.conditions if c.target)
+                unless = tuple(GUARDS[c.func] for c in t.conditions if not c.target)
+                dest = source if t.dest == source_name else Lifecycle[t.dest]
+                table.setdefault((source, trigger), []).append((dest, conds, unless))
+    return {k: tuple(v) for k, v in table.items()}
+
+
+#: (state, event type) -> candidate transitions (dest, guards, unless-guards), compiled once.
+TABLE = _compile()
+
+
+def next_state(state: Lifecycle, event_type: str, data: Any, event: Any) -> Lifecycle | None:
+    """The state after ``event`` in ``state``, or ``None`` if the lifecycle refuses it."""
+    for dest, conds, unless in TABLE.get((state, event_type), ()):
+        if all(c(data, event) for c in conds) and not any(u(data, event) for u in unless):
+            return dest
+    return None

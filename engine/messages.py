@@ -1,0 +1,151 @@
+"""The provider-neutral message model: what every provider maps to and from.
+
+A ``Message`` has a role (system, user, assistant, tool) and ordered parts.
+Parts are tagged structs, so a list of them encodes to JSON that says what
+each part is::
+
+    >>> import msgspec
+    >>> msg = Message(role="user", parts=(Text(text="hi"),))
+    >>> msgspec.json.encode(msg)
+    b'{"role":"user","parts":[{"type":"text","text":"hi"}]}'
+
+Tool calls keep both the parsed ``arguments`` and the ``raw_arguments`` string
+the model produced; when the model's arguments are not a JSON object,
+``invalid`` says why and ``arguments`` is empty, so nothing is silently
+replaced and the loop can tell the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "Image",
+    "Message",
+    "Part",
+    "Role",
+    "Text",
+    "Thinking",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "text_of",
+    "tool_calls_of",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class _Part(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
+    """Base of every message part."""
+
+
+class Text(_Part, tag="text"):
+    """Plain text."""
+
+    text: str
+
+
+class Thinking(_Part, tag="thinking"):
+    """A model's reasoning. ``signature`` and ``provider`` bind it to the provider that made it."""
+
+    text: str
+    signature: str | None = None
+    provider: str | None = None
+    redacted: bool = False
+
+
+class ToolCall(_Part, tag="tool_call"):
+    """A call the model asked for.
+
+    ``raw_arguments`` is the argument text exactly as the model produced it;
+    ``arguments`` its parsed object. ``invalid`` is set (and ``arguments``
+    empty) when the text is not a JSON object, or when the call was cut off
+    by the token limit; such a call is never executed.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = {}
+    raw_arguments: str = "{}"
+    invalid: str | None = None
+
+
+class ToolResult(_Part, tag="tool_result"):
+    """The answer to one tool call, as the model will see it."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+class Image(_Part, tag="image"):
+    """An image, either inline (``data`` is base64) or by ``url``."""
+
+    media_type: str = "image/png"
+    data: str | None = None
+    url: str | None = None
+
+
+Part = Text | Thinking | ToolCall | ToolResult | Image
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One message: a role and its ordered parts.
+
+    ``provider``/``model`` record which model wrote an assistant message, so a
+    conversation that crossed providers shows who said what.
+    """
+
+    role: Role
+    parts: tuple[Part, ...] = ()
+    provider: str | None = None
+    model: str | None = None
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token usage of one model call, in one meaning for every provider.
+
+    ``input_tokens`` counts ALL prompt tokens, cached ones included (OpenAI's
+    ``prompt_tokens``; for Anthropic, ``input_tokens + cache_read_input_tokens
+    + cache_creation_input_tokens``). ``cached_input_tokens`` is the part read
+    from the provider's cache, ``cache_write_tokens`` the part written to it.
+    ``reasoning_tokens`` is the part of ``output_tokens`` spent thinking.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+def text_of(parts: tuple[Part, ...] | list[Part]) -> str:
+    """The concatenated text parts (thinking excluded).
+
+    >>> text_of((Text(text="a"), ToolCall(id="1", name="t"), Text(text="b")))
+    'ab'
+    """
+    return "".join(p.text for p in parts if type(p) is Text)
+
+
+def tool_calls_of(parts: tuple[Part, ...] | list[Part]) -> list[ToolCall]:
+    """The tool calls among ``parts``, in order."""
+    return [p for p in parts if type(p) is ToolCall]

@@ -1,0 +1,359 @@
+"""Conversation state and the pure reducer that folds events into it.
+
+``reduce(state, event)`` returns a new ``ConversationState`` and never
+touches its input; ``fold(events)`` folds a whole history. Both run the same
+code: a mutable ``StateBuilder`` applies events in place (so folding is O(n),
+not O(n²)), and ``state`` freezes it. The live loop keeps a builder and
+applies each event it appends, so it never re-reads the stream.
+
+Each event is first checked against the lifecycle (``engine.machine``): an
+event the machine does not accept raises ``InvalidTransition`` naming the
+state, the event and the seq, and the builder is left as it was.
+
+>>> from engine.events import ConversationStarted, UserMessage
+>>> s = fold([ConversationStarted(conversation_id="c1", provider="scripted", model="m"),
+...           UserMessage.of("hi")])
+>>> s.lifecycle, s.messages[0].parts[0].text
+(<Lifecycle.AWAITING_MODEL: 'awaiting_model'>, 'hi')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from journal import StoredEvent
+
+from .duplicates import call_key, is_duplicate
+from .errors import InvalidTransition
+from .events import (
+    ConversationCompleted,
+    ConversationFailed,
+    ConversationHalted,
+    ConversationStarted,
+    DuplicatePolicy,
+    Event,
+    ForkRef,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ReplayRef,
+    ToolCallRejected,
+    ToolCompleted,
+    ToolSpec,
+    ToolStarted,
+    TurnLimitReached,
+    UserMessage,
+    decode_event,
+)
+from .machine import Lifecycle, next_state
+from .messages import Message, Text, ToolCall, ToolResult, Usage, text_of
+
+__all__ = ["ConversationState", "StateBuilder", "ToolOutcome", "fold", "fold_stored", "reduce"]
+
+_TERMINAL = (Lifecycle.COMPLETED, Lifecycle.FAILED, Lifecycle.HALTED)
+_RUN_START = (Lifecycle.READY, Lifecycle.ANSWERED) + _TERMINAL
+
+
+class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What became of one tool call: run (``success``), failed, or ``rejected`` (the reason)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = {}
+    success: bool = False
+    content: str = ""
+    data: Any = None
+    error: str | None = None
+    rejected: str | None = None
+
+
+class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything known about a conversation after some prefix of its events.
+
+    The fields of the reference loop's result are here: ``messages``,
+    ``final_content``, ``turn_count``, ``completed``, ``last_tool_calls``,
+    ``tool_execution_results`` (of the current run), ``has_pending_tools``,
+    ``usage``, ``error``, ``warning`` and ``max_turns_reached``.
+    """
+
+    conversation_id: str = ""
+    lifecycle: Lifecycle = Lifecycle.NEW
+    seq: int = 0
+    mode: str = "chat"
+    provider: str = ""
+    model: str = ""
+    max_turns: int = 8
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    duplicate_policy: DuplicatePolicy = DuplicatePolicy()
+    parameters: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    fork: ForkRef | None = None
+    replay_of: ReplayRef | None = None
+    messages: tuple[Message, ...] = ()
+    turn_count: int = 0
+    run_start_turn: int = 0
+    requested_turn: int | None = None
+    pending_calls: tuple[ToolCall, ...] = ()
+    started_calls: frozenset[str] = frozenset()
+    last_tool_calls: tuple[ToolCall, ...] = ()
+    tool_execution_results: tuple[ToolOutcome, ...] = ()
+    usage: Usage = Usage()
+    run_usage: Usage = Usage()
+    final_content: str = ""
+    error: str | None = None
+    warning: str | None = None
+    max_turns_reached: bool = False
+    pending_at_limit: bool = False
+    refusals: int = 0
+    call_count: int = 0
+    call_index: dict[str, int] = {}
+
+    @property
+    def completed(self) -> bool:
+        """Whether the last run finished with the model's final answer."""
+        return self.lifecycle is Lifecycle.COMPLETED
+
+    @property
+    def status(self) -> str:
+        """``completed``, ``failed``, ``halted``, or ``active`` for an unfinished conversation."""
+        return self.lifecycle.value if self.lifecycle in _TERMINAL else "active"
+
+    @property
+    def has_pending_tools(self) -> bool:
+        """Whether the model still wanted tools when the run stopped (or calls await answers)."""
+        return bool(self.pending_calls) or self.pending_at_limit
+
+    @property
+    def run_turns(self) -> int:
+        """Turns taken in the current run (a chat's later user message starts a new run)."""
+        return self.turn_count - self.run_start_turn
+
+    def is_duplicate(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Whether the conversation's duplicate policy refuses this call as the next one."""
+        return is_duplicate(self.duplicate_policy, self.call_index, self.call_count, name, arguments)
+
+
+_STATE_FIELDS = ConversationState.__struct_fields__
+
+
+class StateBuilder:
+    """The mutable twin of ``ConversationState``: applies events in place, O(1) each.
+
+    >>> b = StateBuilder()
+    >>> b.apply(ConversationStarted(conversation_id="c", provider="p", model="m"), seq=1)
+    >>> b.state().lifecycle
+    <Lifecycle.READY: 'ready'>
+    """
+
+    __slots__ = (*_STATE_FIELDS, "pending", "started", "_messages", "_results")
+
+    def __init__(self, state: ConversationState | None = None) -> None:
+        state = state or ConversationState()
+        for name in _STATE_FIELDS:
+            setattr(self, name, getattr(state, name))
+        self.pending: dict[str, ToolCall] = {c.id: c for c in state.pending_calls}
+        self.started: set[str] = set(state.started_calls)
+        self._messages: list[Message] = list(state.messages)
+        self._results: list[ToolOutcome] = list(state.tool_execution_results)
+        self.call_index = dict(state.call_index)
+
+    @property
+    def message_list(self) -> list[Message]:
+        """The messages so far (the builder's own list: read, do not modify)."""
+        return self._messages
+
+    def is_duplicate(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Whether the duplicate policy refuses this call as the next one (O(1))."""
+        return is_duplicate(self.duplicate_policy, self.call_index, self.call_count, name, arguments)
+
+    def accepts(self, event: Event) -> bool:
+        """Whether the lifecycle accepts ``event`` now (nothing changes)."""
+        return next_state(self.lifecycle, event.__struct_config__.tag, self, event) is not None
+
+    def apply(self, event: Event, seq: int | None = None) -> None:
+        """Apply ``event`` (at ``seq``, default the next one) or raise ``InvalidTransition``."""
+        tag = event.__struct_config__.tag
+        seq = self.seq + 1 if seq is None else seq
+        dest = next_state(self.lifecycle, tag, self, event)
+        if dest is None:
+            raise InvalidTransition(self.lifecycle.value, tag, seq, _why(self, tag, event))
+        _APPLY[type(event)](self, event)
+        self.lifecycle = dest
+        self.seq = seq
+
+    def state(self) -> ConversationState:
+        """A frozen snapshot of the current state."""
+        values = {name: getattr(self, name) for name in _STATE_FIELDS}
+        values.update(
+            messages=tuple(self._messages),
+            pending_calls=tuple(self.pending.values()),
+            started_calls=frozenset(self.started),
+            tool_execution_results=tuple(self._results),
+            call_index=dict(self.call_index),
+        )
+        return ConversationState(**values)
+
+    # --- per-event mutations -------------------------------------------------
+
+    def _started(self, e: ConversationStarted) -> None:
+        self.conversation_id, self.provider, self.model = e.conversation_id, e.provider, e.model
+        self.mode, self.max_turns, self.system, self.tools = e.mode, e.max_turns, e.system, e.tools
+        self.duplicate_policy, self.parameters, self.metadata = (
+            e.duplicate_policy, e.parameters, e.metadata)
+        self.fork, self.replay_of = e.fork, e.replay_of
+
+    def _user(self, e: UserMessage) -> None:
+        if self.lifecycle in _RUN_START:
+            self._new_run()
+        self._messages.append(Message(role="user", parts=e.parts))
+
+    def _new_run(self) -> None:
+        self.run_start_turn = self.turn_count
+        self._results = []
+        self.refusals = 0
+        self.run_usage = Usage()
+        self.error = self.warning = None
+        self.max_turns_reached = self.pending_at_limit = False
+        self.final_content = ""
+
+    def _requested(self, e: ModelRequested) -> None:
+        self.requested_turn = e.turn
+
+    def _responded(self, e: ModelResponded) -> None:
+        self.turn_count = e.turn
+        self.requested_turn = None
+        self._messages.append(Message(role="assistant", parts=e.parts, provider=e.provider or None,
+                                      model=e.model or None))
+        calls = tuple(p for p in e.parts if type(p) is ToolCall)
+        self.pending = {c.id: c for c in calls}
+        self.last_tool_calls = calls
+        self.usage = self.usage + e.usage
+        self.run_usage = self.run_usage + e.usage
+        text = text_of(e.parts)
+        if text:
+            self.final_content = text
+
+    def _failed_model(self, e: ModelFailed) -> None:
+        self.requested_turn = None
+        self.error = f"{e.error_type}: {e.message}" if e.error_type else e.message
+
+    def _register(self, call_id: str) -> None:
+        call = self.pending[call_id]
+        raw = call.raw_arguments if call.invalid else None
+        self.call_index[call_key(call.name, call.arguments, self.duplicate_policy, raw)] = (
+            self.call_count)
+        self.call_count += 1
+
+    def _tool_started(self, e: ToolStarted) -> None:
+        self._register(e.call_id)
+        self.started.add(e.call_id)
+
+    def _answer(self, call_id: str, name: str, content: str, is_error: bool,
+                outcome: ToolOutcome) -> None:
+        if call_id not in self.started:
+            self._register(call_id)
+        self.started.discard(call_id)
+        del self.pending[call_id]
+        self._messages.append(Message(role="tool", parts=(
+            ToolResult(call_id=call_id, name=name, content=content, is_error=is_error),)))
+        self._results.append(outcome)
+
+    def _tool_completed(self, e: ToolCompleted) -> None:
+        call = self.pending[e.call_id]
+        self._answer(e.call_id, e.name, e.content, not e.success, ToolOutcome(
+            call_id=e.call_id, name=e.name, arguments=call.arguments, success=e.success,
+            content=e.content, data=e.data, error=e.error))
+
+    def _rejected(self, e: ToolCallRejected) -> None:
+        call = self.pending[e.call_id]
+        if e.reason == "duplicate":
+            self.refusals += 1
+        self._answer(e.call_id, e.name, e.content, True, ToolOutcome(
+            call_id=e.call_id, name=e.name, arguments=call.arguments, content=e.content,
+            error=e.content, rejected=e.reason))
+
+    def _turn_limit(self, e: TurnLimitReached) -> None:
+        self.max_turns_reached = True
+        self.pending_at_limit = e.pending_tool_calls
+        self.warning = e.warning or f"max turns ({e.max_turns}) reached"
+
+    def _halted(self, e: ConversationHalted) -> None:
+        self.warning = e.reason
+
+    def _completed(self, e: ConversationCompleted) -> None:
+        if e.final_content:
+            self.final_content = e.final_content
+
+    def _failed(self, e: ConversationFailed) -> None:
+        self.error = e.error
+
+
+_APPLY = {
+    ConversationStarted: StateBuilder._started,
+    UserMessage: StateBuilder._user,
+    ModelRequested: StateBuilder._requested,
+    ModelResponded: StateBuilder._responded,
+    ModelFailed: StateBuilder._failed_model,
+    ToolStarted: StateBuilder._tool_started,
+    ToolCompleted: StateBuilder._tool_completed,
+    ToolCallRejected: StateBuilder._rejected,
+    TurnLimitReached: StateBuilder._turn_limit,
+    ConversationHalted: StateBuilder._halted,
+    ConversationCompleted: StateBuilder._completed,
+    ConversationFailed: StateBuilder._failed,
+}
+
+
+def _why(b: StateBuilder, tag: str, event: Any) -> str:
+    """A human reason for a refusal, for the common cases."""
+    call_id = getattr(event, "call_id", None)
+    if call_id is not None and call_id not in b.pending:
+        return f"no pending tool call has id {call_id!r}"
+    if call_id is not None and tag == "tool_started" and call_id in b.started:
+        return f"tool call {call_id!r} was already started"
+    turn = getattr(event, "turn", None)
+    if turn is not None and tag == "model_requested" and turn != b.turn_count + 1:
+        return f"turn {turn} requested but the next turn is {b.turn_count + 1}"
+    if turn is not None and b.requested_turn is not None and turn != b.requested_turn:
+        return f"answers turn {turn} but turn {b.requested_turn} was requested"
+    if tag == "model_responded" and b.lifecycle is Lifecycle.AWAITING_MODEL:
+        return "a live model response needs a model_requested before it"
+    if tag == "user_message" and b.lifecycle in _TERMINAL:
+        return f"a {b.mode} conversation cannot continue after it ended"
+    if tag == "conversation_started" and b.lifecycle is not Lifecycle.NEW:
+        return "only a fork's first event may restart a conversation, at its fork point"
+    if b.pending:
+        return f"{len(b.pending)} tool call(s) still await results"
+    return ""
+
+
+def reduce(state: ConversationState, event: Event) -> ConversationState:
+    """The state after ``event``; ``state`` is not modified.
+
+    Raises ``InvalidTransition`` if the lifecycle does not accept the event.
+    """
+    builder = StateBuilder(state)
+    builder.apply(event)
+    return builder.state()
+
+
+def fold(events: Iterable[Event], initial: ConversationState | None = None) -> ConversationState:
+    """The state after all ``events``, in order, starting from ``initial``."""
+    builder = StateBuilder(initial)
+    for event in events:
+        builder.apply(event)
+    return builder.state()
+
+
+def fold_stored(stored: Iterable[StoredEvent], builder: StateBuilder | None = None) -> StateBuilder:
+    """Decode and apply journal rows (keeping their seq) to ``builder``; returns the builder."""
+    builder = builder or StateBuilder()
+    apply = builder.apply
+    for row in stored:
+        apply(decode_event(row.type, row.version, row.payload,
+                           where=f"stream {row.stream_id!r} seq {row.seq}"), row.seq)
+    return builder

@@ -1,0 +1,97 @@
+"""The reference's tool-message texts, byte for byte (ConversationManager).
+
+These are what the model reads as tool results and correction messages, and
+what the Data Machine text projection renders::
+
+    >>> display_name("google_search")
+    'Google Search'
+    >>> success_message("twitter_publish")
+    'SUCCESS: Twitter Publish completed successfully. The requested operation has been finished as requested.'
+    >>> tool_failed_message("twitter_publish", "Invalid credentials")
+    'TOOL FAILED: twitter_publish execution failed - Invalid credentials'
+    >>> failure_message("google_search", "API quota exceeded")
+    'TOOL FAILED: Google Search execution failed - API quota exceeded. Please review the error and adjust your approach if needed.'
+
+JSON data in results is compact (``,`` and ``:`` separators), keeps non-ASCII
+characters as they are and does not escape ``/``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = [
+    "display_name",
+    "duplicate_message",
+    "failure_message",
+    "json_data",
+    "result_content",
+    "success_message",
+    "tool_failed_message",
+]
+
+
+def display_name(tool_name: str) -> str:
+    """``google_search`` -> ``Google Search`` (underscores to spaces, words capitalised)."""
+    return " ".join(w[:1].upper() + w[1:] for w in tool_name.replace("_", " ").split(" "))
+
+
+def success_message(tool_name: str, display: str | None = None) -> str:
+    """The default success text (the reference's generateSuccessMessage)."""
+    return (f"SUCCESS: {display or display_name(tool_name)} completed successfully. "
+            "The requested operation has been finished as requested.")
+
+
+def tool_failed_message(tool_name: str, error: str) -> str:
+    """The failure text of a tool result (generateSuccessMessage's failure branch: raw name)."""
+    return f"TOOL FAILED: {tool_name} execution failed - {error}"
+
+
+def failure_message(tool_name: str, error: str, display: str | None = None) -> str:
+    """The standalone failure text with guidance (the reference's generateFailureMessage)."""
+    return (f"TOOL FAILED: {display or display_name(tool_name)} execution failed - {error}. "
+            "Please review the error and adjust your approach if needed.")
+
+
+def duplicate_message(tool_name: str, mode: str = "chat", display: str | None = None) -> str:
+    """The correction sent for a refused duplicate call, shaped per mode.
+
+    In pipeline mode the model is also told to finish the step with its
+    handler tool rather than stop (the reference's #1441).
+
+    >>> duplicate_message("google_search")
+    'You just called the Google Search tool with the exact same parameters as your previous action. Please try a different approach or use different parameters instead.'
+    """
+    text = (f"You just called the {display or display_name(tool_name)} tool with the exact same "
+            "parameters as your previous action. Please try a different approach or use different "
+            "parameters instead.")
+    if mode == "pipeline":
+        text += (" If you already have what this step needs, call the handler tool for the next "
+                 "step to complete it instead of ending the conversation.")
+    return text
+
+
+def json_data(data: Any) -> str:
+    """Compact JSON for tool data in messages."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def result_content(tool_name: str, *, success: bool, data: Any = None, error: str | None = None,
+                   handler: bool = False, message: str | None = None,
+                   display: str | None = None) -> str:
+    """What the model is sent as a tool's result (formatToolResultMessage without its prefix).
+
+    A success is ``message`` (default: the success text) followed, for a
+    non-handler tool with data, by a blank line and the JSON data; a failure
+    is the TOOL FAILED text.
+
+    >>> result_content("add", success=True, data={"sum": 5})
+    'SUCCESS: Add completed successfully. The requested operation has been finished as requested.\\n\\n{"sum":5}'
+    """
+    if not success:
+        return tool_failed_message(tool_name, error or "unknown error")
+    text = message if message is not None else success_message(tool_name, display)
+    if not handler and data is not None:
+        text += "\n\n" + json_data(data)
+    return text
