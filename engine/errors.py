@@ -8,6 +8,7 @@
         ├── ConversationNotFound        no conversation with that id
         ├── ToolError                   tool registration or arguments
         ├── FormatError                 a transcript or script that no format understands
+        ├── UnknownProviderError        a provider name turnlog does not know
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
             ├── RateLimitError          429: ``retry_after`` seconds when the provider says
@@ -54,6 +55,7 @@ __all__ = [
     "StreamNotFoundError",
     "ToolError",
     "TurnlogError",
+    "UnknownProviderError",
 ]
 
 
@@ -88,6 +90,10 @@ class ToolError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class UnknownProviderError(EngineError):
+    """``get_provider`` was asked for a provider turnlog does not have."""
 
 
 class ProviderError(EngineError):

@@ -1,0 +1,249 @@
+"""What the provider modules share: history planning, argument parsing, ids, images, errors.
+
+``plan_history`` turns the neutral message list into an ordered list of
+``Entry`` items that every wire format can render without breaking its rules:
+
+- ``system`` messages are lifted into the top-level system text;
+- every tool call of an assistant message is followed by exactly one result,
+  in call order (results the history lacks become an error result saying so,
+  since every API refuses an unanswered call);
+- a tool result that answers no call of the preceding assistant message
+  becomes user text (the APIs refuse orphan results);
+- empty and whitespace-only text parts are dropped, and messages left empty;
+- thinking is kept only when the target provider made it (it is bound to
+  that provider by its signature); another provider's thinking is dropped,
+  because it was never part of the visible conversation.
+
+Consecutive entries of the same role are left for each module to merge, as
+each wire format merges differently.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    MalformedResponseError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+
+__all__ = [
+    "CUT_OFF",
+    "KEY_ENV",
+    "UNANSWERED",
+    "Entry",
+    "data_url",
+    "error_for_status",
+    "error_message",
+    "mark_cut_off",
+    "parse_arguments",
+    "parse_data_url",
+    "parse_retry_after",
+    "plan_history",
+    "require",
+    "require_key",
+]
+
+CUT_OFF = "cut off by max_tokens"
+UNANSWERED = "Error: no result was recorded for this tool call."
+
+_BLANK = re.compile(r"\s*")
+
+
+@dataclass
+class Entry:
+    """One planned wire message. ``results`` answer the calls of the assistant entry before it."""
+
+    role: Literal["user", "assistant", "results"]
+    parts: list[Part] = field(default_factory=list)
+
+
+def _keep(part: Part, provider: str) -> bool:
+    if type(part) is Text:
+        return not _BLANK.fullmatch(part.text)
+    if type(part) is Thinking:
+        return part.provider == provider and bool(part.text.strip() or part.redacted or part.signature)
+    return True
+
+
+def plan_history(system: str, messages: Sequence[Message], provider: str) -> tuple[str, list[Entry]]:
+    """The system text and the ordered entries to render for ``provider`` (see module doc)."""
+    systems = [system] if system.strip() else []
+    entries: list[Entry] = []
+    pending: list[ToolCall] = []
+    answered: dict[str, ToolResult] = {}
+
+    def close_calls() -> None:
+        if pending:
+            entries.append(Entry("results", [
+                answered.get(c.id) or ToolResult(call_id=c.id, name=c.name, content=UNANSWERED,
+                                                 is_error=True)
+                for c in pending]))
+            pending.clear()
+            answered.clear()
+
+    for message in messages:
+        if message.role == "system":
+            text = "".join(p.text for p in message.parts if type(p) is Text)
+            if text.strip():
+                systems.append(text)
+            continue
+        if message.role == "assistant":
+            close_calls()
+            parts = [p for p in message.parts if _keep(p, provider) and type(p) is not ToolResult]
+            if parts:
+                entries.append(Entry("assistant", parts))
+            pending.extend(p for p in parts if type(p) is ToolCall)
+            continue
+        others: list[Part] = []
+        for part in message.parts:
+            if type(part) is ToolResult:
+                if any(c.id == part.call_id for c in pending) and part.call_id not in answered:
+                    answered[part.call_id] = part
+                else:
+                    others.append(Text(text=f"[result of tool {part.name} ({part.call_id})]: "
+                                            f"{part.content}"))
+            elif _keep(part, provider) and type(part) in (Text, Image):
+                others.append(part)
+        if others:
+            close_calls()
+            entries.append(Entry("user", others))
+        elif pending and len(answered) == len(pending):
+            close_calls()
+    close_calls()
+    return "\n\n".join(systems), entries
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
+    """``(arguments, raw_arguments, invalid)`` from what a model produced as tool arguments.
+
+    Never raises: text that is not a JSON object is kept raw and ``invalid``
+    says why, so the loop can tell the model instead of running the call.
+
+    >>> parse_arguments('{"a": 1}')
+    ({'a': 1}, '{"a": 1}', None)
+    >>> parse_arguments('[1]')[2]
+    'arguments must be a JSON object, got list'
+    """
+    if isinstance(raw, dict):
+        return raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":")), None
+    if not isinstance(raw, str):
+        text = json.dumps(raw, ensure_ascii=False)
+        return {}, text, f"arguments must be a JSON object, got {type(raw).__name__}"
+    if not raw.strip():
+        return {}, raw, "arguments are empty; expected a JSON object"
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
+    if not isinstance(parsed, dict):
+        return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
+    return parsed, raw, None
+
+
+def mark_cut_off(parts: list[Part], stop_reason: str) -> list[Part]:
+    """Mark the trailing tool call invalid when the response hit the token limit mid-call.
+
+    A call that is the last part of a ``max_tokens`` response may be
+    truncated, so it must never run; the loop sees ``invalid`` and refuses it.
+    """
+    if stop_reason == "max_tokens" and parts and type(parts[-1]) is ToolCall:
+        call = parts[-1]
+        parts[-1] = ToolCall(id=call.id, name=call.name, raw_arguments=call.raw_arguments,
+                             invalid=CUT_OFF)
+    return parts
+
+
+def data_url(image: Image) -> str:
+    """The image as a URL: its own ``url``, or a ``data:`` URL of its base64 data."""
+    if image.data is not None:
+        return f"data:{image.media_type};base64,{image.data}"
+    return image.url or ""
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """``(media_type, base64 data)`` of a base64 ``data:`` URL, else ``None``."""
+    m = re.fullmatch(r"data:([\w.+/-]+);base64,(.*)", url, re.DOTALL)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provider: str) -> Any:
+    """``obj[key]`` if it is of ``kind``, else a ``MalformedResponseError`` naming ``where``."""
+    if not isinstance(obj, dict) or key not in obj:
+        raise MalformedResponseError(f"response has no {where}.{key}", provider=provider)
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise MalformedResponseError(
+            f"response {where}.{key} is {type(value).__name__}, not the expected type",
+            provider=provider)
+    return value
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def error_for_status(status: int, message: str, provider: str,
+                     headers: Any = None) -> ProviderError:
+    """The ``ProviderError`` subclass for an HTTP error status."""
+    text = f"HTTP {status}: {message}"
+    if status in (401, 403):
+        return AuthenticationError(f"{text} (check the API key)", provider=provider, status=status)
+    if status == 429:
+        after = parse_retry_after(headers)
+        hint = f" (retry after {after:g}s)" if after is not None else ""
+        return RateLimitError(text + hint, provider=provider, status=status, retry_after=after)
+    if status >= 500:
+        return ServerError(text, provider=provider, status=status)
+    return BadRequestError(text, provider=provider, status=status)
+
+
+def error_message(body: Any, fallback: str) -> str:
+    """The human message inside an API error body (all three APIs nest it in ``error``)."""
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return fallback
+
+
+KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+
+
+def require_key(provider: str, api_key: str | None) -> str:
+    """``api_key``, else the provider's environment variable, else an ``AuthenticationError``."""
+    key = api_key or os.environ.get(KEY_ENV[provider])
+    if not key:
+        raise AuthenticationError(
+            f"no API key: set {KEY_ENV[provider]} or pass api_key=", provider=provider)
+    return key

@@ -1,0 +1,337 @@
+"""OpenAI Chat Completions adapter (official ``openai`` SDK).
+
+>>> from engine.messages import Message, ToolCall
+>>> map_messages("", [Message(role="assistant", parts=(
+...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
+{'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 1}'}}]}
+
+Rules the mapping keeps: one ``tool`` message per result, right after the
+assistant message that made the calls (an unanswered call gets an error
+result); ``content`` is ``null``, not ``""``, when an assistant message only
+calls tools; ``function.arguments`` is the JSON text the model produced
+(``raw_arguments``), so invalid arguments are shown back as they were. A
+failed result's content starts with ``Error:`` (added when it does not say so
+already), since the wire has no error flag. Text and tool calls of one
+assistant message cannot interleave on this wire: the text comes first.
+In responses, arguments that are invalid JSON, ``""`` or not an object are
+kept raw and the call is marked ``invalid``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import FormatError, MalformedResponseError, ProviderError, ProviderTimeout
+from ..events import StopReason, ToolSpec
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ._common import (
+    Entry,
+    data_url,
+    error_for_status,
+    error_message,
+    mark_cut_off,
+    parse_arguments,
+    parse_data_url,
+    plan_history,
+    require,
+    require_key,
+)
+from .base import ModelRequest, ModelResponse
+
+try:
+    import openai as _sdk
+except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependency
+    raise ImportError("the OpenAI provider needs the `openai` package: "
+                      "pip install 'openai>=1.100'") from _exc
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "OpenAIProvider",
+    "map_messages",
+    "map_request",
+    "map_response",
+    "map_tools",
+    "unmap_messages",
+    "unmap_tools",
+    "wire_id",
+]
+
+NAME = "openai"
+DEFAULT_MODEL = "gpt-4o-mini"
+
+_FINISH_REASON_MAP: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+_PARAMS = {"max_tokens": "max_completion_tokens", "temperature": "temperature",
+           "top_p": "top_p", "seed": "seed", "stop": "stop"}
+
+
+def wire_id(call_id: str) -> str:
+    """A tool call id OpenAI accepts (1 to 40 characters); fitting ids pass unchanged.
+
+    Others become ``x_tl`` + 32 hex digits of their SHA-256: deterministic and,
+    in practice, collision-free (not reversible; ids OpenAI made always fit).
+
+    >>> wire_id("call_abc"), len(wire_id("x" * 64))
+    ('call_abc', 36)
+    """
+    if 0 < len(call_id) <= 40 and not call_id.startswith("x_tl"):
+        return call_id
+    return "x_tl" + hashlib.sha256(call_id.encode()).hexdigest()[:32]
+
+
+def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Chat Completions ``tools`` entries."""
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}} for t in tools]
+
+
+def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
+    """Chat Completions ``tools`` entries back to neutral specs."""
+    specs = []
+    for t in tools:
+        fn = t.get("function", t)
+        specs.append(ToolSpec(name=fn["name"], description=fn.get("description", ""),
+                              parameters=fn.get("parameters") or {"type": "object",
+                                                                  "properties": {}}))
+    return specs
+
+
+def _result_content(result: ToolResult) -> str:
+    if result.is_error and not result.content.lower().startswith("error"):
+        return f"Error: {result.content}" if result.content else "Error"
+    return result.content
+
+
+def _user(parts: list[Part]) -> dict[str, Any]:
+    if all(type(p) is Text for p in parts):
+        return {"role": "user", "content": "".join(p.text for p in parts)}
+    content = [{"type": "text", "text": p.text} if type(p) is Text
+               else {"type": "image_url", "image_url": {"url": data_url(p)}}
+               for p in parts if type(p) in (Text, Image)]
+    return {"role": "user", "content": content}
+
+
+def _assistant(parts: list[Part]) -> dict[str, Any] | None:
+    text = "".join(p.text for p in parts if type(p) is Text)
+    calls = [{"id": wire_id(p.id), "type": "function",
+              "function": {"name": p.name, "arguments": p.raw_arguments}}
+             for p in parts if type(p) is ToolCall]
+    if not text and not calls:
+        return None  # only thinking or images, which this wire cannot carry
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _render(entry: Entry) -> list[dict[str, Any]]:
+    if entry.role == "results":
+        return [{"role": "tool", "tool_call_id": wire_id(r.call_id), "content": _result_content(r)}
+                for r in entry.parts if type(r) is ToolResult]
+    if entry.role == "assistant":
+        message = _assistant(entry.parts)
+        return [message] if message else []
+    return [_user(entry.parts)]
+
+
+def map_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The Chat Completions ``messages`` list, the system text first as a ``system`` message."""
+    system_text, entries = plan_history(system, messages, NAME)
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system_text}] if system_text else []
+    for entry in entries:
+        wire.extend(_render(entry))
+    return wire
+
+
+def map_request(request: ModelRequest) -> dict[str, Any]:
+    """The complete Chat Completions request body for ``request``."""
+    body: dict[str, Any] = {"model": request.model,
+                            "messages": map_messages(request.system, request.messages)}
+    if request.tools:
+        body["tools"] = map_tools(request.tools)
+    for key, wire_key in _PARAMS.items():
+        if request.parameters.get(key) is not None:
+            body[wire_key] = request.parameters[key]
+    return body
+
+
+def _map_usage(usage: Any) -> Usage:
+    if not isinstance(usage, dict):
+        return Usage()
+    prompt = usage.get("prompt_tokens_details") or {}
+    completion = usage.get("completion_tokens_details") or {}
+    return Usage(input_tokens=usage.get("prompt_tokens") or 0,
+                 output_tokens=usage.get("completion_tokens") or 0,
+                 cached_input_tokens=prompt.get("cached_tokens") or 0,
+                 reasoning_tokens=completion.get("reasoning_tokens") or 0)
+
+
+def _tool_call(call: Any, where: str) -> ToolCall:
+    call_id = require(call, "id", str, where, NAME)
+    fn = call.get("function")
+    if call.get("type", "function") != "function" or not isinstance(fn, dict):
+        # an unsupported kind of call is kept and marked, never dropped
+        name = (fn or call).get("name") if isinstance(fn or call, dict) else None
+        return ToolCall(id=call_id, name=str(name or call.get("type", "unknown")),
+                        raw_arguments=json.dumps(call, ensure_ascii=False),
+                        invalid=f"unsupported tool call type {call.get('type')!r}")
+    name = require(fn, "name", str, f"{where}.function", NAME)
+    args, raw, invalid = parse_arguments(fn.get("arguments", ""))
+    return ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw, invalid=invalid)
+
+
+def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
+    parts: list[Part] = []
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(Thinking(text=reasoning, provider=NAME))
+    content = message.get("content")
+    if isinstance(content, list):  # some compatible servers send content parts
+        content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+    if isinstance(content, str) and content:
+        parts.append(Text(text=content))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        parts.append(Text(text=refusal))
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MalformedResponseError(f"{where}.tool_calls is not a list", provider=NAME)
+    parts.extend(_tool_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls))
+    return parts
+
+
+def map_response(body: dict[str, Any]) -> ModelResponse:
+    """A Chat Completions response body in neutral form (``raw`` is ``body``).
+
+    Raises ``MalformedResponseError`` for a body without choices or message.
+    """
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=NAME)
+    choices = require(body, "choices", list, "body", NAME)
+    if not choices:
+        raise MalformedResponseError("response has no choices (empty list)", provider=NAME)
+    message = require(choices[0], "message", dict, "choices[0]", NAME)
+    parts = _message_parts(message, "choices[0].message")
+    stop = _FINISH_REASON_MAP.get(choices[0].get("finish_reason") or "", "other")
+    if isinstance(message.get("refusal"), str) and message["refusal"]:
+        stop = "refusal"
+    if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
+        stop = "tool_use"
+    return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
+                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         model=body.get("model") or "", response_id=body.get("id"), raw=body)
+
+
+def _unmap_user(content: Any, where: str) -> list[Part]:
+    if isinstance(content, str):
+        return [Text(text=content)] if content else []
+    parts: list[Part] = []
+    for j, item in enumerate(content or []):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text":
+            parts.append(Text(text=item.get("text", "")))
+        elif kind == "image_url":
+            url = (item.get("image_url") or {}).get("url", "")
+            inline = parse_data_url(url)
+            parts.append(Image(media_type=inline[0], data=inline[1]) if inline else Image(url=url))
+        else:
+            raise FormatError(f"openai {where}.content[{j}]: unknown content part type {kind!r}")
+    return parts
+
+
+def unmap_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list[Message]]:
+    """A Chat Completions ``messages`` list back to ``(system text, neutral messages)``.
+
+    ``system`` and ``developer`` messages become the system text. A ``tool``
+    message whose content starts with ``Error`` is read as a failed result.
+    Raises ``FormatError`` on a role or content part it does not know.
+    """
+    systems: list[str] = []
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for i, msg in enumerate(messages):
+        role, where = msg.get("role"), f"messages[{i}]"
+        if role in ("system", "developer"):
+            systems.append("".join(p.text for p in _unmap_user(msg.get("content"), where)
+                                   if type(p) is Text))
+        elif role == "user":
+            out.append(Message(role="user", parts=tuple(_unmap_user(msg.get("content"), where))))
+        elif role == "assistant":
+            try:
+                parts = _message_parts(msg, where)
+            except MalformedResponseError as exc:
+                raise FormatError(str(exc)) from None
+            names.update((p.id, p.name) for p in parts if type(p) is ToolCall)
+            out.append(Message(role="assistant", parts=tuple(parts), provider=NAME))
+        elif role == "tool":
+            call_id = str(msg.get("tool_call_id", ""))
+            content = msg.get("content")
+            text = content if isinstance(content, str) else "".join(
+                p.text for p in _unmap_user(content, where) if type(p) is Text)
+            out.append(Message(role="tool", parts=(ToolResult(
+                call_id=call_id, name=names.get(call_id, ""), content=text,
+                is_error=text.startswith("Error")),)))
+        else:
+            raise FormatError(f"openai {where}: unknown role {role!r}")
+    return "\n\n".join(systems), out
+
+
+@contextmanager
+def _translate_errors() -> Iterator[None]:
+    """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
+    try:
+        yield
+    except _sdk.APIStatusError as exc:
+        message = error_message(exc.body, exc.message)
+        raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
+    except _sdk.APITimeoutError:
+        raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
+    except _sdk.APIConnectionError as exc:
+        raise ProviderError(f"cannot reach the API: {exc.message}", provider=NAME) from None
+    except _sdk.OpenAIError as exc:
+        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=NAME) from None
+
+
+class OpenAIProvider:
+    """OpenAI Chat Completions behind the neutral ``Provider`` interface.
+
+    The key comes from ``api_key`` or ``OPENAI_API_KEY``, the endpoint from
+    ``base_url`` or ``OPENAI_BASE_URL``. SDK retries are off by default.
+    """
+
+    name = NAME
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
+                 client: Any = None) -> None:
+        self.model = model or DEFAULT_MODEL
+        if client is None:
+            client = _sdk.OpenAI(api_key=require_key(NAME, api_key),
+                                 base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+                                 timeout=timeout, max_retries=max_retries)
+        self.client = client
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        body = map_request(request)
+        body["model"] = body["model"] or self.model
+        with _translate_errors():
+            raw = self.client.chat.completions.with_raw_response.create(**body)
+            text = raw.http_response.text
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
+                                         provider=NAME) from None
+        return map_response(data)
