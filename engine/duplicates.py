@@ -15,11 +15,30 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from .canonical import canonical_json
 from .errors import InvalidEventError
 from .events import DuplicatePolicy
 
 __all__ = ["call_key", "is_duplicate"]
+
+_sorted = msgspec.json.Encoder(order="sorted")
+_PLAIN = (int, bool, type(None))
+
+
+def _flat_and_plain(arguments: dict[str, Any]) -> bool:
+    """Whether sorted JSON of ``arguments`` already is canonical (the common case, fast)."""
+    for key, value in arguments.items():
+        if not key.isascii():
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind not in _PLAIN:
+            return False
+    return True
 
 
 def call_key(name: str, arguments: dict[str, Any], policy: DuplicatePolicy,
@@ -34,6 +53,8 @@ def call_key(name: str, arguments: dict[str, Any], policy: DuplicatePolicy,
     volatile = policy.volatile.get(name)
     if volatile:
         arguments = {k: v for k, v in arguments.items() if k not in volatile}
+    if _flat_and_plain(arguments):
+        return f"{name}\x00{_sorted.encode(arguments).decode()}"
     try:
         return f"{name}\x00{canonical_json(arguments)}"
     except InvalidEventError:

@@ -146,6 +146,13 @@ TABLE = _compile()
 def next_state(state: Lifecycle, event_type: str, data: Any, event: Any) -> Lifecycle | None:
     """The state after ``event`` in ``state``, or ``None`` if the lifecycle refuses it."""
     for dest, conds, unless in TABLE.get((state, event_type), ()):
-        if all(c(data, event) for c in conds) and not any(u(data, event) for u in unless):
-            return dest
+        for cond in conds:
+            if not cond(data, event):
+                break
+        else:
+            for cond in unless:
+                if cond(data, event):
+                    break
+            else:
+                return dest
     return None

@@ -27,7 +27,7 @@ import msgspec
 from journal import StoredEvent
 
 from .duplicates import call_key, is_duplicate
-from .errors import InvalidTransition
+from .errors import CorruptEventError, InvalidTransition
 from .events import (
     ConversationCompleted,
     ConversationFailed,
@@ -354,6 +354,11 @@ def fold_stored(stored: Iterable[StoredEvent], builder: StateBuilder | None = No
     builder = builder or StateBuilder()
     apply = builder.apply
     for row in stored:
-        apply(decode_event(row.type, row.version, row.payload,
-                           where=f"stream {row.stream_id!r} seq {row.seq}"), row.seq)
+        try:
+            event = decode_event(row.type, row.version, row.payload)
+        except CorruptEventError:
+            decode_event(row.type, row.version, row.payload,
+                         where=f"stream {row.stream_id!r} seq {row.seq}")
+            raise
+        apply(event, row.seq)
     return builder

@@ -1,12 +1,18 @@
 """turnlog's exception tree. Every error turnlog raises on purpose is a ``TurnlogError``.
 
-    TurnlogError                    root: catch this to catch everything turnlog raises
-    ├── JournalError                the journal file or its contents
-    │   ├── NotAJournalError        not SQLite, corrupt, truncated, or another program's database
-    │   ├── SchemaTooNewError       written by a newer turnlog
-    │   ├── ConcurrencyError        ``expected_seq`` was stale: another writer appended first
-    │   ├── CorruptEventError       a stored row cannot be decoded (bad JSON, unknown type)
-    │   └── StreamNotFoundError     no such stream / conversation
+    TurnlogError                root: catch this to catch everything turnlog raises
+    ├── JournalError            the journal file or its contents, a closed journal, I/O
+    │   ├── NotAJournalError    not SQLite, corrupt, truncated, or another program's database
+    │   ├── SchemaTooNewError   written by a newer turnlog (core schema or an extension)
+    │   ├── JournalLockedError  another connection held the write lock past busy_timeout
+    │   ├── ConcurrencyError    ``expected_seq`` was stale: another writer appended first
+    │   ├── InvalidAppendError  an append refused before writing: bad stream id, type,
+    │   │                       version, timestamp, payload JSON or arguments
+    │   ├── CorruptEventError   a stored row cannot be decoded (bad JSON, unknown type),
+    │   │                       or fork links that loop
+    │   ├── StreamNotFoundError no such stream / conversation
+    │   ├── EventNotFoundError  no event at that (stream, seq), e.g. a fork point too far
+    │   └── HeadsFileError      a saved heads file cannot be read or has the wrong shape
     └── (engine and replay add their own branches: see ``engine.errors``)
 
 sqlite3 errors are translated where they enter turnlog's code; none escapes raw.
@@ -17,7 +23,11 @@ from __future__ import annotations
 __all__ = [
     "ConcurrencyError",
     "CorruptEventError",
+    "EventNotFoundError",
+    "HeadsFileError",
+    "InvalidAppendError",
     "JournalError",
+    "JournalLockedError",
     "NotAJournalError",
     "SchemaTooNewError",
     "StreamNotFoundError",
@@ -41,8 +51,33 @@ class SchemaTooNewError(JournalError):
     """The journal was written by a newer turnlog whose schema this one does not know."""
 
 
+class JournalLockedError(JournalError):
+    """Another connection held the journal's write lock for longer than ``busy_timeout``."""
+
+
 class ConcurrencyError(JournalError):
-    """An append's ``expected_seq`` was stale: another writer appended to the stream first."""
+    """An append's ``expected_seq`` was stale: another writer appended to the stream first.
+
+    ``stream_id``, ``expected_seq`` and ``actual_seq`` (the stream's last seq when the
+    append was refused) let a caller retry without another query.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stream_id: str | None = None,
+        expected_seq: int | None = None,
+        actual_seq: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.stream_id = stream_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq
+
+
+class InvalidAppendError(JournalError):
+    """An append was refused before anything was written: its input is malformed."""
 
 
 class CorruptEventError(JournalError):
@@ -51,3 +86,11 @@ class CorruptEventError(JournalError):
 
 class StreamNotFoundError(JournalError):
     """No stream (conversation) with that id exists in the journal."""
+
+
+class EventNotFoundError(JournalError):
+    """No event at that (stream, seq): the stream is missing or ends before that seq."""
+
+
+class HeadsFileError(JournalError):
+    """A saved heads file cannot be read, is not JSON, or does not have the heads shape."""

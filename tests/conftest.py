@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/strategies.py and helpers
-
-from journal import Journal  # noqa: E402
+from journal import Journal
 
 
 class FixedClock:

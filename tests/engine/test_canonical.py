@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import arguments, json_values
+from tests.strategies import arguments, json_values
 
 from engine.canonical import canonical_json
 from engine.errors import InvalidEventError

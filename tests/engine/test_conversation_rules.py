@@ -8,7 +8,7 @@ import itertools
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from strategies import arguments, events
+from tests.strategies import arguments, events
 
 from engine.conversation import Conversation, load_state
 from engine.errors import InvalidTransition

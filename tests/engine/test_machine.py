@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import events, ids, tool_calls
+from tests.strategies import events, ids, tool_calls
 from transitions import MachineError
 
 from engine.events import EVENT_TYPES, ForkRef

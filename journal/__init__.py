@@ -1,0 +1,52 @@
+"""turnlog's journal: typed, hash-chained event envelopes in one append-only SQLite file.
+
+Storage only: the journal knows streams, seqs, types, versions and JSON payloads,
+nothing about conversations. See ``DESIGN.md``, section "The journal".
+"""
+
+from ._hashing import GENESIS_HASH, event_hash
+from ._heads import dump_heads, load_heads
+from ._journal import Journal
+from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension
+from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from .errors import (
+    ConcurrencyError,
+    CorruptEventError,
+    EventNotFoundError,
+    HeadsFileError,
+    InvalidAppendError,
+    JournalError,
+    JournalLockedError,
+    NotAJournalError,
+    SchemaTooNewError,
+    StreamNotFoundError,
+    TurnlogError,
+)
+
+__all__ = [
+    "APPLICATION_ID",
+    "BadEvent",
+    "ConcurrencyError",
+    "CorruptEventError",
+    "EventNotFoundError",
+    "Extension",
+    "GENESIS_HASH",
+    "Head",
+    "HeadsFileError",
+    "InvalidAppendError",
+    "Journal",
+    "JournalError",
+    "JournalLockedError",
+    "NewEvent",
+    "NotAJournalError",
+    "SCHEMA_VERSION",
+    "SchemaTooNewError",
+    "StoredEvent",
+    "StreamInfo",
+    "StreamNotFoundError",
+    "TurnlogError",
+    "VerifyReport",
+    "dump_heads",
+    "event_hash",
+    "load_heads",
+]

@@ -1,0 +1,394 @@
+"""The journal: one SQLite file of append-only, hash-chained event envelopes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from functools import partial
+from itertools import starmap
+from types import TracebackType
+
+from sqlite_utils import Database
+
+from ._hashing import GENESIS_HASH
+from ._rows import Row, chain_rows, check_stream_id, clock_stamp, system_stamp
+from ._schema import Extension, check_extensions, open_schema
+from ._sqlite import (
+    SQLITE_CONSTRAINT_CHECK,
+    SQLITE_CONSTRAINT_PRIMARYKEY,
+    SQLITE_CONSTRAINT_UNIQUE,
+    check_header,
+    connect,
+    is_constraint,
+    translate,
+)
+from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._verify import check_heads, verify_chains
+from .errors import (
+    ConcurrencyError,
+    CorruptEventError,
+    EventNotFoundError,
+    InvalidAppendError,
+    StreamNotFoundError,
+)
+
+__all__ = ["Journal"]
+
+_MAX_SEQ = 2**63 - 1
+_COLUMNS = "position, stream_id, seq, type, version, recorded_at, payload, prev_hash, hash"
+_INSERT = (
+    "INSERT INTO events (stream_id, seq, type, version, recorded_at, payload, prev_hash, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
+_HEAD = "SELECT seq, hash FROM events WHERE stream_id = ? ORDER BY seq DESC LIMIT 1"
+_HASH_AT = "SELECT hash FROM events WHERE stream_id = ? AND seq = ?"
+_LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
+_READ = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+_READ_ALL = f"SELECT {_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?"
+_HEADS = "SELECT stream_id, max(seq), hash FROM events GROUP BY stream_id ORDER BY stream_id"
+_STREAMS = """
+    SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
+           l.parent_stream_id, l.parent_seq
+    FROM (
+        SELECT stream_id, min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events,
+               max(position) AS last_position
+        FROM events {where} GROUP BY stream_id
+    ) AS g
+    JOIN events AS a ON a.stream_id = g.stream_id AND a.seq = g.first_seq
+    JOIN events AS z ON z.stream_id = g.stream_id AND z.seq = g.last_seq
+    LEFT JOIN stream_links AS l ON l.stream_id = g.stream_id
+    ORDER BY g.last_position DESC
+"""
+_ALL_STREAMS = _STREAMS.format(where="")
+_ONE_STREAM = _STREAMS.format(where="WHERE stream_id = ?")
+
+
+class Journal:
+    """An append-only, hash-chained event journal in one SQLite file (WAL mode).
+
+    Open it as a context manager or call :meth:`close`. A ``Journal`` belongs to the
+    thread that opened it; other threads and processes open their own on the same
+    file, and :meth:`append`'s ``expected_seq`` keeps their writes apart.
+
+    ``clock`` returns an aware datetime (default: now, UTC); ``synchronous`` is
+    ``"FULL"`` (every commit durable, the default) or ``"NORMAL"`` (a power loss may
+    lose the last commits, never corrupt the file). ``extensions`` are higher layers'
+    own versioned schemas, migrated on open.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], datetime] | None = None,
+        synchronous: str = "FULL",
+        extensions: Sequence[Extension] = (),
+    ) -> None:
+        self.path = os.fspath(path)
+        synchronous = str(synchronous).upper()
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f'synchronous must be "FULL" or "NORMAL", got {synchronous!r}')
+        check_extensions(extensions)
+        self._now = system_stamp if clock is None else partial(clock_stamp, clock)
+        # stream_id -> (last seq, its hash) as this handle last saw them
+        self._heads: dict[str, tuple[int, str]] = {}
+        check_header(self.path)
+        self._conn = connect(self.path)
+        try:
+            open_schema(Database(self._conn), self.path, extensions, synchronous)
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, self.path, "opening the journal") from exc
+            raise
+        self._cursor = self._conn.cursor()
+
+    def __repr__(self) -> str:
+        return f"Journal({self.path!r})"
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file. Safe to call twice; any later call raises :class:`JournalError`."""
+        self._conn.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_seq: int,
+        *,
+        parent: tuple[str, int] | None = None,
+    ) -> list[StoredEvent]:
+        """Append ``events`` to ``stream_id`` in one transaction, as seqs ``expected_seq + 1``….
+
+        ``expected_seq`` is the stream's last seq as the caller knows it (0 for a new
+        stream); if another writer got there first, :class:`ConcurrencyError` says so
+        and nothing is written. ``parent=(stream, seq)`` on a stream's first append
+        makes it a fork: its seq 1 chains to the parent's hash at that seq.
+
+        Raises :class:`InvalidAppendError` (bad stream id, type, version, timestamp or
+        payload JSON), :class:`ConcurrencyError`, :class:`EventNotFoundError` (no such
+        fork point) or :class:`JournalLockedError`; on any error nothing is written.
+        """
+        check_stream_id(stream_id)
+        if type(expected_seq) is not int or expected_seq < 0:
+            raise InvalidAppendError(
+                f"append to stream {stream_id!r}: expected_seq must be an int >= 0, "
+                f"got {expected_seq!r}"
+            )
+        if not events:
+            raise InvalidAppendError(f"append to stream {stream_id!r}: no events given")
+        if parent is not None:
+            _check_parent(parent, expected_seq, stream_id)
+        head = self._heads.get(stream_id)
+        cursor = self._cursor
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                prev_hash = self._prev_hash(stream_id, expected_seq, head, parent)
+                rows = chain_rows(prev_hash, stream_id, expected_seq, events, self._now())
+                last_position = self._insert(rows, stream_id, parent)
+                cursor.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._append_error(exc, stream_id, expected_seq, events) from exc
+        self._heads[stream_id] = (rows[-1][1], rows[-1][7])
+        first_position = last_position - len(rows) + 1
+        return [StoredEvent(first_position + i, *row) for i, row in enumerate(rows)]
+
+    def _prev_hash(
+        self,
+        stream_id: str,
+        expected_seq: int,
+        head: tuple[int, str] | None,
+        parent: tuple[str, int] | None,
+    ) -> str:
+        if parent is not None:
+            row = self._cursor.execute(_HASH_AT, parent).fetchone()
+            if row is None:
+                raise EventNotFoundError(
+                    f"cannot fork stream {stream_id!r} from {parent[0]!r} at seq {parent[1]}: "
+                    f"{self.path} has no such event"
+                )
+            return row[0]
+        if expected_seq == 0:
+            return GENESIS_HASH  # if the stream exists, the UNIQUE key refuses seq 1
+        if head is not None and head[0] == expected_seq:
+            return head[1]  # a concurrent writer is still caught by the UNIQUE key
+        row = self._cursor.execute(_HEAD, (stream_id,)).fetchone()
+        if row is None or row[0] != expected_seq:
+            raise self._stale(stream_id, expected_seq, row)
+        self._heads[stream_id] = row
+        return row[1]
+
+    def _insert(self, rows: list[Row], stream_id: str, parent: tuple[str, int] | None) -> int:
+        """Insert the rows (and the fork link); return the last row's position."""
+        cursor = self._cursor
+        if len(rows) == 1:
+            cursor.execute(_INSERT, rows[0])
+            last_position = cursor.lastrowid
+        else:
+            cursor.executemany(_INSERT, rows)
+            # Under the write lock, SQLite gives each new row max(position) + 1, so the
+            # batch's positions are consecutive and end at the last inserted rowid.
+            last_position = cursor.execute("SELECT last_insert_rowid()").fetchone()[0]
+        if parent is not None:
+            cursor.execute(_INSERT_LINK, (stream_id, *parent))
+        return last_position
+
+    def _stale(
+        self, stream_id: str, expected_seq: int, head: tuple[int, str] | None
+    ) -> ConcurrencyError:
+        """The error for a stale ``expected_seq``; refreshes the head cache on the way."""
+        if head is None:
+            self._heads.pop(stream_id, None)
+            actual = 0
+        else:
+            self._heads[stream_id] = head
+            actual = head[0]
+        return ConcurrencyError(
+            f"append to stream {stream_id!r} in {self.path}: expected seq {expected_seq}, "
+            f"but the stream's last seq is {actual} (another writer appended first)",
+            stream_id=stream_id,
+            expected_seq=expected_seq,
+            actual_seq=actual,
+        )
+
+    def _append_error(
+        self, exc: sqlite3.Error, stream_id: str, expected_seq: int, events: Sequence[NewEvent]
+    ) -> Exception:
+        try:
+            if is_constraint(exc, SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY):
+                head = self._conn.execute(_HEAD, (stream_id,)).fetchone()
+                return self._stale(stream_id, expected_seq, head)
+            if is_constraint(exc, SQLITE_CONSTRAINT_CHECK):
+                index = next(
+                    (i for i, e in enumerate(events) if not _json_valid(self._conn, e.payload)), 0
+                )
+                return InvalidAppendError(
+                    f"append to stream {stream_id!r} in {self.path}: event {index} "
+                    f"(seq {expected_seq + 1 + index}) has a payload that is not valid JSON"
+                )
+        except sqlite3.Error as second:
+            return translate(second, self.path, f"append to stream {stream_id!r}")
+        return translate(exc, self.path, f"append to stream {stream_id!r}")
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(
+        self, stream_id: str, from_seq: int = 1, to_seq: int | None = None
+    ) -> Iterator[StoredEvent]:
+        """Iterate over a stream's own events from ``from_seq`` to ``to_seq`` (inclusive), lazily.
+
+        Rows come from a cursor as they are consumed: memory does not grow with the stream.
+        """
+        upto = _MAX_SEQ if to_seq is None else to_seq
+        return self._events(_READ, (stream_id, from_seq, upto), f"reading stream {stream_id!r}")
+
+    def read_all(
+        self, after_position: int = 0, limit: int | None = None
+    ) -> Iterator[StoredEvent]:
+        """Iterate over every stream's events in global (position) order, lazily.
+
+        For followers and projections: remember the last position seen and pass it back.
+        """
+        params = (after_position, -1 if limit is None else limit)
+        return self._events(_READ_ALL, params, "reading all events")
+
+    def lineage(self, stream_id: str, to_seq: int | None = None) -> Iterator[StoredEvent]:
+        """Iterate over a stream's whole history: its fork ancestors' events, then its own.
+
+        For a fork, the parent's events up to the fork point come first (recursively for
+        forks of forks), then the stream's own events up to ``to_seq``. Lazy.
+        """
+        try:
+            for ancestor, upto in self._ancestry(stream_id, to_seq):
+                yield from self._events(_READ, (ancestor, 1, upto), f"reading {ancestor!r}")
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, f"reading the lineage of {stream_id!r}") from exc
+
+    def _ancestry(self, stream_id: str, to_seq: int | None) -> list[tuple[str, int]]:
+        """``[(stream, up to seq), ...]``, root first, ending with ``stream_id`` itself."""
+        segments = [(stream_id, _MAX_SEQ if to_seq is None else to_seq)]
+        seen = {stream_id}
+        while (link := self._conn.execute(_LINK, (segments[-1][0],)).fetchone()) is not None:
+            if link[0] in seen:
+                raise CorruptEventError(
+                    f"{self.path}: the fork links of stream {stream_id!r} loop through {link[0]!r}"
+                )
+            seen.add(link[0])
+            segments.append(link)
+        segments.reverse()
+        return segments
+
+    def _events(self, sql: str, params: tuple, action: str) -> Iterator[StoredEvent]:
+        try:
+            yield from starmap(StoredEvent, self._conn.execute(sql, params))
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, action) from exc
+
+    def streams(self) -> Iterator[StreamInfo]:
+        """Iterate over every stream's summary, the most recently appended first."""
+        try:
+            yield from starmap(StreamInfo, self._conn.execute(_ALL_STREAMS))
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "listing streams") from exc
+
+    def stream(self, stream_id: str) -> StreamInfo:
+        """One stream's summary; :class:`StreamNotFoundError` if it has no events."""
+        row = self._fetchone(_ONE_STREAM, (stream_id,), f"reading stream {stream_id!r}")
+        if row is None:
+            raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+        return StreamInfo(*row)
+
+    def last_seq(self, stream_id: str) -> int:
+        """The stream's last seq, 0 if it has no events."""
+        row = self._fetchone(_HEAD, (stream_id,), f"reading stream {stream_id!r}")
+        return 0 if row is None else row[0]
+
+    def hash_at(self, stream_id: str, seq: int) -> str:
+        """The hash of the event at ``(stream_id, seq)``; :class:`EventNotFoundError` if none."""
+        row = self._fetchone(_HASH_AT, (stream_id, seq), f"reading stream {stream_id!r}")
+        if row is None:
+            raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
+        return row[0]
+
+    def _fetchone(self, sql: str, params: tuple, action: str) -> tuple | None:
+        try:
+            return self._conn.execute(sql, params).fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, action) from exc
+
+    # -- tamper evidence -----------------------------------------------------------------
+
+    def verify(self, stream_id: str | None = None) -> VerifyReport:
+        """Recompute every hash chain (or one stream's) and report the first bad event.
+
+        Finds edited fields, removed, inserted or reordered events and broken fork
+        links. It cannot see events cut off the end of a stream: keep :meth:`heads`
+        outside the journal and use :meth:`check_heads` for that.
+        """
+        action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
+        try:
+            report = verify_chains(self._conn, stream_id)
+            if stream_id is not None and report.checked_events == 0 and report.ok:
+                raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            return report
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, action) from exc
+
+    def heads(self) -> list[Head]:
+        """Every stream's last seq and hash, ordered by stream id."""
+        try:
+            return list(starmap(Head, self._conn.execute(_HEADS)))
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "reading heads") from exc
+
+    def check_heads(self, heads: Iterable[Head]) -> list[BadEvent]:
+        """Saved heads that no longer hold: the stream is gone, shorter, or rewritten there.
+
+        A stream that merely grew since is fine.
+        """
+        try:
+            return check_heads(self._conn, heads)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "checking heads") from exc
+
+
+def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:
+    where = f"append to stream {stream_id!r}"
+    if expected_seq != 0:
+        raise InvalidAppendError(
+            f"{where}: a fork parent is only allowed on the stream's first append "
+            f"(expected_seq=0), got expected_seq={expected_seq}"
+        )
+    if (
+        not isinstance(parent, tuple)
+        or len(parent) != 2
+        or type(parent[0]) is not str
+        or type(parent[1]) is not int
+        or parent[1] < 1
+    ):
+        raise InvalidAppendError(f"{where}: parent must be (stream_id, seq >= 1), got {parent!r}")
+
+
+def _json_valid(conn: sqlite3.Connection, text: str) -> bool:
+    return bool(conn.execute("SELECT json_valid(?)", (text,)).fetchone()[0])

@@ -1,0 +1,129 @@
+"""Turning an append's input into rows: input checks, ``recorded_at`` text and the hash chain."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
+
+from ._hashing import event_hash
+from ._types import NewEvent
+from .errors import InvalidAppendError
+
+__all__ = ["chain_rows", "check_stream_id", "clock_stamp", "format_timestamp", "system_stamp"]
+
+# C0 and C1 controls, DEL, and lone surrogates (which cannot be stored as UTF-8).
+_BAD_NAME_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+Row = tuple[str, int, str, int, str, str, str, str]
+"""``(stream_id, seq, type, version, recorded_at, payload, prev_hash, hash)``."""
+
+
+def format_timestamp(moment: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` for an aware datetime, converted to UTC."""
+    if moment.tzinfo is not UTC:
+        offset = moment.utcoffset()
+        if offset is None:
+            raise ValueError(f"the journal's clock must return an aware datetime, got {moment!r}")
+        if offset:
+            moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="microseconds")[:26] + "Z"
+
+
+def clock_stamp(clock: Callable[[], datetime]) -> str:
+    """The current ``recorded_at`` text from an injected clock."""
+    return format_timestamp(clock())
+
+
+def system_stamp() -> str:
+    """The current ``recorded_at`` text from the system clock: ``datetime.now(UTC)``, faster."""
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    return f"{_second_text(second)}.{micro:06d}Z"
+
+
+@lru_cache(maxsize=4)
+def _second_text(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
+@lru_cache(maxsize=4096)
+def _is_name(value: str) -> bool:
+    return bool(value) and _BAD_NAME_CHAR.search(value) is None
+
+
+def _is_timestamp(value: object) -> bool:
+    if type(value) is not str or not _TIMESTAMP.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value[:-1])
+    except ValueError:
+        return False
+    return True
+
+
+def check_stream_id(stream_id: object) -> None:
+    """Refuse a stream id that is not a non-empty str free of control characters."""
+    if type(stream_id) is not str or not _is_name(stream_id):
+        raise InvalidAppendError(
+            f"append to stream {stream_id!r}: the stream id must be a non-empty str "
+            "without control characters"
+        )
+
+
+def chain_rows(
+    prev_hash: str, stream_id: str, expected_seq: int, events: Sequence[NewEvent], now: str
+) -> list[Row]:
+    """Check each event and chain it to the one before.
+
+    Events without their own ``recorded_at`` get ``now``: one append, one moment.
+    """
+    rows: list[Row] = []
+    seq = expected_seq
+    for event in events:
+        stamp = _checked_stamp(event, stream_id, seq - expected_seq, now)
+        seq += 1
+        try:
+            digest = event_hash(
+                prev_hash, stream_id, seq, event.type, event.version, stamp, event.payload
+            )
+        except UnicodeEncodeError:
+            raise _invalid(
+                stream_id, seq - 1 - expected_seq, "the payload is not valid Unicode text"
+            ) from None
+        rows.append(
+            (stream_id, seq, event.type, event.version, stamp, event.payload, prev_hash, digest)
+        )
+        prev_hash = digest
+    return rows
+
+
+def _checked_stamp(event: object, stream_id: str, index: int, now: str) -> str:
+    if not isinstance(event, NewEvent):
+        raise _invalid(stream_id, index, f"expected a NewEvent, got {type(event).__name__}")
+    if type(event.type) is not str or not _is_name(event.type):
+        raise _invalid(
+            stream_id, index,
+            f"type must be a non-empty str without control characters, got {event.type!r}",
+        )
+    if type(event.version) is not int or event.version < 1:
+        raise _invalid(stream_id, index, f"version must be an int >= 1, got {event.version!r}")
+    if type(event.payload) is not str:
+        raise _invalid(
+            stream_id, index,
+            f"payload must be JSON text (str), got {type(event.payload).__name__}",
+        )
+    if event.recorded_at is None:
+        return now
+    if not _is_timestamp(event.recorded_at):
+        raise _invalid(
+            stream_id, index,
+            f"recorded_at must look like 2025-01-31T23:59:59.123456Z, got {event.recorded_at!r}",
+        )
+    return event.recorded_at
+
+
+def _invalid(stream_id: str, index: int, problem: str) -> InvalidAppendError:
+    return InvalidAppendError(f"append to stream {stream_id!r}, event {index}: {problem}")

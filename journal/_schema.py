@@ -1,0 +1,198 @@
+"""Schema creation and migrations, run through sqlite-utils, plus the extension hook.
+
+The core schema is a list of ``(version, step)`` pairs; a journal records the last
+version applied as ``schema_version`` in ``_turnlog_meta``. Higher layers keep their
+own objects in the same file (SQL views over payload JSON, say) as an
+:class:`Extension`, recorded there as ``ext:<name>``. Every pending step, core and
+extension, runs in one ``BEGIN IMMEDIATE`` transaction: a journal is migrated
+completely or not at all, and two processes opening it at once cannot both migrate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+from sqlite_utils import Database
+
+from .errors import NotAJournalError, SchemaTooNewError
+
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Extension",
+    "check_extensions",
+    "open_schema",
+]
+
+APPLICATION_ID = 0x544C4F47
+"""``PRAGMA application_id`` of every turnlog journal (the bytes ``TLOG``)."""
+
+META_TABLE = "_turnlog_meta"
+_SCHEMA_KEY = "schema_version"
+
+
+class Extension(msgspec.Struct, frozen=True, kw_only=True):
+    """A higher layer's own named, versioned schema kept in the journal file.
+
+    ``migrate(db, from_version)`` receives the :class:`sqlite_utils.Database` and the
+    version already installed (0 when never installed) and must bring the extension
+    to ``version``. It runs inside the journal's migration transaction, so it must not
+    commit; if it raises, nothing of the migration is kept. A journal whose recorded
+    version is newer than ``version`` is refused with :class:`SchemaTooNewError`.
+    """
+
+    name: str
+    version: int
+    migrate: Callable[[Database, int], None]
+
+
+_EVENTS_V1 = """CREATE TABLE events (
+    position INTEGER PRIMARY KEY,
+    stream_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    recorded_at TEXT NOT NULL,
+    payload TEXT NOT NULL CHECK (json_valid(payload)),
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    UNIQUE (stream_id, seq)
+)"""
+
+_STREAM_LINKS_V1 = """CREATE TABLE stream_links (
+    stream_id TEXT PRIMARY KEY,
+    parent_stream_id TEXT NOT NULL,
+    parent_seq INTEGER NOT NULL
+)"""
+
+
+def _create_v1(db: Database) -> None:
+    db.execute(_EVENTS_V1)
+    db.execute(_STREAM_LINKS_V1)
+    for table in ("events", "stream_links"):
+        for operation in ("UPDATE", "DELETE"):
+            db.execute(
+                f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, 'turnlog journal is append-only: "
+                f"{operation} on {table} is not allowed'); END"
+            )
+
+
+MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [(1, _create_v1)]
+"""The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The newest core schema version this code knows."""
+
+
+def open_schema(
+    db: Database, path: str, extensions: Sequence[Extension], synchronous: str
+) -> None:
+    """Check that ``db`` is a turnlog journal (or empty), then bring it up to date.
+
+    Nothing is written until the file is known to be a journal or empty, and nothing
+    at all when it is already current.
+    """
+    meta = _inspect(db, path)
+    _refuse_newer(meta, path, extensions)
+    db.conn.execute("PRAGMA journal_mode = WAL")
+    db.conn.execute(f"PRAGMA synchronous = {synchronous}")
+    if meta is None or _pending(meta, extensions):
+        _migrate(db, path, extensions)
+
+
+def check_extensions(extensions: Sequence[Extension]) -> None:
+    """Refuse extensions with empty or duplicate names or versions below 1."""
+    seen: set[str] = set()
+    for ext in extensions:
+        if not isinstance(ext, Extension):
+            raise TypeError(f"extensions must be Extension objects, got {ext!r}")
+        if not ext.name or ext.name in seen:
+            raise ValueError(f"extension names must be unique and non-empty, got {ext.name!r}")
+        if type(ext.version) is not int or ext.version < 1:
+            raise ValueError(f"extension {ext.name!r}: version must be an int >= 1")
+        seen.add(ext.name)
+
+
+def _inspect(db: Database, path: str) -> dict[str, str] | None:
+    """Return the journal's meta, ``None`` for an empty database; refuse anything else."""
+    app_id = db.execute("PRAGMA application_id").fetchone()[0]
+    user_version = db.execute("PRAGMA user_version").fetchone()[0]
+    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    if not names and app_id == 0 and user_version == 0:
+        return None
+    if app_id != APPLICATION_ID or META_TABLE not in names:
+        raise NotAJournalError(f"{path} is a SQLite database but not a turnlog journal")
+    meta = dict(db.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    if not _is_version(meta.get(_SCHEMA_KEY)):
+        raise NotAJournalError(
+            f"{path} is damaged: its {META_TABLE} table has no valid {_SCHEMA_KEY}"
+        )
+    return meta
+
+
+def _is_version(value: str | None) -> bool:
+    return value is not None and value.isascii() and value.isdigit()
+
+
+def _refuse_newer(
+    meta: dict[str, str] | None, path: str, extensions: Sequence[Extension]
+) -> None:
+    if meta is None:
+        return
+    found = int(meta[_SCHEMA_KEY])
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"{path} has journal schema version {found}, but this turnlog knows versions up "
+            f"to {SCHEMA_VERSION}: upgrade turnlog to open it"
+        )
+    for ext in extensions:
+        recorded = _ext_version(meta, ext)
+        if recorded > ext.version:
+            raise SchemaTooNewError(
+                f"{path} has extension {ext.name!r} at version {recorded}, but this code "
+                f"knows versions up to {ext.version}: upgrade turnlog to open it"
+            )
+
+
+def _ext_version(meta: dict[str, str], ext: Extension) -> int:
+    value = meta.get(f"ext:{ext.name}")
+    return int(value) if _is_version(value) else 0
+
+
+def _pending(meta: dict[str, str], extensions: Sequence[Extension]) -> bool:
+    return int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION or any(
+        _ext_version(meta, ext) < ext.version for ext in extensions
+    )
+
+
+def _migrate(db: Database, path: str, extensions: Sequence[Extension]) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read under the write lock: another process may have migrated meanwhile.
+        meta = _inspect(db, path)
+        _refuse_newer(meta, path, extensions)
+        if meta is None:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db[META_TABLE].create({"key": str, "value": str}, pk="key")
+            meta = {_SCHEMA_KEY: "0"}
+        current = int(meta[_SCHEMA_KEY])
+        for version, step in MIGRATIONS:
+            if version > current:
+                step(db)
+                _set_meta(db, _SCHEMA_KEY, version)
+        for ext in extensions:
+            recorded = _ext_version(meta, ext)
+            if recorded < ext.version:
+                ext.migrate(db, recorded)
+                _set_meta(db, f"ext:{ext.name}", ext.version)
+        db.execute("COMMIT")
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def _set_meta(db: Database, key: str, version: int) -> None:
+    db[META_TABLE].upsert({"key": key, "value": str(version)}, pk="key")

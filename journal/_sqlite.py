@@ -1,0 +1,98 @@
+"""The sqlite3 boundary: opening a connection, checking a file's header, translating errors."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from .errors import JournalError, JournalLockedError, NotAJournalError
+
+__all__ = ["BUSY_TIMEOUT_MS", "check_header", "connect", "is_constraint", "translate"]
+
+BUSY_TIMEOUT_MS = 5000
+
+_MAGIC = b"SQLite format 3\x00"
+_HEADER_SIZE = 100
+_WAL_HEADER_SIZE = 32
+
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+SQLITE_CONSTRAINT_CHECK = 275
+SQLITE_CONSTRAINT_PRIMARYKEY = 1555
+SQLITE_CONSTRAINT_UNIQUE = 2067
+
+
+def check_header(path: str) -> None:
+    """Refuse a non-empty file that is not SQLite or that is shorter than its header says.
+
+    Runs before SQLite touches the file, so a foreign file is never written to.
+    A missing or empty file passes: it becomes a new journal.
+    """
+    try:
+        size = os.stat(path).st_size
+        if size == 0:
+            return
+        with open(path, "rb") as f:
+            header = f.read(_HEADER_SIZE)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise JournalError(f"cannot read journal file {path}: {exc.strerror or exc}") from exc
+    if len(header) < _HEADER_SIZE or not header.startswith(_MAGIC):
+        raise NotAJournalError(f"{path} is not a SQLite database, so not a turnlog journal")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The page count is only meaningful when the header says so (bytes 92-95 match
+    # the change counter); a WAL with frames may legitimately hold pages the main
+    # file does not have yet, and SQLite will recover it.
+    count_is_valid = header[92:96] == header[24:28]
+    if count_is_valid and pages and size < pages * page_size and not _wal_has_frames(path):
+        raise NotAJournalError(
+            f"{path} is truncated: its header declares {pages} pages of {page_size} bytes "
+            f"({pages * page_size} bytes) but the file has {size} bytes"
+        )
+
+
+def _wal_has_frames(path: str) -> bool:
+    try:
+        return os.stat(path + "-wal").st_size > _WAL_HEADER_SIZE
+    except OSError:
+        return False
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """Open ``path`` with driver autocommit (we issue BEGIN/COMMIT ourselves) and a busy timeout."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise translate(exc, path, "cannot open the journal") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise translate(exc, path, "cannot open the journal") from exc
+    return conn
+
+
+def is_constraint(exc: sqlite3.Error, *codes: int) -> bool:
+    """True when ``exc`` carries one of the extended SQLite result ``codes``."""
+    return getattr(exc, "sqlite_errorcode", None) in codes
+
+
+def translate(exc: sqlite3.Error, path: str, action: str) -> JournalError:
+    """Turn a sqlite3 error into the journal error it means, naming the file and what failed."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return JournalLockedError(
+            f"{path}: {action}: another connection kept the journal locked for more than "
+            f"{BUSY_TIMEOUT_MS} ms ({exc})"
+        )
+    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return NotAJournalError(f"{path} is corrupt or not a SQLite database ({action}: {exc})")
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
+        return JournalError(f"{path}: {action}: the journal is closed")
+    return JournalError(f"{path}: {action}: {exc}")

@@ -1,0 +1,225 @@
+"""Tamper evidence: edits made behind the journal's back (triggers dropped) are found, located."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from journal import BadEvent, CorruptEventError, Journal, StreamNotFoundError, event_hash
+
+from .conftest import events
+
+TRIGGERS = ("events_refuse_update", "events_refuse_delete",
+            "stream_links_refuse_update", "stream_links_refuse_delete")
+
+
+@pytest.fixture
+def original(journal_path: Path, clock) -> Path:
+    """Stream "a" (5 events), stream "b" (2), and "fork" (2 events) forked from "a" at seq 2."""
+    with Journal(journal_path, clock=clock) as journal:
+        journal.append("a", events(5), 0)
+        journal.append("b", events(2, 10), 0)
+        journal.append("fork", events(2, 20), 0, parent=("a", 2))
+        assert journal.verify().ok
+    return journal_path
+
+
+def tampered(original: Path, *statements: str) -> Path:
+    """A copy of the journal with the triggers dropped and ``statements`` run on it."""
+    copy = original.with_name("tampered.db")
+    source, target = sqlite3.connect(original), sqlite3.connect(copy)
+    try:
+        source.backup(target)
+        for trigger in TRIGGERS:
+            target.execute(f"DROP TRIGGER {trigger}")
+        for statement in statements:
+            target.execute(statement)
+        target.commit()
+    finally:
+        source.close()
+        target.close()
+    return copy
+
+
+def first_bad(path: Path, stream_id: str | None = None) -> BadEvent | None:
+    with Journal(path) as journal:
+        return journal.verify(stream_id).first_bad
+
+
+def test_an_untouched_journal_verifies_every_event(original):
+    with Journal(original) as journal:
+        report = journal.verify()
+    assert (report.ok, report.checked_events, report.first_bad) == (True, 9, None)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "payload = replace(payload, '\"n\":2', '\"n\":7')",  # one byte
+        "type = 'other'",
+        "version = 2",
+        "recorded_at = '2030-01-01T00:00:00.000000Z'",
+        "prev_hash = hash",
+    ],
+)
+def test_an_edited_field_is_reported_at_that_exact_seq(original, edit):
+    copy = tampered(original, f"UPDATE events SET {edit} WHERE stream_id = 'a' AND seq = 3")
+
+    bad = first_bad(copy)
+
+    assert (bad.stream_id, bad.seq) == ("a", 3)
+
+
+def test_an_edited_payload_is_reported_as_a_hash_mismatch(original):
+    copy = tampered(
+        original,
+        "UPDATE events SET payload = replace(payload, '\"n\":2', '\"n\":7') "
+        "WHERE stream_id = 'a' AND seq = 3",
+    )
+
+    with Journal(copy) as journal:
+        report = journal.verify()
+
+    assert not report.ok
+    assert report.first_bad.reason.startswith("hash mismatch")
+    assert report.checked_events == 3
+
+
+def test_a_deleted_event_is_reported_as_a_missing_seq(original):
+    copy = tampered(original, "DELETE FROM events WHERE stream_id = 'a' AND seq = 3")
+
+    assert first_bad(copy) == BadEvent("a", 3, "seq 3 missing (next stored is seq 4)")
+
+
+def test_a_deleted_event_with_the_rest_renumbered_breaks_the_prev_hash_link(original):
+    copy = tampered(
+        original,
+        "DELETE FROM events WHERE stream_id = 'a' AND seq = 3",
+        "UPDATE events SET seq = seq - 1 WHERE stream_id = 'a' AND seq > 3",
+    )
+
+    bad = first_bad(copy)
+
+    assert (bad.stream_id, bad.seq) == ("a", 3)
+    assert bad.reason.startswith("prev_hash does not match the hash of seq 2")
+
+
+def test_swapped_payloads_are_reported_at_the_first_of_the_two(original):
+    copy = tampered(
+        original,
+        "UPDATE events SET payload = (SELECT payload FROM events WHERE stream_id = 'a' AND seq = 4)"
+        " WHERE stream_id = 'a' AND seq = 2",
+        "UPDATE events SET payload = '{\"n\":1}' WHERE stream_id = 'a' AND seq = 4",
+    )
+
+    assert (first_bad(copy).stream_id, first_bad(copy).seq) == ("a", 2)
+
+
+def test_swapped_seqs_are_reported_at_the_first_of_the_two(original):
+    copy = tampered(
+        original,
+        "UPDATE events SET seq = -1 WHERE stream_id = 'a' AND seq = 2",
+        "UPDATE events SET seq = 2 WHERE stream_id = 'a' AND seq = 4",
+        "UPDATE events SET seq = 4 WHERE stream_id = 'a' AND seq = -1",
+    )
+
+    assert (first_bad(copy).stream_id, first_bad(copy).seq) == ("a", 2)
+
+
+def test_a_fork_link_moved_to_another_seq_is_reported_at_the_forks_first_event(original):
+    copy = tampered(original, "UPDATE stream_links SET parent_seq = 1 WHERE stream_id = 'fork'")
+
+    bad = first_bad(copy)
+
+    assert (bad.stream_id, bad.seq) == ("fork", 1)
+    assert "fork parent 'a' at seq 1" in bad.reason
+
+
+def test_a_fork_link_to_a_missing_parent_event_is_reported(original):
+    copy = tampered(original, "UPDATE stream_links SET parent_seq = 99 WHERE stream_id = 'fork'")
+
+    assert first_bad(copy) == BadEvent(
+        "fork", 1, "fork link points to 'a' seq 99, which does not exist"
+    )
+
+
+def test_a_deleted_fork_link_is_reported(original):
+    copy = tampered(original, "DELETE FROM stream_links WHERE stream_id = 'fork'")
+
+    bad = first_bad(copy)
+
+    assert (bad.stream_id, bad.seq) == ("fork", 1)
+    assert "no fork link" in bad.reason
+
+
+def test_a_fork_link_whose_events_were_deleted_is_reported(original):
+    copy = tampered(original, "DELETE FROM events WHERE stream_id = 'fork'")
+
+    assert first_bad(copy) == BadEvent(
+        "fork", 1, "seq 1 missing: the stream has a fork link but no events"
+    )
+
+
+def test_fork_links_that_loop_are_corrupt_for_lineage_and_reported_by_verify(original):
+    copy = tampered(original, "INSERT INTO stream_links VALUES ('a', 'fork', 1)")
+
+    with Journal(copy) as journal:
+        with pytest.raises(CorruptEventError, match="loop"):
+            list(journal.lineage("fork"))
+        bad = journal.verify().first_bad
+    assert (bad.stream_id, bad.seq) == ("a", 1)
+
+
+def test_verify_of_one_stream_checks_only_that_stream(original):
+    copy = tampered(original, "UPDATE events SET type = 'x' WHERE stream_id = 'b' AND seq = 1")
+
+    with Journal(copy) as journal:
+        assert journal.verify("a").ok
+        assert journal.verify("a").checked_events == 5
+        assert journal.verify("b").first_bad.stream_id == "b"
+        with pytest.raises(StreamNotFoundError):
+            journal.verify("nobody")
+
+
+def test_check_heads_finds_a_cut_off_tail_that_verify_cannot(original):
+    with Journal(original) as journal:
+        saved = journal.heads()
+    copy = tampered(original, "DELETE FROM events WHERE stream_id = 'a' AND seq > 3")
+
+    with Journal(copy) as journal:
+        assert journal.verify().ok
+        assert journal.check_heads(saved) == [
+            BadEvent("a", 5, "stream ends at seq 3, before the saved head at seq 5 "
+                             "(events were cut off its end)")
+        ]
+
+
+def test_check_heads_finds_a_consistently_rewritten_chain_that_verify_cannot(original):
+    with Journal(original) as journal:
+        saved = journal.heads()
+        [old] = journal.read("b", from_seq=2)
+    forged = event_hash(old.prev_hash, "b", 2, old.type, old.version, old.recorded_at, '{"n":666}')
+    copy = tampered(
+        original,
+        f"UPDATE events SET payload = '{{\"n\":666}}', hash = '{forged}' "
+        "WHERE stream_id = 'b' AND seq = 2",
+    )
+
+    with Journal(copy) as journal:
+        assert journal.verify().ok
+        [bad] = journal.check_heads(saved)
+    assert (bad.stream_id, bad.seq) == ("b", 2)
+    assert "differs from the saved head" in bad.reason
+
+
+def test_check_heads_reports_a_stream_that_disappeared(original):
+    with Journal(original) as journal:
+        saved = journal.heads()
+    copy = tampered(original, "DELETE FROM events WHERE stream_id = 'b'")
+
+    with Journal(copy) as journal:
+        assert journal.check_heads(saved) == [
+            BadEvent("b", 2, "stream is missing (the saved head is at seq 2)")
+        ]
