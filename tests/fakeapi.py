@@ -9,7 +9,7 @@ text blocks, bad ids, unmatched function responses ...).
 
 Usage (the ``fake_api`` fixture starts and stops one per test)::
 
-    from fakeapi import FakeAPI, reply, error_reply
+    from tests.fakeapi import FakeAPI, reply, error_reply
 
     fake = FakeAPI().start()
     fake.script("openai", [reply("openai", tool_calls=[("add", {"a": 1, "b": 2})]),
@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from fakerules import check_anthropic, check_gemini, check_openai
+from tests.fakerules import check_anthropic, check_gemini, check_openai
 
 __all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_reply", "fake_api", "reply"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fakeapi import FakeAPI, reply
+from tests.fakeapi import FakeAPI, reply
 
 from engine.events import ToolSpec
 from engine.messages import Message, Text, ToolCall, ToolResult, tool_calls_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from providerkit import KEYS, make_provider, run_three_turns
+from tests.providerkit import KEYS, make_provider, run_three_turns
 
 from engine.messages import Text, Thinking, ToolCall, ToolResult, text_of, tool_calls_of
 

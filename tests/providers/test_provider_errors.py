@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from fakeapi import Reply, error_reply
-from providerkit import KEYS, make_provider, request
+from tests.fakeapi import Reply, error_reply
+from tests.providerkit import KEYS, make_provider, request
 
 from engine.errors import (
     AuthenticationError,
@@ -106,7 +106,7 @@ def test_keys_and_base_urls_come_from_the_environment(monkeypatch, fake_api, nam
                 "gemini": "GEMINI_BASE_URL"}[name]
     monkeypatch.setenv(env, "env-key-123")
     monkeypatch.setenv(base_env, fake_api.base_url(name))
-    from fakeapi import reply
+    from tests.fakeapi import reply
 
     fake_api.script(name, [reply(name, text="ok")])
     response = get_provider(name, model="m").complete(request(HISTORY))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakeapi import reply
-from providerkit import make_provider, request, run_three_turns
+from tests.fakeapi import reply
+from tests.providerkit import make_provider, request, run_three_turns
 
 from engine.messages import Message, Text, ToolCall, ToolResult
 
