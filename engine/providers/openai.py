@@ -181,7 +181,8 @@ def _tool_call(call: Any, where: str) -> ToolCall:
     fn = call.get("function")
     if call.get("type", "function") != "function" or not isinstance(fn, dict):
         # an unsupported kind of call is kept and marked, never dropped
-        name = (fn or call).get("name") if isinstance(fn or call, dict) else None
+        inner = call.get(str(call.get("type")))
+        name = (inner if isinstance(inner, dict) else fn if isinstance(fn, dict) else {}).get("name")
         return ToolCall(id=call_id, name=str(name or call.get("type", "unknown")),
                         raw_arguments=json.dumps(call, ensure_ascii=False),
                         invalid=f"unsupported tool call type {call.get('type')!r}")

@@ -1,0 +1,52 @@
+"""API keys never reach the journal: not in events, not in raw bodies, not in the file's bytes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.conversation import Conversation
+from engine.events import (
+    ConversationStarted,
+    ModelRequested,
+    ModelResponded,
+    ToolCompleted,
+    ToolStarted,
+    UserMessage,
+)
+from engine.messages import tool_calls_of
+from tests.providerkit import KEYS, make_provider, request, run_tool, script_three_turns
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini"])
+def test_a_recorded_conversation_never_contains_the_api_key(fake_api, journal, db_path, name):
+    provider = make_provider(name, fake_api)
+    script_three_turns(fake_api, name)
+    conv = Conversation.start(journal, ConversationStarted(
+        conversation_id="c1", provider=name, model="fake-model", system="sys"))
+    conv.append(UserMessage.of("What's the weather in Paris, and 2 + 3?"))
+    for turn in range(1, 4):
+        req = request(list(conv.state.messages))
+        conv.append(ModelRequested(turn=turn, digest=req.digest(), provider=name,
+                                   model="fake-model"))
+        response = provider.complete(req)
+        conv.append(ModelResponded(turn=turn, parts=response.parts,
+                                   stop_reason=response.stop_reason, usage=response.usage,
+                                   provider=name, model=response.model,
+                                   response_id=response.response_id, raw=response.raw))
+        for call in tool_calls_of(response.parts):
+            content, ok = run_tool(call)
+            conv.append(ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments),
+                        ToolCompleted(call_id=call.id, name=call.name, success=ok,
+                                      content=content))
+    assert conv.state.turn_count == 3
+    assert conv.state.final_content == "Paris is sunny and 2 + 3 = 5."
+    assert fake_api.refusals() == []
+    key = KEYS[name]
+    assert any(key in json.dumps(r.headers) for r in fake_api.requests), "the key was sent"
+    stored = db_path.read_bytes() + (db_path.with_name(db_path.name + "-wal").read_bytes()
+                                     if db_path.with_name(db_path.name + "-wal").exists() else b"")
+    assert b"Paris is sunny" in stored, "the scan reads the recorded bytes"
+    assert key.encode() not in stored
+    assert key.split("-")[-1].encode() not in stored, "not even a fragment of it"
