@@ -10,6 +10,8 @@
 - a tool result that answers no call of the preceding assistant message
   becomes user text (the APIs refuse orphan results);
 - empty and whitespace-only text parts are dropped, and messages left empty;
+- an image in an assistant message becomes the text ``[image]`` except for
+  Gemini (the only wire where a model turn may hold one);
 - thinking is kept only when the target provider made it (it is bound to
   that provider by its signature); another provider's thinking is dropped,
   because it was never part of the visible conversation.
@@ -78,6 +80,13 @@ def _keep(part: Part, provider: str) -> bool:
     return True
 
 
+def _assistant_part(part: Part, provider: str) -> Part:
+    # only Gemini lets a model turn carry an image; elsewhere a placeholder keeps its place
+    if type(part) is Image and provider != "gemini":
+        return Text(text="[image]")
+    return part
+
+
 def plan_history(system: str, messages: Sequence[Message], provider: str) -> tuple[str, list[Entry]]:
     """The system text and the ordered entries to render for ``provider`` (see module doc)."""
     systems = [system] if system.strip() else []
@@ -102,7 +111,8 @@ def plan_history(system: str, messages: Sequence[Message], provider: str) -> tup
             continue
         if message.role == "assistant":
             close_calls()
-            parts = [p for p in message.parts if _keep(p, provider) and type(p) is not ToolResult]
+            parts = [_assistant_part(p, provider) for p in message.parts
+                     if _keep(p, provider) and type(p) is not ToolResult]
             if parts:
                 entries.append(Entry("assistant", parts))
             pending.extend(p for p in parts if type(p) is ToolCall)
