@@ -243,7 +243,8 @@ class FakeAPI:
         """Listen on 127.0.0.1 on a free port, in a daemon thread."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
         return self
 
     def stop(self) -> None:
