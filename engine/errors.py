@@ -13,6 +13,7 @@
             ├── AuthenticationError     401/403: the key is missing or wrong
             ├── RateLimitError          429: ``retry_after`` seconds when the provider says
             ├── ProviderTimeout         no answer in time
+            ├── ProviderConnectionError the endpoint could not be reached
             ├── BadRequestError         400/404/422: the provider refused the request
             ├── ServerError             5xx
             ├── MalformedResponseError  an answer turnlog cannot read
@@ -46,6 +47,7 @@ __all__ = [
     "JournalError",
     "MalformedResponseError",
     "NotAJournalError",
+    "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
@@ -123,6 +125,12 @@ class RateLimitError(ProviderError):
 
 class ProviderTimeout(ProviderError):
     """The provider did not answer in time."""
+
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The provider's endpoint could not be reached (DNS, refused connection, TLS, reset)."""
 
     retryable = True
 

@@ -39,6 +39,8 @@ from ..errors import (
     RateLimitError,
     ServerError,
 )
+import msgspec
+
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "plan_history",
     "require",
     "require_key",
+    "with_model",
 ]
 
 CUT_OFF = "cut off by max_tokens"
@@ -257,3 +260,8 @@ def require_key(provider: str, api_key: str | None) -> str:
         raise AuthenticationError(
             f"no API key: set {KEY_ENV[provider]} or pass api_key=", provider=provider)
     return key
+
+
+def with_model(response: Any, model: str) -> Any:
+    """``response`` with ``model`` filled in when the body did not name one."""
+    return response if response.model else msgspec.structs.replace(response, model=model)

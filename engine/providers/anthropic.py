@@ -26,7 +26,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import MalformedResponseError, ProviderError, ProviderTimeout
+from ..errors import (
+    MalformedResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+)
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
@@ -38,6 +43,7 @@ from ._common import (
     plan_history,
     require,
     require_key,
+    with_model,
 )
 from .base import ModelRequest, ModelResponse
 
@@ -305,7 +311,8 @@ def _translate_errors() -> Iterator[None]:
     except _sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except _sdk.APIConnectionError as exc:
-        raise ProviderError(f"cannot reach the API: {exc.message}", provider=NAME) from None
+        raise ProviderConnectionError(f"cannot reach the API: {exc.message}",
+                                      provider=NAME) from None
     except _sdk.AnthropicError as exc:
         raise ProviderError(f"{type(exc).__name__}: {exc}", provider=NAME) from None
 
@@ -343,5 +350,5 @@ class AnthropicProvider:
         except ValueError:
             raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
                                          provider=NAME) from None
-        return map_response(data)
+        return with_model(map_response(data), body["model"])
 

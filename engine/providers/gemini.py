@@ -39,7 +39,12 @@ from typing import Any
 import httpx
 
 from ..canonical import digest
-from ..errors import FormatError, MalformedResponseError, ProviderError, ProviderTimeout
+from ..errors import (
+    FormatError,
+    MalformedResponseError,
+    ProviderConnectionError,
+    ProviderTimeout,
+)
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
@@ -51,6 +56,7 @@ from ._common import (
     plan_history,
     require,
     require_key,
+    with_model,
 )
 from .base import ModelRequest, ModelResponse
 
@@ -325,8 +331,8 @@ def _translate_errors() -> Iterator[None]:
     except httpx.TimeoutException:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except httpx.HTTPError as exc:
-        raise ProviderError(f"cannot reach the API: {type(exc).__name__}: {exc}",
-                            provider=NAME) from None
+        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: {exc}",
+                                      provider=NAME) from None
 
 
 class GeminiProvider:
@@ -368,4 +374,4 @@ class GeminiProvider:
         if data is None:
             raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
                                          provider=NAME)
-        return map_response(data, turn=turn)
+        return with_model(map_response(data, turn=turn), model)

@@ -12,6 +12,7 @@ from engine.errors import (
     AuthenticationError,
     BadRequestError,
     MalformedResponseError,
+    ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -88,7 +89,7 @@ def test_an_unreachable_endpoint_is_a_provider_error_not_an_sdk_error(name):
     provider = get_provider(name, model="m", api_key=KEYS[name], base_url=base, timeout=2)
     with pytest.raises(ProviderError, match="cannot reach the API") as info:
         provider.complete(request(HISTORY))
-    assert type(info.value) is ProviderError
+    assert type(info.value) is ProviderConnectionError and info.value.retryable
 
 
 @pytest.mark.parametrize("name,env", [("anthropic", "ANTHROPIC_API_KEY"),
