@@ -141,13 +141,17 @@ def _compile() -> dict[tuple[Lifecycle, str], tuple[tuple[Lifecycle | None, tupl
 
 #: (state, event type) -> candidate transitions (dest, guards, unless-guards), compiled once.
 TABLE = _compile()
-# The same keyed on the state's value: hashing a str is C, hashing an Enum member is Python.
-_FAST = {(state.value, tag): candidates for (state, tag), candidates in TABLE.items()}
+# The same as {event type: {state value: candidates}}: hashing a str is C, hashing an
+# Enum member (or building a tuple key) is Python, and this runs once per folded event.
+_FAST: dict[str, dict[str, tuple]] = {}
+for (_state, _tag), _candidates in TABLE.items():
+    _FAST.setdefault(_tag, {})[_state.value] = _candidates
+_NONE: dict[str, tuple] = {}
 
 
 def next_state(state: Lifecycle, event_type: str, data: Any, event: Any) -> Lifecycle | None:
     """The state after ``event`` in ``state``, or ``None`` if the lifecycle refuses it."""
-    for dest, conds, unless in _FAST.get((state._value_, event_type), ()):
+    for dest, conds, unless in _FAST.get(event_type, _NONE).get(state._value_, ()):
         for cond in conds:
             if not cond(data, event):
                 break
