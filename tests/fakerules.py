@@ -108,7 +108,7 @@ def check_anthropic(body: Any) -> str | None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
-    answered: set[str] = set()
+    seen: set[str] = set()
     for i, msg in enumerate(messages):
         role, content = msg.get("role"), msg.get("content")
         if role not in ("user", "assistant"):
@@ -124,8 +124,10 @@ def check_anthropic(body: Any) -> str | None:
         for j, block in enumerate(content):
             if problem := _anthropic_block(block, role, f"messages.{i}.content.{j}"):
                 return problem
-            if block.get("type") == "tool_result":
-                answered.add(block["tool_use_id"])
+            if block.get("type") == "tool_use":
+                if block["id"] in seen:
+                    return f"messages.{i}.content.{j}: `tool_use` ids must be unique: {block['id']}"
+                seen.add(block["id"])
         if role == "assistant" and (problem := _anthropic_tool_turn(messages, i)):
             return problem
         if role == "user" and any(b.get("type") == "tool_result" for b in content):
@@ -161,6 +163,8 @@ def _openai_assistant(msg: dict[str, Any], at: str) -> tuple[str | None, list[st
             return f"{at}.tool_calls[{k}]: a function call needs an id of 1 to 40 characters and type 'function'", []
         if not _TOOL_NAME.fullmatch(str(fn.get("name"))) or not isinstance(fn.get("arguments"), str):
             return f"{at}.tool_calls[{k}].function: arguments must be a JSON string", []
+        if call["id"] in ids:
+            return f"{at}.tool_calls[{k}]: duplicate tool call id {call['id']!r}", []
         ids.append(call["id"])
     return None, ids
 

@@ -7,6 +7,8 @@
 - every tool call of an assistant message is followed by exactly one result,
   in call order (results the history lacks become an error result saying so,
   since every API refuses an unanswered call);
+- a call id that repeats an earlier one gets a ``_2``, ``_3`` ... suffix (the
+  APIs refuse duplicate ids), and its result follows it;
 - a tool result that answers no call of the preceding assistant message
   becomes user text (the APIs refuse orphan results);
 - empty and whitespace-only text parts are dropped, and messages left empty;
@@ -90,53 +92,90 @@ def _assistant_part(part: Part, provider: str) -> Part:
     return part
 
 
+class _Planner:
+    """Walks the neutral messages once, pairing each assistant turn's calls with results."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        self.entries: list[Entry] = []
+        self.calls: list[ToolCall] = []  # the open turn's calls, with wire-unique ids
+        self.recorded: list[str] = []  # the same calls' ids as recorded
+        self.results: list[ToolResult | None] = []
+        self.seen: set[str] = set()
+
+    def _unique(self, call_id: str) -> str:
+        # a repeated id (some servers number calls from 0 every turn) is suffixed, since
+        # the APIs refuse duplicate ids; results follow the renamed call
+        new, n = call_id, 1
+        while new in self.seen:
+            n += 1
+            new = f"{call_id}_{n}"
+        self.seen.add(new)
+        return new
+
+    def assistant(self, message: Message) -> None:
+        self.close()
+        parts: list[Part] = []
+        for part in message.parts:
+            if not _keep(part, self.provider) or type(part) is ToolResult:
+                continue
+            part = _assistant_part(part, self.provider)
+            if type(part) is ToolCall:
+                wire = self._unique(part.id)
+                self.recorded.append(part.id)
+                part = part if wire == part.id else msgspec.structs.replace(part, id=wire)
+                self.calls.append(part)
+                self.results.append(None)
+            parts.append(part)
+        if parts:
+            self.entries.append(Entry("assistant", parts))
+
+    def answer(self, result: ToolResult) -> bool:
+        """Pair ``result`` with the first open call of its id; False if it answers none."""
+        for i, recorded in enumerate(self.recorded):
+            if recorded == result.call_id and self.results[i] is None:
+                self.results[i] = msgspec.structs.replace(result, call_id=self.calls[i].id)
+                return True
+        return False
+
+    def user(self, message: Message) -> None:
+        others: list[Part] = []
+        for part in message.parts:
+            if type(part) is ToolResult:
+                if not self.answer(part):
+                    others.append(Text(text=f"[result of tool {part.name} ({part.call_id})]: "
+                                            f"{part.content}"))
+            elif _keep(part, self.provider) and type(part) in (Text, Image):
+                others.append(part)
+        if others:
+            self.close()
+            self.entries.append(Entry("user", others))
+        elif self.calls and all(r is not None for r in self.results):
+            self.close()
+
+    def close(self) -> None:
+        if self.calls:
+            self.entries.append(Entry("results", [
+                r or ToolResult(call_id=c.id, name=c.name, content=UNANSWERED, is_error=True)
+                for c, r in zip(self.calls, self.results)]))
+        self.calls, self.recorded, self.results = [], [], []
+
+
 def plan_history(system: str, messages: Sequence[Message], provider: str) -> tuple[str, list[Entry]]:
     """The system text and the ordered entries to render for ``provider`` (see module doc)."""
     systems = [system] if system.strip() else []
-    entries: list[Entry] = []
-    pending: list[ToolCall] = []
-    answered: dict[str, ToolResult] = {}
-
-    def close_calls() -> None:
-        if pending:
-            entries.append(Entry("results", [
-                answered.get(c.id) or ToolResult(call_id=c.id, name=c.name, content=UNANSWERED,
-                                                 is_error=True)
-                for c in pending]))
-            pending.clear()
-            answered.clear()
-
+    planner = _Planner(provider)
     for message in messages:
         if message.role == "system":
             text = "".join(p.text for p in message.parts if type(p) is Text)
             if text.strip():
                 systems.append(text)
-            continue
-        if message.role == "assistant":
-            close_calls()
-            parts = [_assistant_part(p, provider) for p in message.parts
-                     if _keep(p, provider) and type(p) is not ToolResult]
-            if parts:
-                entries.append(Entry("assistant", parts))
-            pending.extend(p for p in parts if type(p) is ToolCall)
-            continue
-        others: list[Part] = []
-        for part in message.parts:
-            if type(part) is ToolResult:
-                if any(c.id == part.call_id for c in pending) and part.call_id not in answered:
-                    answered[part.call_id] = part
-                else:
-                    others.append(Text(text=f"[result of tool {part.name} ({part.call_id})]: "
-                                            f"{part.content}"))
-            elif _keep(part, provider) and type(part) in (Text, Image):
-                others.append(part)
-        if others:
-            close_calls()
-            entries.append(Entry("user", others))
-        elif pending and len(answered) == len(pending):
-            close_calls()
-    close_calls()
-    return "\n\n".join(systems), entries
+        elif message.role == "assistant":
+            planner.assistant(message)
+        else:
+            planner.user(message)
+    planner.close()
+    return "\n\n".join(systems), planner.entries
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:

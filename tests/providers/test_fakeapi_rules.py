@@ -38,6 +38,9 @@ def a(*messages, **kw):
      "unexpected `tool_use_id`"),
     (a(U, temperature=1, frequency_penalty=1), "Extra inputs"),
     ({"model": "m", "messages": [U]}, "max_tokens"),
+    (a(U, {"role": "assistant", "content": [USE]}, {"role": "user", "content": [RES]},
+       {"role": "assistant", "content": [USE]}, {"role": "user", "content": [RES]}),
+     "ids must be unique"),
 ])
 def test_anthropic_rules(body, problem):
     assert problem in (check_anthropic(body) or "")

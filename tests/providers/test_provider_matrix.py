@@ -72,3 +72,31 @@ def test_anthropic_results_follow_call_order_with_mapped_ids(fake_api):
     assert [r.get("content") for r in results[:2]] == ["snow", "rain"]
     assert results[2]["is_error"] is True
     assert messages[2]["content"][3]["type"] == "text", "the orphan result follows as text"
+
+
+REPEATED = [  # some OpenAI-compatible servers number calls from 0 in every response
+    Message(role="user", parts=(Text(text="go"),)),
+    Message(role="assistant", parts=(
+        ToolCall(id="call_0", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),
+        ToolCall(id="call_0", name="add", arguments={"a": 2}, raw_arguments='{"a": 2}'))),
+    Message(role="tool", parts=(ToolResult(call_id="call_0", name="add", content="one"),)),
+    Message(role="tool", parts=(ToolResult(call_id="call_0", name="add", content="two"),)),
+    Message(role="assistant", parts=(
+        ToolCall(id="call_0", name="add", arguments={"a": 3}, raw_arguments='{"a": 3}'),)),
+    Message(role="tool", parts=(ToolResult(call_id="call_0", name="add", content="three"),)),
+]
+
+
+@pytest.mark.parametrize("target", NAMES)
+def test_repeated_call_ids_are_made_unique_and_results_follow_their_calls(fake_api, target):
+    fake_api.script(target, [reply(target, text="ok")])
+    make_provider(target, fake_api).complete(request(REPEATED))
+    assert fake_api.refusals() == []
+    body = fake_api.requests_for(target)[-1].body
+    if target == "anthropic":
+        pairs = [(b["tool_use_id"], b["content"]) for m in body["messages"]
+                 for b in m["content"] if b["type"] == "tool_result"]
+        assert pairs == [("call_0", "one"), ("call_0_2", "two"), ("call_0_3", "three")]
+    if target == "openai":
+        pairs = [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"]
+        assert pairs == [("call_0", "one"), ("call_0_2", "two"), ("call_0_3", "three")]

@@ -135,24 +135,13 @@ def _part(kind_role):
     )
 
 
-def _unique_calls(parts):
-    seen, out = set(), []
-    for p in parts:
-        if type(p) is ToolCall:
-            if p.id in seen:
-                continue
-            seen.add(p.id)
-        out.append(p)
-    return tuple(out)
-
-
 @st.composite
 def messy_histories(draw):
     messages = [Message(role="user", parts=(Text(text=draw(WORDS)),))]
     for _ in range(draw(st.integers(0, 6))):
         role = draw(st.sampled_from(["user", "assistant", "tool", "system"]))
         parts = draw(st.lists(_part(role), max_size=4))
-        messages.append(Message(role=role, parts=_unique_calls(parts)))
+        messages.append(Message(role=role, parts=tuple(parts)))
     return messages
 
 
