@@ -55,6 +55,7 @@ __all__ = [
     "error_message",
     "mark_cut_off",
     "parse_arguments",
+    "parse_body",
     "parse_data_url",
     "parse_retry_after",
     "plan_history",
@@ -304,3 +305,12 @@ def require_key(provider: str, api_key: str | None) -> str:
 def with_model(response: Any, model: str) -> Any:
     """``response`` with ``model`` filled in when the body did not name one."""
     return response if response.model else msgspec.structs.replace(response, model=model)
+
+
+def parse_body(text: str, provider: str) -> Any:
+    """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
+                                     provider=provider) from None

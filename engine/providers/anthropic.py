@@ -19,7 +19,6 @@ failed results carry ``is_error``. Sampling parameters go through
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -39,6 +38,7 @@ from ._common import (
     error_message,
     mark_cut_off,
     parse_arguments,
+    parse_body,
     parse_data_url,
     plan_history,
     require,
@@ -323,32 +323,49 @@ class AnthropicProvider:
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``, the endpoint from
     ``base_url`` or ``ANTHROPIC_BASE_URL`` (the SDK's own variable). The SDK's
     retries are off by default (``max_retries=0``): the loop decides.
+    ``complete`` is synchronous; ``acomplete`` is the same call on the SDK's
+    async client (built on first use, or passed as ``async_client``).
     """
 
     name = NAME
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
-                 client: Any = None) -> None:
+                 client: Any = None, async_client: Any = None) -> None:
         self.model = model or DEFAULT_MODEL
-        if client is None:
-            client = _sdk.Anthropic(api_key=require_key(NAME, api_key),
-                                    base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                                    timeout=timeout, max_retries=max_retries)
-        self.client = client
+        self._options: dict[str, Any] = {}
+        if client is None or async_client is None:
+            self._options = {"api_key": require_key(NAME, api_key), "timeout": timeout,
+                             "base_url": base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                             "max_retries": max_retries}
+        self.client = client or _sdk.Anthropic(**self._options)
+        self._async_client = async_client
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+    @property
+    def async_client(self) -> Any:
+        """The SDK's ``AsyncAnthropic`` client, built on first use."""
+        if self._async_client is None:
+            self._async_client = _sdk.AsyncAnthropic(**self._options)
+        return self._async_client
+
+    def _body(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         body = map_request(request)
         body["model"] = body["model"] or self.model
         sampling = {k: body.pop(k) for k in _SAMPLING if k in body}
-        with _translate_errors():
-            raw = self.client.messages.with_raw_response.create(**body, extra_body=sampling or None)
-            text = raw.http_response.text
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
-                                         provider=NAME) from None
-        return with_model(map_response(data), body["model"])
+        return body, {"extra_body": sampling or None}
 
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        body, extra = self._body(request)
+        with _translate_errors():
+            raw = self.client.messages.with_raw_response.create(**body, **extra)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        body, extra = self._body(request)
+        with _translate_errors():
+            raw = await self.async_client.messages.with_raw_response.create(**body, **extra)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])

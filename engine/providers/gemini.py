@@ -52,6 +52,7 @@ from ._common import (
     error_message,
     mark_cut_off,
     parse_arguments,
+    parse_body,
     parse_data_url,
     plan_history,
     require,
@@ -340,38 +341,65 @@ class GeminiProvider:
 
     The key comes from ``api_key`` or ``GEMINI_API_KEY``, the endpoint from
     ``base_url`` or ``GEMINI_BASE_URL`` (default Google's public endpoint).
-    ``client`` may be an ``httpx.Client`` to reuse. There are no retries.
+    ``client`` / ``async_client`` may be an ``httpx.Client`` /
+    ``httpx.AsyncClient`` to reuse. ``max_retries`` retries failed
+    connections only (httpx's transport retries), never a request that got an
+    answer.
     """
 
     name = NAME
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
-                 client: httpx.Client | None = None) -> None:
+                 client: httpx.Client | None = None,
+                 async_client: httpx.AsyncClient | None = None) -> None:
         self.model = model or DEFAULT_MODEL
         self._key = require_key(NAME, api_key)
         self.base_url = (base_url or os.environ.get("GEMINI_BASE_URL")
                          or DEFAULT_BASE_URL).rstrip("/")
+        self._timeout, self._retries = timeout, max_retries
         self.client = client or httpx.Client(
             timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
+        self._async_client = async_client
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+    @property
+    def async_client(self) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient``, built on first use."""
+        if self._async_client is None:
+            self._async_client = httpx.AsyncClient(
+                timeout=self._timeout, transport=httpx.AsyncHTTPTransport(retries=self._retries))
+        return self._async_client
+
+    def _call(self, request: ModelRequest) -> tuple[str, dict[str, Any], str, int]:
         model = (request.model or self.model).removeprefix("models/")
         url = f"{self.base_url}/v1beta/models/{model}:generateContent"
         turn = 1 + sum(1 for m in request.messages if m.role == "assistant")
-        with _translate_errors():
-            response = self.client.post(url, json=map_request(request),
-                                        headers={"x-goog-api-key": self._key})
-            text = response.text
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
+        return url, map_request(request), model, turn
+
+    def _finish(self, response: httpx.Response, model: str, turn: int) -> ModelResponse:
+        text = response.text
         if response.status_code >= 400:
+            try:
+                data = parse_body(text, NAME)
+            except MalformedResponseError:
+                data = None
             message = error_message(data, text[:200] or response.reason_phrase)
             raise error_for_status(response.status_code, message, NAME, response.headers)
-        if data is None:
-            raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
-                                         provider=NAME)
-        return with_model(map_response(data, turn=turn), model)
+        return with_model(map_response(parse_body(text, NAME), turn=turn), model)
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        url, body, model, turn = self._call(request)
+        with _translate_errors():
+            response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})
+            response.read()
+        return self._finish(response, model, turn)
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        url, body, model, turn = self._call(request)
+        with _translate_errors():
+            response = await self.async_client.post(url, json=body,
+                                                    headers={"x-goog-api-key": self._key})
+            await response.aread()
+        return self._finish(response, model, turn)

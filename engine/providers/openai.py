@@ -42,6 +42,7 @@ from ._common import (
     error_message,
     mark_cut_off,
     parse_arguments,
+    parse_body,
     parse_data_url,
     plan_history,
     require,
@@ -317,30 +318,47 @@ class OpenAIProvider:
 
     The key comes from ``api_key`` or ``OPENAI_API_KEY``, the endpoint from
     ``base_url`` or ``OPENAI_BASE_URL``. SDK retries are off by default.
+    ``acomplete`` is ``complete`` on the SDK's async client.
     """
 
     name = NAME
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
-                 client: Any = None) -> None:
+                 client: Any = None, async_client: Any = None) -> None:
         self.model = model or DEFAULT_MODEL
-        if client is None:
-            client = _sdk.OpenAI(api_key=require_key(NAME, api_key),
-                                 base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                                 timeout=timeout, max_retries=max_retries)
-        self.client = client
+        self._options: dict[str, Any] = {}
+        if client is None or async_client is None:
+            self._options = {"api_key": require_key(NAME, api_key), "timeout": timeout,
+                             "base_url": base_url or os.environ.get("OPENAI_BASE_URL"),
+                             "max_retries": max_retries}
+        self.client = client or _sdk.OpenAI(**self._options)
+        self._async_client = async_client
+
+    @property
+    def async_client(self) -> Any:
+        """The SDK's ``AsyncOpenAI`` client, built on first use."""
+        if self._async_client is None:
+            self._async_client = _sdk.AsyncOpenAI(**self._options)
+        return self._async_client
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body = map_request(request)
+        body["model"] = body["model"] or self.model
+        return body
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
-        body = map_request(request)
-        body["model"] = body["model"] or self.model
+        body = self._body(request)
         with _translate_errors():
             raw = self.client.chat.completions.with_raw_response.create(**body)
             text = raw.http_response.text
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
-                                         provider=NAME) from None
-        return with_model(map_response(data), body["model"])
+        return with_model(map_response(parse_body(text, NAME)), body["model"])
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        body = self._body(request)
+        with _translate_errors():
+            raw = await self.async_client.chat.completions.with_raw_response.create(**body)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])
