@@ -36,6 +36,7 @@ from typing import Any, Literal
 from ..errors import (
     AuthenticationError,
     BadRequestError,
+    FormatError,
     MalformedResponseError,
     ProviderError,
     RateLimitError,
@@ -47,13 +48,15 @@ from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResul
 
 __all__ = [
     "CUT_OFF",
+    "Entry",
     "KEY_ENV",
     "UNANSWERED",
-    "Entry",
+    "count",
     "data_url",
     "error_for_status",
     "error_message",
     "mark_cut_off",
+    "opt_str",
     "parse_arguments",
     "parse_body",
     "parse_data_url",
@@ -61,6 +64,8 @@ __all__ = [
     "plan_history",
     "require",
     "require_key",
+    "wire_list",
+    "wire_str",
     "with_model",
 ]
 
@@ -314,3 +319,35 @@ def parse_body(text: str, provider: str) -> Any:
     except ValueError:
         raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
                                      provider=provider) from None
+
+
+def opt_str(obj: Any, key: str) -> str | None:
+    """``obj[key]`` when it is a string; anything else (missing, null, wrong type) is None."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def count(obj: Any, key: str) -> int:
+    """A token count: ``obj[key]`` when it is a non-negative int, else 0."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if type(value) is int and value >= 0 else 0
+
+
+def wire_list(value: Any, where: str, provider: str) -> list[dict[str, Any]]:
+    """``value`` as a list of objects (``None`` is empty), else a ``FormatError`` naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise FormatError(f"{provider} {where}: expected a list of objects, "
+                          f"got {type(value).__name__}")
+    return value
+
+
+def wire_str(obj: dict[str, Any], key: str, where: str, provider: str) -> str:
+    """``obj[key]`` as a string (missing or null is ``""``), else a ``FormatError``."""
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FormatError(f"{provider} {where}.{key}: expected a string, got {type(value).__name__}")
+    return value

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import (
+    FormatError,
     MalformedResponseError,
     ProviderConnectionError,
     ProviderError,
@@ -34,15 +35,19 @@ from ..errors import (
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
+    count,
     error_for_status,
     error_message,
     mark_cut_off,
+    opt_str,
     parse_arguments,
     parse_body,
     parse_data_url,
     plan_history,
     require,
     require_key,
+    wire_list,
+    wire_str,
     with_model,
 )
 from .base import ModelRequest, ModelResponse
@@ -195,12 +200,10 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def _map_usage(usage: Any) -> Usage:
-    if not isinstance(usage, dict):
-        return Usage()
-    read = usage.get("cache_read_input_tokens") or 0
-    write = usage.get("cache_creation_input_tokens") or 0
-    return Usage(input_tokens=(usage.get("input_tokens") or 0) + read + write,
-                 output_tokens=usage.get("output_tokens") or 0,
+    read = count(usage, "cache_read_input_tokens")
+    write = count(usage, "cache_creation_input_tokens")
+    return Usage(input_tokens=count(usage, "input_tokens") + read + write,
+                 output_tokens=count(usage, "output_tokens"),
                  cached_input_tokens=read, cache_write_tokens=write)
 
 
@@ -210,7 +213,7 @@ def _part(block: Any, where: str) -> Part:
         return Text(text=require(block, "text", str, where, NAME))
     if kind == "thinking":
         return Thinking(text=require(block, "thinking", str, where, NAME),
-                        signature=block.get("signature"), provider=NAME)
+                        signature=opt_str(block, "signature"), provider=NAME)
     if kind == "redacted_thinking":
         return Thinking(text="", signature=require(block, "data", str, where, NAME),
                         provider=NAME, redacted=True)
@@ -233,70 +236,82 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
                                      provider=NAME)
     content = require(body, "content", list, "body", NAME)
     parts = [_part(block, f"content[{i}]") for i, block in enumerate(content)]
-    reason = body.get("stop_reason")
-    stop = _FINISH_REASON_MAP.get(reason or "", "other")
+    stop = _FINISH_REASON_MAP.get(opt_str(body, "stop_reason") or "", "other")
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
         stop = "tool_use"
     return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
                          usage=_map_usage(body.get("usage")), provider=NAME,
-                         model=body.get("model") or "", response_id=body.get("id"), raw=body)
+                         model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
+                         raw=body)
 
 
-def _result_text(content: Any) -> str:
+def _result_text(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-    return ""
+    blocks = wire_list(content, where, NAME)
+    return "".join(wire_str(b, "text", where, NAME) for b in blocks if b.get("type") == "text")
 
 
-def _unmap_image(block: dict[str, Any]) -> Image:
-    source = block.get("source") or {}
+def _unmap_image(block: dict[str, Any], where: str) -> Image:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        raise FormatError(f"anthropic {where}.source: expected an object")
     if source.get("type") == "base64":
-        return Image(media_type=source.get("media_type", "image/png"), data=source.get("data"))
-    return Image(url=source.get("url"))
+        return Image(media_type=wire_str(source, "media_type", where, NAME) or "image/png",
+                     data=wire_str(source, "data", where, NAME))
+    return Image(url=wire_str(source, "url", where, NAME))
 
 
-def unmap_messages(system: Any, messages: Sequence[dict[str, Any]]) -> tuple[str, list[Message]]:
+def _unmap_assistant(blocks: list[dict[str, Any]], where: str) -> Message:
+    try:
+        parts = [_part(b, f"{where}[{j}]") for j, b in enumerate(blocks)]
+    except MalformedResponseError as exc:
+        raise FormatError(str(exc).replace("response ", "transcript ")) from None
+    return Message(role="assistant", parts=tuple(parts), provider=NAME)
+
+
+def _unmap_user(blocks: list[dict[str, Any]], where: str,
+                names: dict[str, str]) -> list[Message]:
+    out: list[Message] = []
+    user: list[Part] = []
+    for j, b in enumerate(blocks):
+        kind, at = b.get("type"), f"{where}[{j}]"
+        if kind == "tool_result":
+            call_id = neutral_id(wire_str(b, "tool_use_id", at, NAME))
+            out.append(Message(role="tool", parts=(ToolResult(
+                call_id=call_id, name=names.get(call_id, ""),
+                content=_result_text(b.get("content"), f"{at}.content"),
+                is_error=b.get("is_error") is True),)))
+        elif kind == "text":
+            user.append(Text(text=wire_str(b, "text", at, NAME)))
+        elif kind == "image":
+            user.append(_unmap_image(b, at))
+        else:
+            raise FormatError(f"anthropic {at}: unknown block type {kind!r}")
+    return out + ([Message(role="user", parts=tuple(user))] if user else [])
+
+
+def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     """Anthropic ``system`` + ``messages`` back to ``(system text, neutral messages)``.
 
     Each ``tool_result`` becomes its own ``tool`` message (the engine's
     shape); text and images beside it follow as a user message. Raises
-    ``FormatError`` on a block it does not know.
+    ``FormatError`` saying where for anything it cannot read.
     """
-    from ..errors import FormatError
-
     names: dict[str, str] = {}
     out: list[Message] = []
-    sys_text = system if isinstance(system, str) else _result_text(system or [])
-    for i, msg in enumerate(messages):
-        role, content = msg.get("role"), msg.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    sys_text = system if isinstance(system, str) else _result_text(system, "system")
+    for i, msg in enumerate(wire_list(messages, "messages", NAME)):
+        role, content, where = msg.get("role"), msg.get("content"), f"messages[{i}].content"
+        blocks = ([{"type": "text", "text": content}] if isinstance(content, str)
+                  else wire_list(content, where, NAME))
         if role == "assistant":
-            try:
-                parts = [_part(b, f"messages[{i}].content[{j}]") for j, b in enumerate(blocks)]
-            except MalformedResponseError as exc:
-                raise FormatError(str(exc)) from None
-            names.update((p.id, p.name) for p in parts if type(p) is ToolCall)
-            out.append(Message(role="assistant", parts=tuple(parts), provider=NAME))
-            continue
-        user: list[Part] = []
-        for j, b in enumerate(blocks):
-            kind = b.get("type") if isinstance(b, dict) else None
-            if kind == "tool_result":
-                call_id = neutral_id(str(b.get("tool_use_id", "")))
-                out.append(Message(role="tool", parts=(ToolResult(
-                    call_id=call_id, name=names.get(call_id, ""),
-                    content=_result_text(b.get("content")), is_error=bool(b.get("is_error"))),)))
-            elif kind == "text":
-                user.append(Text(text=b.get("text", "")))
-            elif kind == "image":
-                user.append(_unmap_image(b))
-            else:
-                raise FormatError(f"anthropic messages[{i}].content[{j}]: "
-                                  f"unknown block type {kind!r}")
-        if user:
-            out.append(Message(role="user", parts=tuple(user)))
+            out.append(_unmap_assistant(blocks, where))
+            names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
+        elif role == "user":
+            out.extend(_unmap_user(blocks, where, names))
+        else:
+            raise FormatError(f"anthropic messages[{i}].role: unknown role {role!r}")
     return sys_text, out
 
 

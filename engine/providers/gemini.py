@@ -48,15 +48,19 @@ from ..errors import (
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
+    count,
     error_for_status,
     error_message,
     mark_cut_off,
+    opt_str,
     parse_arguments,
     parse_body,
     parse_data_url,
     plan_history,
     require,
     require_key,
+    wire_list,
+    wire_str,
     with_model,
 )
 from .base import ModelRequest, ModelResponse
@@ -188,13 +192,11 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def _map_usage(usage: Any) -> Usage:
-    if not isinstance(usage, dict):
-        return Usage()
-    thoughts = usage.get("thoughtsTokenCount") or 0
-    return Usage(input_tokens=(usage.get("promptTokenCount") or 0)
-                 + (usage.get("toolUsePromptTokenCount") or 0),
-                 output_tokens=(usage.get("candidatesTokenCount") or 0) + thoughts,
-                 cached_input_tokens=usage.get("cachedContentTokenCount") or 0,
+    thoughts = count(usage, "thoughtsTokenCount")
+    return Usage(input_tokens=count(usage, "promptTokenCount")
+                 + count(usage, "toolUsePromptTokenCount"),
+                 output_tokens=count(usage, "candidatesTokenCount") + thoughts,
+                 cached_input_tokens=count(usage, "cachedContentTokenCount"),
                  reasoning_tokens=thoughts)
 
 
@@ -205,9 +207,10 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
         at = f"{where}[{i}]"
         if not isinstance(wp, dict):
             raise MalformedResponseError(f"{at} is not an object", provider=NAME)
-        signature = wp.get("thoughtSignature")
-        if wp.get("thought"):
-            parts.append(Thinking(text=wp.get("text", ""), signature=signature, provider=NAME))
+        signature = opt_str(wp, "thoughtSignature")
+        if wp.get("thought") is True:
+            text = require(wp, "text", str, at, NAME) if "text" in wp else ""
+            parts.append(Thinking(text=text, signature=signature, provider=NAME))
             continue
         if signature:
             parts.append(Thinking(text="", signature=signature, provider=NAME))
@@ -217,14 +220,15 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
             call = require(wp, "functionCall", dict, at, NAME)
             n += 1
             args, raw, invalid = parse_arguments(call.get("args", {}))
-            parts.append(ToolCall(id=call.get("id") or f"{id_prefix}_{n}",
+            parts.append(ToolCall(id=opt_str(call, "id") or f"{id_prefix}_{n}",
                                   name=require(call, "name", str, f"{at}.functionCall", NAME),
                                   arguments=args, raw_arguments=raw, invalid=invalid))
         elif "inlineData" in wp:
             data = require(wp, "inlineData", dict, at, NAME)
-            parts.append(Image(media_type=data.get("mimeType", "image/png"), data=data.get("data")))
+            parts.append(Image(media_type=opt_str(data, "mimeType") or "image/png",
+                               data=require(data, "data", str, f"{at}.inlineData", NAME)))
         else:
-            kinds = sorted(k for k in wp if k != "thoughtSignature")
+            kinds = sorted(str(k) for k in wp if k != "thoughtSignature")
             raise MalformedResponseError(f"unknown part kind {kinds} at {at}", provider=NAME)
     return parts
 
@@ -239,8 +243,8 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
         raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
                                      provider=NAME)
     usage = _map_usage(body.get("usageMetadata"))
-    common = {"usage": usage, "provider": NAME, "model": body.get("modelVersion") or "",
-              "response_id": body.get("responseId"), "raw": body}
+    common = {"usage": usage, "provider": NAME, "model": opt_str(body, "modelVersion") or "",
+              "response_id": opt_str(body, "responseId"), "raw": body}
     candidates = body.get("candidates")
     if not candidates:
         if isinstance(body.get("promptFeedback"), dict) and body["promptFeedback"].get("blockReason"):
@@ -249,7 +253,7 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
     candidate = require({"c": candidates}, "c", list, "body", NAME)[0]
     if not isinstance(candidate, dict):
         raise MalformedResponseError("candidates[0] is not an object", provider=NAME)
-    reason = candidate.get("finishReason")
+    reason = opt_str(candidate, "finishReason")
     content = candidate.get("content")
     if content is None and reason not in (None, "STOP"):
         wire_parts: list[Any] = []  # blocked or cut before any part
@@ -273,54 +277,75 @@ def _result(response: Any) -> tuple[str, bool]:
     return text, is_error
 
 
-def unmap_messages(system_instruction: Any, contents: Sequence[dict[str, Any]]
-                   ) -> tuple[str, list[Message]]:
+def _unmap_response(wp: dict[str, Any], at: str, open_calls: list[ToolCall]) -> Message:
+    fr = wp["functionResponse"]
+    if not isinstance(fr, dict):
+        raise FormatError(f"gemini {at}.functionResponse: expected an object")
+    name = wire_str(fr, "name", f"{at}.functionResponse", NAME)
+    call = next((c for c in open_calls if c.name == name), None)
+    if call is not None:
+        open_calls.remove(call)
+    text, is_error = _result(fr.get("response"))
+    call_id = call.id if call else opt_str(fr, "id") or f"gemini_{at}"
+    return Message(role="tool", parts=(ToolResult(call_id=call_id, name=name, content=text,
+                                                  is_error=is_error),))
+
+
+def _unmap_media(wp: dict[str, Any], key: str, at: str) -> Image:
+    data = wp[key]
+    if not isinstance(data, dict):
+        raise FormatError(f"gemini {at}.{key}: expected an object")
+    media = wire_str(data, "mimeType", f"{at}.{key}", NAME) or "image/png"
+    if key == "inlineData":
+        return Image(media_type=media, data=wire_str(data, "data", f"{at}.{key}", NAME))
+    return Image(media_type=media, url=wire_str(data, "fileUri", f"{at}.{key}", NAME))
+
+
+def _unmap_user(wire_parts: list[dict[str, Any]], where: str,
+                open_calls: list[ToolCall]) -> list[Message]:
+    out: list[Message] = []
+    user: list[Part] = []
+    for j, wp in enumerate(wire_parts):
+        at = f"{where}[{j}]"
+        if "functionResponse" in wp:
+            out.append(_unmap_response(wp, at, open_calls))
+        elif "text" in wp:
+            user.append(Text(text=wire_str(wp, "text", at, NAME)))
+        elif "inlineData" in wp or "fileData" in wp:
+            user.append(_unmap_media(wp, "inlineData" if "inlineData" in wp else "fileData", at))
+        else:
+            raise FormatError(f"gemini {at}: unknown part {sorted(map(str, wp))}")
+    return out + ([Message(role="user", parts=tuple(user))] if user else [])
+
+
+def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Message]]:
     """Gemini ``systemInstruction`` + ``contents`` back to ``(system text, neutral messages)``.
 
     ``functionResponse`` parts are matched to the previous model turn's calls
-    by name and order; each becomes its own ``tool`` message.
+    by name and order; each becomes its own ``tool`` message. Raises
+    ``FormatError`` saying where for anything it cannot read.
     """
-    system = "".join(p.get("text", "") for p in (system_instruction or {}).get("parts", []))
+    if system_instruction is not None and not isinstance(system_instruction, dict):
+        raise FormatError("gemini systemInstruction: expected an object")
+    system = "".join(wire_str(p, "text", "systemInstruction.parts", NAME) for p in
+                     wire_list((system_instruction or {}).get("parts"),
+                               "systemInstruction.parts", NAME))
     out: list[Message] = []
     turn = 0
     open_calls: list[ToolCall] = []
-    for i, content in enumerate(contents):
-        wire_parts = content.get("parts") or []
+    for i, content in enumerate(wire_list(contents, "contents", NAME)):
+        where = f"contents[{i}].parts"
+        wire_parts = wire_list(content.get("parts"), where, NAME)
         if content.get("role") == "model":
             turn += 1
             try:
-                parts = _read_parts(wire_parts, f"contents[{i}].parts", f"gemini_t{turn}")
+                parts = _read_parts(wire_parts, where, f"gemini_t{turn}")
             except MalformedResponseError as exc:
                 raise FormatError(str(exc)) from None
             open_calls = [p for p in parts if type(p) is ToolCall]
             out.append(Message(role="assistant", parts=tuple(parts), provider=NAME))
-            continue
-        user: list[Part] = []
-        for j, wp in enumerate(wire_parts):
-            if "functionResponse" in wp:
-                fr = wp["functionResponse"]
-                name = fr.get("name", "")
-                call = next((c for c in open_calls if c.name == name), None)
-                if call is not None:
-                    open_calls.remove(call)
-                text, is_error = _result(fr.get("response"))
-                out.append(Message(role="tool", parts=(ToolResult(
-                    call_id=call.id if call else fr.get("id") or f"gemini_c{i}_{j}", name=name,
-                    content=text, is_error=is_error),)))
-            elif "text" in wp:
-                user.append(Text(text=wp["text"]))
-            elif "inlineData" in wp:
-                data = wp["inlineData"]
-                user.append(Image(media_type=data.get("mimeType", "image/png"),
-                                  data=data.get("data")))
-            elif "fileData" in wp:
-                data = wp["fileData"]
-                user.append(Image(media_type=data.get("mimeType", "image/png"),
-                                  url=data.get("fileUri")))
-            else:
-                raise FormatError(f"gemini contents[{i}].parts[{j}]: unknown part {sorted(wp)}")
-        if user:
-            out.append(Message(role="user", parts=tuple(user)))
+        else:
+            out.extend(_unmap_user(wire_parts, where, open_calls))
     return system, out
 
 

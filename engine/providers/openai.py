@@ -34,19 +34,23 @@ from ..errors import (
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage, text_of
 from ._common import (
+    count,
     Entry,
     data_url,
     error_for_status,
     error_message,
     mark_cut_off,
+    opt_str,
     parse_arguments,
     parse_body,
     parse_data_url,
     plan_history,
     require,
     require_key,
+    wire_list,
+    wire_str,
     with_model,
 )
 from .base import ModelRequest, ModelResponse
@@ -174,14 +178,12 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def _map_usage(usage: Any) -> Usage:
-    if not isinstance(usage, dict):
-        return Usage()
-    prompt = usage.get("prompt_tokens_details") or {}
-    completion = usage.get("completion_tokens_details") or {}
-    return Usage(input_tokens=usage.get("prompt_tokens") or 0,
-                 output_tokens=usage.get("completion_tokens") or 0,
-                 cached_input_tokens=prompt.get("cached_tokens") or 0,
-                 reasoning_tokens=completion.get("reasoning_tokens") or 0)
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(input_tokens=count(usage, "prompt_tokens"),
+                 output_tokens=count(usage, "completion_tokens"),
+                 cached_input_tokens=count(usage.get("prompt_tokens_details"), "cached_tokens"),
+                 reasoning_tokens=count(usage.get("completion_tokens_details"),
+                                        "reasoning_tokens"))
 
 
 def _tool_call(call: Any, where: str) -> ToolCall:
@@ -206,7 +208,7 @@ def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
         parts.append(Thinking(text=reasoning, provider=NAME))
     content = message.get("content")
     if isinstance(content, list):  # some compatible servers send content parts
-        content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+        content = "".join(t for c in content if isinstance(t := opt_str(c, "text"), str))
     if isinstance(content, str) and content:
         parts.append(Text(text=content))
     refusal = message.get("refusal")
@@ -232,65 +234,73 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
         raise MalformedResponseError("response has no choices (empty list)", provider=NAME)
     message = require(choices[0], "message", dict, "choices[0]", NAME)
     parts = _message_parts(message, "choices[0].message")
-    stop = _FINISH_REASON_MAP.get(choices[0].get("finish_reason") or "", "other")
-    if isinstance(message.get("refusal"), str) and message["refusal"]:
+    stop = _FINISH_REASON_MAP.get(opt_str(choices[0], "finish_reason") or "", "other")
+    if opt_str(message, "refusal"):
         stop = "refusal"
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
         stop = "tool_use"
     return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
                          usage=_map_usage(body.get("usage")), provider=NAME,
-                         model=body.get("model") or "", response_id=body.get("id"), raw=body)
+                         model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
+                         raw=body)
 
 
 def _unmap_user(content: Any, where: str) -> list[Part]:
     if isinstance(content, str):
         return [Text(text=content)] if content else []
     parts: list[Part] = []
-    for j, item in enumerate(content or []):
-        kind = item.get("type") if isinstance(item, dict) else None
+    for j, item in enumerate(wire_list(content, f"{where}.content", NAME)):
+        kind, at = item.get("type"), f"{where}.content[{j}]"
         if kind == "text":
-            parts.append(Text(text=item.get("text", "")))
-        elif kind == "image_url":
-            url = (item.get("image_url") or {}).get("url", "")
+            parts.append(Text(text=wire_str(item, "text", at, NAME)))
+        elif kind == "image_url" and isinstance(item.get("image_url"), dict):
+            url = wire_str(item["image_url"], "url", f"{at}.image_url", NAME)
             inline = parse_data_url(url)
             parts.append(Image(media_type=inline[0], data=inline[1]) if inline else Image(url=url))
         else:
-            raise FormatError(f"openai {where}.content[{j}]: unknown content part type {kind!r}")
+            raise FormatError(f"openai {at}: unknown content part type {kind!r}")
     return parts
 
 
-def unmap_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list[Message]]:
+def _unmap_assistant(msg: dict[str, Any], where: str) -> Message:
+    try:
+        parts = _message_parts(msg, where)
+    except MalformedResponseError as exc:
+        raise FormatError(str(exc).replace("response ", "transcript ")) from None
+    return Message(role="assistant", parts=tuple(parts), provider=NAME)
+
+
+def _unmap_tool(msg: dict[str, Any], where: str, names: dict[str, str]) -> Message:
+    call_id = wire_str(msg, "tool_call_id", where, NAME)
+    content = msg.get("content")
+    text = content if isinstance(content, str) else "".join(
+        p.text for p in _unmap_user(content, where) if type(p) is Text)
+    return Message(role="tool", parts=(ToolResult(
+        call_id=call_id, name=names.get(call_id, ""), content=text,
+        is_error=text.startswith("Error")),))
+
+
+def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
     """A Chat Completions ``messages`` list back to ``(system text, neutral messages)``.
 
     ``system`` and ``developer`` messages become the system text. A ``tool``
     message whose content starts with ``Error`` is read as a failed result.
-    Raises ``FormatError`` on a role or content part it does not know.
+    Raises ``FormatError`` saying where for anything it cannot read.
     """
     systems: list[str] = []
     names: dict[str, str] = {}
     out: list[Message] = []
-    for i, msg in enumerate(messages):
+    for i, msg in enumerate(wire_list(messages, "messages", NAME)):
         role, where = msg.get("role"), f"messages[{i}]"
         if role in ("system", "developer"):
-            systems.append("".join(p.text for p in _unmap_user(msg.get("content"), where)
-                                   if type(p) is Text))
+            systems.append(text_of(_unmap_user(msg.get("content"), where)))
         elif role == "user":
             out.append(Message(role="user", parts=tuple(_unmap_user(msg.get("content"), where))))
         elif role == "assistant":
-            try:
-                parts = _message_parts(msg, where)
-            except MalformedResponseError as exc:
-                raise FormatError(str(exc)) from None
-            names.update((p.id, p.name) for p in parts if type(p) is ToolCall)
-            out.append(Message(role="assistant", parts=tuple(parts), provider=NAME))
+            out.append(_unmap_assistant(msg, where))
+            names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
         elif role == "tool":
-            call_id = str(msg.get("tool_call_id", ""))
-            content = msg.get("content")
-            text = content if isinstance(content, str) else "".join(
-                p.text for p in _unmap_user(content, where) if type(p) is Text)
-            out.append(Message(role="tool", parts=(ToolResult(
-                call_id=call_id, name=names.get(call_id, ""), content=text,
-                is_error=text.startswith("Error")),)))
+            out.append(_unmap_tool(msg, where, names))
         else:
             raise FormatError(f"openai {where}: unknown role {role!r}")
     return "\n\n".join(systems), out
