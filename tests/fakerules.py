@@ -261,6 +261,28 @@ def _gemini_turn(contents: list[Any], i: int) -> str | None:
     return None
 
 
+_GEMINI_SCHEMA = {"type", "format", "title", "description", "nullable", "enum", "maxItems",
+                  "minItems", "properties", "required", "minProperties", "maxProperties",
+                  "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
+                  "default", "items", "minimum", "maximum"}
+
+
+def _gemini_schema_problem(schema: Any, at: str) -> str | None:
+    """The first key of ``schema`` outside Gemini's OpenAPI subset (or a type list)."""
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        if key not in _GEMINI_SCHEMA or (key == "type" and not isinstance(value, str)):
+            return f"{at}.{key}"
+        subs = (value.items() if key == "properties" and isinstance(value, dict) else
+                [("items", value)] if key == "items" else
+                enumerate(value) if key == "anyOf" and isinstance(value, list) else [])
+        for name, sub in subs:
+            if problem := _gemini_schema_problem(sub, f"{at}.{key}.{name}"):
+                return problem
+    return None
+
+
 def check_gemini(body: Any) -> str | None:
     """The first ``generateContent`` rule ``body`` breaks, or ``None``."""
     if not isinstance(body, dict):
@@ -274,6 +296,9 @@ def check_gemini(body: Any) -> str | None:
         for d in tool.get("functionDeclarations", [None]):
             if not isinstance(d, dict) or not _TOOL_NAME.fullmatch(str(d.get("name"))):
                 return "tools: invalid function declaration"
+            if bad := _gemini_schema_problem(d.get("parameters", {}), "parameters"):
+                return f'Invalid JSON payload received. Unknown name "{bad}" at tools.{d["name"]}'
+
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         return "contents is not specified"

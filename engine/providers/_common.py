@@ -312,10 +312,15 @@ def with_model(response: Any, model: str) -> Any:
     return response if response.model else msgspec.structs.replace(response, model=model)
 
 
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; the journal could not store them
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def parse_body(text: str, provider: str) -> Any:
     """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant)
     except ValueError:
         raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
                                      provider=provider) from None

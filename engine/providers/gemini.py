@@ -30,6 +30,7 @@ function call turn without it); other providers drop it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -37,8 +38,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import msgspec
 
-from ..canonical import digest
 from ..errors import (
     FormatError,
     MalformedResponseError,
@@ -69,6 +70,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
     "GeminiProvider",
+    "gemini_schema",
     "map_messages",
     "map_request",
     "map_response",
@@ -98,12 +100,54 @@ _CONFIG = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p
            "top_k": "topK", "seed": "seed", "stop": "stopSequences"}
 
 
+_SCHEMA_KEYS = {"type", "format", "title", "description", "nullable", "enum", "maxItems",
+                "minItems", "properties", "required", "minProperties", "maxProperties",
+                "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
+                "default", "items", "minimum", "maximum"}
+
+
+def gemini_schema(schema: Any) -> Any:
+    """A JSON Schema rewritten into the OpenAPI subset Gemini's ``parameters`` accepts.
+
+    Keys Gemini refuses (``$schema``, ``additionalProperties``, ``$defs`` ...)
+    are dropped, ``const`` becomes a one-value ``enum``, and a type list with
+    ``"null"`` becomes ``nullable``.
+
+    >>> gemini_schema({"type": ["string", "null"], "const": "a", "additionalProperties": False})
+    {'type': 'string', 'nullable': True, 'enum': ['a']}
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, list):
+            kinds = [v for v in value if v != "null"]
+            out["type"] = kinds[0] if len(kinds) == 1 else "string"
+            if "null" in value:
+                out["nullable"] = True
+        elif key == "const":
+            out["enum"] = [value]
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
+        elif key in ("items",):
+            out[key] = gemini_schema(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [gemini_schema(sub) for sub in value]
+        elif key in _SCHEMA_KEYS:
+            out[key] = value
+    return out
+
+
 def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tool specs as Gemini ``tools`` (one entry holding every declaration)."""
+    """Tool specs as Gemini ``tools`` (one entry holding every declaration).
+
+    ``parameters`` go through ``gemini_schema``, since Gemini refuses JSON
+    Schema keys outside its OpenAPI subset.
+    """
     if not tools:
         return []
     return [{"functionDeclarations": [
-        {"name": t.name, "description": t.description, "parameters": t.parameters}
+        {"name": t.name, "description": t.description, "parameters": gemini_schema(t.parameters)}
         for t in tools]}]
 
 
@@ -233,6 +277,10 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
     return parts
 
 
+def _body_digest(body: Any) -> str:
+    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()[:12]
+
+
 def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelResponse:
     """A ``generateContent`` response body in neutral form (``raw`` is ``body``).
 
@@ -260,7 +308,7 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
     else:
         content = require(candidate, "content", dict, "candidates[0]", NAME)
         wire_parts = require(content, "parts", list, "candidates[0].content", NAME)
-    prefix = f"gemini_t{turn}" if turn is not None else f"gemini_{digest(body)[:12]}"
+    prefix = f"gemini_t{turn}" if turn is not None else f"gemini_{_body_digest(body)}"
     parts = _read_parts(wire_parts, "candidates[0].content.parts", prefix)
     stop = _FINISH_REASON_MAP.get(reason or "STOP", "other")
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):

@@ -68,9 +68,10 @@ def test_no_answer_in_time_is_a_provider_timeout(fake_api, name):
     assert type(err) is ProviderTimeout and err.retryable and "timeout" in str(err)
 
 
+@pytest.mark.parametrize("raw", [b'{"id": "x", "content": [tru', b'{"usage": NaN}', b""])
 @pytest.mark.parametrize("name", NAMES)
-def test_a_body_that_is_not_json_is_a_malformed_response(fake_api, name):
-    err = _fail(fake_api, name, Reply(raw=b'{"id": "x", "content": [tru'))
+def test_a_body_that_is_not_json_is_a_malformed_response(fake_api, name, raw):
+    err = _fail(fake_api, name, Reply(raw=raw))
     assert type(err) is MalformedResponseError and "not JSON" in str(err)
 
 

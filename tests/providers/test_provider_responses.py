@@ -173,3 +173,35 @@ def test_remote_image_urls_stay_urls():
         "type": "url", "url": "https://example.org/cat.png"}
     assert openai.map_messages("", msgs)[0]["content"][0]["image_url"]["url"] == \
         "https://example.org/cat.png"
+
+
+PYDANTIC_SCHEMA = {  # what pydantic's model_json_schema() produces for a small model
+    "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Args", "type": "object",
+    "additionalProperties": False, "required": ["city"],
+    "properties": {"city": {"title": "City", "type": "string"},
+                   "unit": {"anyOf": [{"type": "string", "const": "c"}, {"type": "null"}],
+                            "default": None},
+                   "days": {"type": ["integer", "null"], "items": {"type": "integer",
+                                                                  "exclusiveMinimum": 0}}}}
+
+
+def test_gemini_tool_schemas_are_reduced_to_the_subset_gemini_accepts(fake_api):
+    from engine.events import ToolSpec
+    from engine.providers import ModelRequest
+    from tests.fakerules import check_gemini
+    from tests.providerkit import make_provider
+
+    spec = ToolSpec(name="get_weather", parameters=PYDANTIC_SCHEMA)
+    req = ModelRequest(model="m", messages=(Message(role="user", parts=(Text(text="hi"),)),),
+                       tools=(spec,))
+    assert check_gemini({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                         "tools": [{"functionDeclarations": [
+                             {"name": "x", "parameters": PYDANTIC_SCHEMA}]}]}) is not None
+    fake_api.script("gemini", [reply("gemini", text="ok")])
+    make_provider("gemini", fake_api).complete(req)
+    assert fake_api.refusals() == []
+    sent = fake_api.requests[0].body["tools"][0]["functionDeclarations"][0]["parameters"]
+    assert sent["properties"]["days"] == {"type": "integer", "nullable": True,
+                                          "items": {"type": "integer"}}
+    assert sent["properties"]["unit"]["anyOf"][0] == {"type": "string", "enum": ["c"]}
+    assert sent["required"] == ["city"] and "additionalProperties" not in sent
