@@ -55,19 +55,21 @@ class Conversation:
 
     @classmethod
     def start(cls, journal: Journal, started: ConversationStarted,
-              recorded_at: str | None = None) -> Conversation:
+              recorded_at: str | None = None, *, then: Sequence[Event] = ()) -> Conversation:
         """Record ``started`` as the first event of a new stream.
 
         For a fork (``started.fork`` set) the parent's history up to the fork
         seq is folded first and the journal links the new stream to the
-        parent's hash there; no parent event is copied.
+        parent's hash there; no parent event is copied. ``then`` are more
+        events written in the same transaction (a fork's first user message),
+        so either all of them are recorded or none.
         """
         fork: ForkRef | None = started.fork
         builder = (_lineage_builder(journal, fork.conversation_id, fork.seq)
                    if fork else StateBuilder())
         conv = cls(journal, started.conversation_id, builder, 0)
         parent = (fork.conversation_id, fork.seq) if fork else None
-        conv._append([started], [recorded_at], parent)
+        conv._append([started, *then], [recorded_at] + [None] * len(then), parent)
         return conv
 
     @classmethod

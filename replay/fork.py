@@ -1,0 +1,102 @@
+"""Fork: a new conversation that continues another from any seq, without copying it.
+
+The fork's own stream starts with a ``conversation_started`` carrying the
+parent's complete configuration (with any overrides) and a ``ForkRef`` naming
+the parent, the seq and the parent's hash there; the journal chains the
+fork's first event to that hash, so ``verify`` checks the fork against its
+parent. Storage is O(the fork's own events)::
+
+    >>> from journal import Journal
+    >>> from engine.conversation import Conversation
+    >>> from engine.events import ConversationStarted, UserMessage
+    >>> j = Journal(":memory:")
+    >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
+    >>> _ = c.append(UserMessage.of("hi"))
+    >>> fork(j, "c", 1, new_id="f", model="m2", message="hello instead")
+    'f'
+    >>> j.last_seq("f"), rebuild(j, "f").model, rebuild(j, "f").messages[0].parts[0].text
+    (2, 'm2', 'hello instead')
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from engine.conversation import Conversation, load_state
+from engine.errors import InvalidTransition
+from engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
+from journal import Journal
+
+from .errors import ForkPointError, ReplayError
+from .rebuild import rebuild
+
+__all__ = ["fork", "fork_started"]
+
+_UNSET: Any = object()
+
+
+def fork_started(journal: Journal, conversation_id: str, at_seq: int, new_id: str,
+                 **overrides: Any) -> ConversationStarted:
+    """The ``conversation_started`` a fork of ``conversation_id`` at ``at_seq`` begins with.
+
+    It copies the parent's configuration as it stood at ``at_seq``; keyword
+    ``overrides`` (``provider``, ``model``, ``system``, ``mode``, ``max_turns``,
+    ``tools``, ``duplicate_policy``, ``parameters``, ``metadata``,
+    ``replay_of``) replace single fields. Raises ``ForkPointError`` for a seq
+    the parent does not have.
+    """
+    last = journal.last_seq(conversation_id)
+    if last == 0:
+        load_state(journal, conversation_id)  # ConversationNotFound, with the usual message
+    if type(at_seq) is not int or not 1 <= at_seq <= last:
+        raise ForkPointError(f"cannot fork {conversation_id!r} at seq {at_seq!r}: "
+                             f"it has seqs 1..{last}")
+    state = rebuild(journal, conversation_id, at_seq)
+    config: dict[str, Any] = dict(
+        provider=state.provider, model=state.model, mode=state.mode, max_turns=state.max_turns,
+        system=state.system, tools=state.tools, duplicate_policy=state.duplicate_policy,
+        parameters=state.parameters, metadata=state.metadata)
+    config.update({k: v for k, v in overrides.items() if v is not _UNSET and v is not None})
+    return ConversationStarted(
+        conversation_id=new_id,
+        fork=ForkRef(conversation_id=conversation_id, seq=at_seq,
+                     hash=journal.hash_at(conversation_id, at_seq)),
+        **config)
+
+
+def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | None = None,
+         provider: str | None = None, model: str | None = None, system: str | None = None,
+         message: str | None = None, mode: str | None = None, max_turns: int | None = None,
+         tools: tuple[ToolSpec, ...] | None = None,
+         duplicate_policy: DuplicatePolicy | None = None,
+         parameters: dict[str, Any] | None = None,
+         metadata: dict[str, Any] | None = None) -> str:
+    """Fork ``conversation_id`` after its seq ``at_seq``; return the new conversation's id.
+
+    The fork shares the parent's first ``at_seq`` events (read through the
+    parent, never copied) and continues with the overrides given. ``message``
+    records a user message right after the fork's start, in the same
+    transaction (run the loop on the fork to get the model's answer). Forks of
+    forks work. ``new_id`` defaults to ``<parent>.fork<seq>-<random>``.
+
+    Raises ``ConversationNotFound``, ``ForkPointError`` (no such seq, or a
+    user message where the parent was waiting for something else, e.g. tool
+    results) or ``ReplayError`` (``new_id`` already exists); on any error the
+    journal is left as it was.
+    """
+    new_id = new_id or f"{conversation_id}.fork{at_seq}-{uuid.uuid4().hex[:8]}"
+    if journal.last_seq(new_id):
+        raise ReplayError(f"cannot fork into {new_id!r}: {journal.path} already has that "
+                          "conversation")
+    started = fork_started(
+        journal, conversation_id, at_seq, new_id, provider=provider, model=model, system=system,
+        mode=mode, max_turns=max_turns, tools=tools, duplicate_policy=duplicate_policy,
+        parameters=parameters, metadata=metadata)
+    then = (UserMessage.of(message),) if message is not None else ()
+    try:
+        Conversation.start(journal, started, then=then)
+    except InvalidTransition as exc:
+        raise ForkPointError(f"cannot continue {conversation_id!r} at seq {at_seq} with a user "
+                             f"message: {exc}") from None
+    return new_id
