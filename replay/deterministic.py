@@ -1,0 +1,210 @@
+"""Deterministic replay: re-run the engine over a recording and prove it does the same.
+
+The recorded conversation's configuration (its ``conversation_started``) and
+user inputs are fed to the agent loop again, in a scratch in-memory journal,
+with a ``RecordedProvider`` (the recorded responses, served only to requests
+with the recorded digest) and ``RecordedTools`` (the recorded results, served
+only to calls with the recorded tool name and canonical arguments). Every
+event the loop appends is compared with the recorded event at the same seq,
+ignoring only wall-clock fields (``recorded_at``, ``duration_ms``,
+``latency_ms``); the first difference stops the re-run with a ``Divergence``::
+
+    result = replay(journal, "c-1a2b", collect=True)
+    if not result.ok:
+        print(result.divergence.render())
+
+This is how a change to directives, tools, the duplicate rule or the loop is
+checked against every past run: ``replay_all(journal)``. A conversation whose
+recording ends mid-run (a crash) replays up to its last recorded event.
+Conversations holding imported or external-runner messages are skipped
+(those events were not produced by the loop), and say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from engine.events import ModelResponded, ToolCompleted, decode_event
+from journal import Journal, NewEvent, StoredEvent
+
+from .errors import Divergence, ReplayError
+from .recorded import RecordedProvider, RecordedTools, Recording, event_dict
+
+__all__ = ["WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "replay", "same_event"]
+
+#: Payload fields that hold wall-clock measurements; replay ignores them (and ``recorded_at``).
+WALL_CLOCK_FIELDS = frozenset({"duration_ms", "latency_ms"})
+
+#: ``driver(scratch_journal, recording, provider, tools)`` re-runs the recording's inputs.
+Driver = Callable[[Journal, Recording, RecordedProvider, RecordedTools], None]
+
+
+class ReplayResult(msgspec.Struct, kw_only=True):
+    """The outcome of replaying one conversation.
+
+    ``ok`` when every recorded event was produced again; ``checked`` counts
+    the events compared; ``skipped`` says why a conversation was not re-run.
+    """
+
+    conversation_id: str
+    ok: bool
+    checked: int = 0
+    divergence: Divergence | None = None
+    skipped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``ok``, ``divergence`` (``seq``, ``expected``, ``actual``...) or null."""
+        return {"conversation_id": self.conversation_id, "ok": self.ok, "checked": self.checked,
+                "skipped": self.skipped,
+                "divergence": self.divergence.to_dict() if self.divergence else None}
+
+
+def _strip(payload: str) -> dict[str, Any]:
+    data = msgspec.json.decode(payload)
+    for key in WALL_CLOCK_FIELDS:
+        data.pop(key, None)
+    return data
+
+
+def same_event(recorded: StoredEvent | NewEvent, produced: NewEvent) -> bool:
+    """Whether two events are equal but for wall-clock fields (fast path: equal payload text)."""
+    if recorded.type != produced.type or recorded.version != produced.version:
+        return False
+    return recorded.payload == produced.payload or _strip(recorded.payload) == _strip(
+        produced.payload)
+
+
+class _RecordingEnd(ReplayError):
+    """The re-run went past the end of an unfinished recording: nothing left to compare."""
+
+
+def _as_dict(event: StoredEvent | NewEvent) -> dict[str, Any]:
+    try:
+        return event_dict(decode_event(event.type, event.version, event.payload))
+    except ReplayError:
+        raise
+    except Exception:  # noqa: BLE001 - show what was written even if it does not decode
+        return {"type": event.type, "payload": event.payload}
+
+
+class _Checker:
+    """Compares each event appended to the replayed stream with the recording."""
+
+    def __init__(self, recording: Recording, finished: bool) -> None:
+        self.recording, self.finished = recording, finished
+        self.checked = 0
+
+    def check(self, events: Sequence[NewEvent], expected_seq: int) -> None:
+        rec = self.recording
+        for i, produced in enumerate(events):
+            seq = expected_seq + 1 + i
+            if seq > len(rec.rows):
+                if not self.finished:
+                    raise _RecordingEnd(f"the recording ends at seq {len(rec.rows)}")
+                raise rec.diverged(Divergence(
+                    rec.conversation_id, seq, None, _as_dict(produced),
+                    f"the re-run appends a {produced.type} after the recording's last event"))
+            recorded = rec.rows[seq - 1]
+            if not same_event(recorded, produced):
+                raise rec.diverged(Divergence(
+                    rec.conversation_id, seq, _as_dict(recorded), _as_dict(produced),
+                    f"recorded {recorded.type}, re-run produced {produced.type}"
+                    if recorded.type != produced.type else
+                    f"the {produced.type} differs from the recorded one"))
+            self.checked += 1
+
+
+class ScratchJournal(Journal):
+    """An in-memory journal that checks every append to the replayed stream against the recording."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:", synchronous="NORMAL")
+        self.checker: _Checker | None = None
+
+    def append(self, stream_id: str, events: Sequence[NewEvent], expected_seq: int, *,
+               parent: tuple[str, int] | None = None) -> list[StoredEvent]:
+        """Check (when watching ``stream_id``), then append as a journal does."""
+        checker = self.checker
+        if checker is not None and stream_id == checker.recording.conversation_id:
+            checker.check(events, expected_seq)
+        return super().append(stream_id, events, expected_seq, parent=parent)
+
+
+def _seed_ancestry(scratch: Journal, journal: Journal, conversation_id: str) -> None:
+    """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows)."""
+    chain: list[tuple[str, int | None, tuple[str, int] | None]] = []
+    info = journal.stream(conversation_id)
+    while info.parent_stream_id is not None:
+        parent, upto = info.parent_stream_id, info.parent_seq
+        info = journal.stream(parent)
+        link = (info.parent_stream_id, info.parent_seq) if info.parent_stream_id else None
+        chain.append((parent, upto, link))
+    for stream_id, upto, link in reversed(chain):
+        rows = [NewEvent(r.type, r.version, r.payload, r.recorded_at)
+                for r in journal.read(stream_id, 1, upto)]
+        scratch.append(stream_id, rows, 0, parent=link)
+
+
+def _not_replayable(recording: Recording) -> str | None:
+    for seq, event in recording.events:
+        if type(event) is ModelResponded and event.source != "provider":
+            return f"seq {seq} holds a {event.source} model message, not one the loop produced"
+        if type(event) is ToolCompleted and event.source in ("imported",):
+            return f"seq {seq} holds an imported tool result, not one the loop produced"
+    return None
+
+
+def replay(journal: Journal, conversation_id: str, *, collect: bool = False,
+           driver: Driver | None = None, check_digest: bool = True) -> ReplayResult:
+    """Re-run ``conversation_id`` against its recording; the result says whether it held.
+
+    With ``collect=False`` (default) a difference raises the ``Divergence``;
+    with ``collect=True`` it is returned in the result. ``driver`` replaces
+    the default (the engine's loop) for custom runners. ``check_digest=False``
+    skips re-hashing each request in the provider (the loop's recorded
+    ``model_requested`` digest is still compared). Raises
+    ``ConversationNotFound`` for an unknown id, ``RecordingError`` for a
+    stream that is not a conversation.
+    """
+    from engine.conversation import load_state
+
+    state = load_state(journal, conversation_id)  # ConversationNotFound for an unknown id
+    recording = Recording(journal, conversation_id)
+    reason = _not_replayable(recording)
+    if reason is not None:
+        return ReplayResult(conversation_id=conversation_id, ok=True, skipped=reason)
+    checker = _Checker(recording, finished=state.status != "active")
+    divergence = _run(journal, recording, checker, driver or _default_driver(), check_digest)
+    if divergence is None and checker.checked < len(recording.rows):
+        seq = checker.checked + 1
+        divergence = Divergence(conversation_id, seq, _as_dict(recording.rows[seq - 1]), None,
+                                "the re-run stopped before this recorded event")
+    if divergence is not None and not collect:
+        raise divergence
+    return ReplayResult(conversation_id=conversation_id, ok=divergence is None,
+                        checked=checker.checked, divergence=divergence)
+
+
+def _run(journal: Journal, recording: Recording, checker: _Checker, driver: Driver,
+         check_digest: bool) -> Divergence | None:
+    with ScratchJournal() as scratch:
+        _seed_ancestry(scratch, journal, recording.conversation_id)
+        scratch.checker = checker
+        provider = RecordedProvider(recording, check_digest=check_digest)
+        try:
+            driver(scratch, recording, provider, RecordedTools(recording))
+        except Divergence as exc:
+            return recording.divergence or exc
+        except _RecordingEnd:
+            pass
+    # a divergence the loop caught and turned into something else is still the first one
+    return recording.divergence
+
+
+def _default_driver() -> Driver:
+    from .driver import loop_driver
+
+    return loop_driver

@@ -1,0 +1,217 @@
+"""What a deterministic replay serves from the recording: model responses and tool results.
+
+``Recording`` reads one conversation's own events once and indexes them:
+the model exchanges in order (each ``model_requested`` with the response or
+failure that answered it) and the tool results by call id. ``RecordedProvider``
+answers the re-run's requests from it, after checking that the request the
+re-run would send has the recorded digest; ``RecordedTools`` answers tool
+calls, after checking the tool name and canonical arguments. Either one
+reports a mismatch as a ``Divergence`` (kept on the ``Recording`` too, so the
+first one wins even if the loop swallows an exception).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import msgspec
+
+from engine import errors as engine_errors
+from engine.canonical import canonical_json
+from engine.events import (
+    ConversationStarted,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ToolCompleted,
+)
+from engine.messages import ToolCall
+from engine.providers.base import ModelRequest, ModelResponse
+from journal import Journal
+
+from .errors import Divergence, RecordingError
+from .rebuild import own_events, rebuild
+
+__all__ = ["Exchange", "RecordedProvider", "RecordedTools", "Recording", "event_dict",
+           "request_of"]
+
+
+def event_dict(event: Any) -> dict[str, Any]:
+    """An event as the plain dict a ``Divergence`` shows (its ``type`` included)."""
+    return msgspec.to_builtins(event)
+
+
+def request_of(state: Any) -> ModelRequest:
+    """The request a conversation in ``state`` sends next (what the loop builds from the builder)."""
+    return ModelRequest(model=state.model, system=state.system, messages=tuple(state.messages),
+                        tools=tuple(state.tools), parameters=dict(state.parameters))
+
+
+class Exchange(msgspec.Struct, kw_only=True):
+    """One recorded model call: the request's seq and event, and its outcome."""
+
+    seq: int
+    requested: ModelRequested
+    outcome: ModelResponded | ModelFailed | None = None
+
+
+class Recording:
+    """One recorded conversation's own events, indexed for replay.
+
+    ``events`` are ``(seq, event)`` pairs; ``started`` the first event;
+    ``user_inputs`` the recorded user messages with their seqs; ``divergence``
+    the first mismatch found by the provider or the tools (``None`` so far).
+    """
+
+    def __init__(self, journal: Journal, conversation_id: str) -> None:
+        self.journal, self.conversation_id = journal, conversation_id
+        pairs = own_events(journal, conversation_id)
+        self.rows = [row for row, _ in pairs]
+        self.events = [(row.seq, event) for row, event in pairs]
+        started = self.events[0][1] if self.events else None
+        if type(started) is not ConversationStarted:
+            raise RecordingError(f"conversation {conversation_id!r} in {journal.path} does not "
+                                 "start with conversation_started")
+        self.started: ConversationStarted = started
+        self.exchanges: list[Exchange] = []
+        self.results: dict[str, tuple[int, ToolCompleted]] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.divergence: Divergence | None = None
+        for seq, event in self.events:
+            kind = type(event)
+            if kind is ModelRequested:
+                self.exchanges.append(Exchange(seq=seq, requested=event))
+            elif kind in (ModelResponded, ModelFailed) and self.exchanges and (
+                    self.exchanges[-1].outcome is None
+                    and self.exchanges[-1].requested.turn == event.turn):
+                self.exchanges[-1].outcome = event
+                if kind is ModelResponded:
+                    self.calls.update((p.id, p) for p in event.parts if type(p) is ToolCall)
+            elif kind is ToolCompleted:
+                self.results[event.call_id] = (seq, event)
+
+    @property
+    def last_seq(self) -> int:
+        """The recording's last seq."""
+        return self.events[-1][0]
+
+    def diverged(self, divergence: Divergence) -> Divergence:
+        """Keep the first divergence found; return it (to raise)."""
+        if self.divergence is None:
+            self.divergence = divergence
+        return self.divergence
+
+    def recorded_request(self, seq: int) -> ModelRequest:
+        """The request recorded at ``seq``, rebuilt by folding the recording up to it."""
+        return request_of(rebuild(self.journal, self.conversation_id, seq - 1))
+
+    def request_diff(self, seq: int, actual: ModelRequest) -> str:
+        """A unified diff of ``actual`` against the request recorded at ``seq``."""
+        def lines(request: ModelRequest) -> list[str]:
+            return json.dumps(msgspec.to_builtins(request), indent=2, sort_keys=True,
+                              ensure_ascii=False).splitlines(keepends=True)
+        return "".join(difflib.unified_diff(
+            lines(self.recorded_request(seq)), lines(actual),
+            fromfile=f"recorded request (seq {seq})", tofile="re-run request"))
+
+
+class RecordedProvider:
+    """Answers each request with the recorded response, in order, after checking its digest.
+
+    ``name`` is the recorded provider's name, so the events it causes match
+    the recording. A recorded ``model_failed`` is raised again as the
+    ``ProviderError`` subclass it names, with the recorded message and status.
+    """
+
+    def __init__(self, recording: Recording, *, check_digest: bool = True) -> None:
+        self.recording = recording
+        self.name = recording.started.provider
+        self.check_digest = check_digest
+        self._next = 0
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """The recorded answer to the next request (``Divergence`` on a miss)."""
+        rec = self.recording
+        if self._next >= len(rec.exchanges):
+            raise rec.diverged(Divergence(
+                rec.conversation_id, rec.last_seq + 1, None,
+                {"type": "model_requested", "model": request.model, "digest": request.digest()},
+                "the re-run sends a model request the recording does not have"))
+        exchange = rec.exchanges[self._next]
+        if self.check_digest:
+            digest = request.digest()
+            if digest != exchange.requested.digest:
+                actual = {**event_dict(exchange.requested), "digest": digest,
+                          "model": request.model}
+                raise rec.diverged(Divergence(
+                    rec.conversation_id, exchange.seq, event_dict(exchange.requested), actual,
+                    f"the request for turn {exchange.requested.turn} differs from the recorded "
+                    "one (digest mismatch)", rec.request_diff(exchange.seq, request)))
+        self._next += 1
+        outcome = exchange.outcome
+        if outcome is None:
+            raise rec.diverged(Divergence(
+                rec.conversation_id, exchange.seq + 1, None, None,
+                f"the recording has no answer to turn {exchange.requested.turn}'s request"))
+        if type(outcome) is ModelFailed:
+            raise _provider_error(outcome)
+        return ModelResponse(parts=outcome.parts, stop_reason=outcome.stop_reason,
+                             usage=outcome.usage, provider=outcome.provider,
+                             model=outcome.model, response_id=outcome.response_id,
+                             raw=outcome.raw)
+
+
+def _provider_error(failed: ModelFailed) -> engine_errors.ProviderError:
+    cls = getattr(engine_errors, failed.error_type, None)
+    if not (isinstance(cls, type) and issubclass(cls, engine_errors.ProviderError)):
+        cls = engine_errors.ProviderError
+    error = cls.__new__(cls)
+    # the recorded message already carries the provider's prefix: keep it byte for byte
+    engine_errors.EngineError.__init__(error, failed.message)
+    error.provider, error.status = failed.provider, failed.status
+    if cls is engine_errors.RateLimitError:
+        error.retry_after = None
+    return error
+
+
+class RecordedTools:
+    """Serves recorded tool results by call id, after checking name and canonical arguments."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+
+    def result(self, call: ToolCall) -> ToolCompleted:
+        """The recorded ``tool_completed`` for ``call`` (``Divergence`` when none fits)."""
+        rec = self.recording
+        found = rec.results.get(call.id)
+        if found is None:
+            raise rec.diverged(Divergence(
+                rec.conversation_id, rec.last_seq + 1, None,
+                {"type": "tool_started", "call_id": call.id, "name": call.name,
+                 "arguments": call.arguments},
+                f"the re-run runs tool call {call.id!r} ({call.name}) but the recording has no "
+                "result for it"))
+        seq, completed = found
+        recorded = rec.calls.get(call.id)
+        same_args = recorded is not None and _canonical(recorded.arguments) == _canonical(
+            call.arguments)
+        if completed.name != call.name or not same_args:
+            raise rec.diverged(Divergence(
+                rec.conversation_id, seq, event_dict(completed),
+                {"type": "tool_started", "call_id": call.id, "name": call.name,
+                 "arguments": call.arguments},
+                f"tool call {call.id!r} is {call.name}({canonical_json(call.arguments)}) but the "
+                f"recording answered {completed.name}"
+                f"({canonical_json(recorded.arguments) if recorded else '?'})"))
+        return completed
+
+
+def _canonical(arguments: dict[str, Any]) -> str:
+    try:
+        return canonical_json(arguments)
+    except engine_errors.InvalidEventError:
+        return repr(arguments)
+
+
