@@ -141,3 +141,26 @@ def event_ns(event):
     from types import SimpleNamespace
     return SimpleNamespace(type=event.__struct_config__.tag, **{
         f: getattr(event, f) for f in event.__struct_fields__})
+
+
+def test_replay_all_reports_every_conversation_and_records_the_run(recorded, db_path):
+    from replay.reports import latest_report, replay_all
+    miniloop.record(recorded, started("c2"), ["again"], ScriptedProvider(TURNS[3:]))
+    report = replay_all(recorded, driver=miniloop.driver)
+    assert report.ok and [r.conversation_id for r in report.results] == ["c1", "c2"]
+    rows = latest_report(str(db_path))
+    assert [(r["conversation_id"], r["ok"], r["seq"]) for r in rows] == [("c1", 1, None),
+                                                                        ("c2", 1, None)]
+    assert recorded.verify().ok  # the report table is beside the events, never in them
+
+
+def test_replay_all_collects_divergences_and_the_latest_run_wins(recorded, db_path, monkeypatch):
+    from engine.state import StateBuilder
+    from replay.reports import latest_report, replay_all
+    replay_all(recorded, driver=miniloop.driver)
+    monkeypatch.setattr(StateBuilder, "is_duplicate", lambda self, name, args: False)
+    report = replay_all(recorded, driver=miniloop.driver)
+    assert not report.ok and [r.conversation_id for r in report.divergences] == ["c1"]
+    [row] = latest_report(str(db_path))
+    assert row["ok"] == 0 and row["seq"] == report.divergences[0].divergence.seq
+    assert row["run_id"] == report.run_id

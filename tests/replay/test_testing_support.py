@@ -1,0 +1,88 @@
+"""replay.testing: the strategies generate valid conversations; the pytest plugin replays journals."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from hypothesis import given, settings
+
+from engine.events import ConversationStarted, DuplicatePolicy, ToolCallRejected, ToolCompleted
+from engine.state import fold
+from engine.canonical import canonical_json
+from replay.testing import arguments, conversations, tool_calls
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(conversations())
+def test_generated_conversations_fold_and_end(events):
+    state = fold(events)  # raises InvalidTransition if the lifecycle refused any event
+    assert type(events[0]) is ConversationStarted
+    assert state.status in ("completed", "failed", "halted")
+    assert not state.pending_calls
+
+
+@settings(max_examples=60, deadline=None)
+@given(conversations(policy=DuplicatePolicy(rule="previous")))
+def test_generated_refusals_follow_the_previous_call_rule(events):
+    previous = None
+    calls = {}
+    for event in events:
+        if hasattr(event, "parts"):
+            calls.update((p.id, p) for p in event.parts if type(p).__name__ == "ToolCall")
+        if type(event) in (ToolCompleted, ToolCallRejected):
+            call = calls[event.call_id]
+            key = (call.name, canonical_json(call.arguments))
+            assert (type(event) is ToolCallRejected) == (key == previous)
+            previous = key
+
+
+@settings(max_examples=60, deadline=None)
+@given(tool_calls(), arguments())
+def test_tool_calls_and_arguments_are_json_objects(call, args):
+    import json
+    assert json.loads(call.raw_arguments) == call.arguments
+    assert isinstance(args, dict) and all(type(k) is str for k in args)
+    canonical_json(args)  # always canonicalisable: finite numbers, str keys
+
+
+def test_the_pytest_plugin_makes_one_test_per_recorded_conversation(tmp_path):
+    from journal import Journal
+    from engine.providers.scripted import ScriptedProvider
+    from tests.replay import miniloop
+    from tests.replay.test_replay_machinery import TURNS, started
+
+    db = tmp_path / "runs.db"
+    with Journal(db) as journal:
+        miniloop.record(journal, started("good"), ["hi"], ScriptedProvider(TURNS))
+        miniloop.record(journal, started("other"), ["hi"], ScriptedProvider(TURNS[3:]))
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["replay.testing"]\n')
+    (tmp_path / "test_runs.py").write_text(textwrap.dedent("""
+        import os
+        from tests.replay import miniloop
+
+        def test_replays(turnlog_conversation):
+            # a user's test: replay each recorded run; this one breaks the 'other' run
+            if turnlog_conversation.conversation_id == "other":
+                os.environ["BREAK"] = "1"
+            def driver(scratch, rec, provider, tools):
+                if os.environ.pop("BREAK", None):
+                    return  # produce nothing: a divergence at seq 1
+                miniloop.driver(scratch, rec, provider, tools)
+            turnlog_conversation.assert_replays(driver=driver)
+    """))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+         str(tmp_path), "--turnlog-journal", str(db), str(tmp_path / "test_runs.py")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "1 failed, 1 passed" in out
+    assert "runs.db::other" in out
+    assert "diverges at seq 1" in out, out
