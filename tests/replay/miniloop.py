@@ -76,6 +76,10 @@ def run(conv: Conversation, provider, tools: Tools | RecordedTools) -> None:
                                              content=duplicate_message(call.name, b.mode),
                                              arguments=call.arguments))
                 continue
+            answer = tools.outcome(call) if hasattr(tools, "outcome") else None
+            if answer is not None:
+                conv.append(answer)
+                continue
             conv.append(ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             if isinstance(tools, RecordedTools):
                 done = tools.result(call)
@@ -85,7 +89,7 @@ def run(conv: Conversation, provider, tools: Tools | RecordedTools) -> None:
                                           duration_ms=0.0, source=done.source))
                 continue
             t0 = time.perf_counter()
-            ok, value = tools(call)
+            ok, value = (tools.live if hasattr(tools, "outcome") else tools)(call)
             data, error = (value, None) if ok else (None, value)
             conv.append(ToolCompleted(
                 call_id=call.id, name=call.name, success=ok, data=data, error=error,
@@ -109,6 +113,15 @@ def driver(scratch: Journal, recording, provider, tools: RecordedTools,
         if type(event) is UserMessage:
             conv.append(event)
             run(conv, provider, tools)
+
+
+def runner(journal, started, runs, provider, tools, live_tools) -> None:
+    """A ``swap`` runner: the swapped run, recorded with this minimal loop."""
+    tools.live = live_tools or demo_tools
+    conv = Conversation.start(journal, started)
+    for messages in runs:
+        conv.append(*messages)
+        run(conv, provider, tools)
 
 
 def script(*turns: dict) -> list[dict]:

@@ -1,0 +1,1 @@
+from tests.fakeapi import fake_api  # noqa: F401 - the fixture, re-exported for this directory
