@@ -21,7 +21,112 @@ from engine.cli._common import (
 from .diff import diff as diff_conversations
 from .fork import fork as fork_conversation
 
-__all__ = ["COMMANDS", "diff", "fork"]
+__all__ = ["COMMANDS", "diff", "fork", "replay"]
+
+
+@click.command()
+@click.argument("conversation_id", required=False)
+@click.option("--all", "all_", is_flag=True,
+              help="Replay every conversation and record the report (replay_reports table).")
+@click.option("--provider", default=None,
+              help="Re-run the recorded inputs against this provider instead (provider swap).")
+@click.option("--model", default=None, help="The swap's model (default: the provider's).")
+@click.option("--tools", "policy", type=click.Choice(["recorded", "live", "refuse"]),
+              default="recorded", show_default=True,
+              help="Swap only: serve tool results from the recording, run tools, or refuse calls.")
+@click.option("--tool-set", "tool_sets", multiple=True, metavar="demo|MODULE:ATTR",
+              help="Swap with --tools live: the tools to run (repeatable).")
+@click.option("--script", type=click.Path(dir_okay=False), default=None,
+              help="Swap with --provider scripted: the script file.")
+@click.option("--id", "new_id", default=None, help="Swap only: the new conversation's id.")
+@db_option
+@json_option
+@translate_errors
+def replay(conversation_id: str | None, all_: bool, provider: str | None, model: str | None,
+           policy: str, tool_sets: tuple[str, ...], script: str | None, new_id: str | None,
+           db_path: str, as_json: bool) -> None:
+    """Re-run a recorded conversation: deterministically (exit 1 on divergence), or
+    against another provider with --provider.
+
+    Example:
+
+        turnlog replay c-1a2b && turnlog replay c-1a2b --provider anthropic --model claude-sonnet-4-5
+    """
+    if all_ == bool(conversation_id):
+        raise CLIError("give a conversation ID or --all (not both)")
+    if provider is not None:
+        if all_:
+            raise CLIError("--provider replays one conversation; give its ID instead of --all")
+        _swap(conversation_id, provider, model, policy, tool_sets, script, new_id, db_path,
+              as_json)
+        return
+    if model or script or new_id or tool_sets or policy != "recorded":
+        raise CLIError("--model, --tools, --tool-set, --script and --id need --provider")
+    if all_:
+        _replay_all(db_path, as_json)
+        return
+    from .deterministic import replay as run_replay
+
+    with journal_for(db_path) as journal:
+        result = run_replay(journal, conversation_id, collect=True)
+    if as_json:
+        emit(result.to_dict())
+    elif result.skipped:
+        click.echo(f"{conversation_id}: skipped ({result.skipped})")
+    elif result.ok:
+        click.echo(f"{conversation_id}: ok, {result.checked} events replayed identically")
+    else:
+        click.echo(result.divergence.render())
+    if not result.ok:
+        fail(1)
+
+
+def _replay_all(db_path: str, as_json: bool) -> None:
+    from .reports import replay_all
+
+    with journal_for(db_path) as journal:
+        report = replay_all(journal)
+    if as_json:
+        emit(report.to_dict())
+    else:
+        for r in report.results:
+            state = "skipped" if r.skipped else "ok" if r.ok else f"DIVERGED at seq {r.divergence.seq}"
+            click.echo(f"{r.conversation_id}  {state}")
+        click.echo(f"{len(report.results)} conversation(s), {len(report.divergences)} diverged")
+    if not report.ok:
+        fail(1)
+
+
+def _swap(conversation_id: str, provider_name: str, model: str | None, policy: str,
+          tool_sets: tuple[str, ...], script: str | None, new_id: str | None, db_path: str,
+          as_json: bool) -> None:
+    from engine.providers import get_provider
+
+    from .swap import swap
+
+    live = _live_tools(tool_sets) if policy == "live" else None
+    provider = get_provider(provider_name, model=model, script=script)
+    with journal_for(db_path) as journal:
+        result = swap(journal, conversation_id, provider, model=model, tools=policy,
+                      live_tools=live, new_id=new_id)
+    if as_json:
+        emit(result.to_dict())
+    else:
+        click.echo(f"{result.conversation_id}  {result.status}  replay of {conversation_id} "
+                   f"on {result.provider}/{result.model} (tools: {policy})")
+        if result.error:
+            click.echo(f"error: {result.error}")
+        click.echo(f"next: turnlog diff {conversation_id} {result.conversation_id}")
+    if result.status != "completed":
+        fail(1)
+
+
+def _live_tools(tool_sets: tuple[str, ...]):
+    from .driver import load_tools
+
+    if not tool_sets:
+        raise CLIError("--tools live needs --tool-set demo|MODULE:ATTR (the tools to run)")
+    return load_tools(tool_sets)
 
 
 @click.command()
@@ -75,4 +180,4 @@ def diff(a: str, b: str, db_path: str, as_json: bool) -> None:
     click.echo(result.render())
 
 
-COMMANDS = [diff, fork]
+COMMANDS = [diff, fork, replay]

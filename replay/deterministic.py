@@ -30,6 +30,7 @@ import msgspec
 from engine.events import ModelResponded, ToolCompleted, decode_event
 from journal import Journal, NewEvent, StoredEvent
 
+from ._scratch import ScratchJournal
 from .errors import Divergence, ReplayError
 from .recorded import RecordedProvider, RecordedTools, Recording, event_dict
 
@@ -39,7 +40,7 @@ __all__ = ["WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "replay", "same_event"
 WALL_CLOCK_FIELDS = frozenset({"duration_ms", "latency_ms"})
 
 #: ``driver(scratch_journal, recording, provider, tools)`` re-runs the recording's inputs.
-Driver = Callable[[Journal, Recording, RecordedProvider, RecordedTools], None]
+Driver = Callable[[ScratchJournal, Recording, RecordedProvider, RecordedTools], None]
 
 
 class ReplayResult(msgspec.Struct, kw_only=True):
@@ -117,23 +118,7 @@ class _Checker:
             self.checked += 1
 
 
-class ScratchJournal(Journal):
-    """An in-memory journal that checks every append to the replayed stream against the recording."""
-
-    def __init__(self) -> None:
-        super().__init__(":memory:", synchronous="NORMAL")
-        self.checker: _Checker | None = None
-
-    def append(self, stream_id: str, events: Sequence[NewEvent], expected_seq: int, *,
-               parent: tuple[str, int] | None = None) -> list[StoredEvent]:
-        """Check (when watching ``stream_id``), then append as a journal does."""
-        checker = self.checker
-        if checker is not None and stream_id == checker.recording.conversation_id:
-            checker.check(events, expected_seq)
-        return super().append(stream_id, events, expected_seq, parent=parent)
-
-
-def _seed_ancestry(scratch: Journal, journal: Journal, conversation_id: str) -> None:
+def _seed_ancestry(scratch: ScratchJournal, journal: Journal, conversation_id: str) -> None:
     """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows)."""
     chain: list[tuple[str, int | None, tuple[str, int] | None]] = []
     info = journal.stream(conversation_id)
