@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fold_bench import build  # noqa: E402
 from engine.conversation import load_state  # noqa: E402
+from engine.state import fold_stored  # noqa: E402
 from journal import Journal  # noqa: E402
 from replay import fork, rebuild  # noqa: E402
 from replay.deterministic import replay  # noqa: E402
@@ -83,9 +84,9 @@ def bench_fork(tmp: Path, n_events: int, at: int) -> None:
     with Journal(path) as journal:
         fid = fork(journal, "big", at, new_id="f")
         assert rebuild(journal, fid).seq == 1
-        prefix_s = best(lambda: load_state(journal, "big", at))
+        prefix_s = best(lambda: fold_stored(journal.read("big", 1, at)).state())
         fork_s = best(lambda: rebuild(journal, fid))
-        whole_s = best(lambda: load_state(journal, "big"), repeat=2)
+        whole_s = best(lambda: fold_stored(journal.read("big")).state(), repeat=2)
         parent_events = journal.last_seq("big")
     print(f"rebuild of a fork at seq {at} of a {parent_events}-event conversation:")
     print(f"  plain fold of the same {at} events   {prefix_s * 1e3:9.2f} ms")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from journal import Journal, StoredEvent, StreamNotFoundError
+from journal import Journal, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
@@ -31,10 +31,9 @@ __all__ = ["Conversation", "load_state"]
 
 def _lineage_builder(journal: Journal, conversation_id: str,
                      to_seq: int | None = None) -> StateBuilder:
-    try:
-        journal.stream(conversation_id)
-    except StreamNotFoundError:
-        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}") from None
+    # last_seq is one index lookup; stream() would aggregate the whole stream first
+    if not journal.last_seq(conversation_id):
+        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
     return fold_stored(journal.lineage(conversation_id, to_seq))
 
 
