@@ -57,11 +57,12 @@ class Conversation:
               recorded_at: str | None = None, *, then: Sequence[Event] = ()) -> Conversation:
         """Record ``started`` as the first event of a new stream.
 
+        ``then`` (e.g. the first user message) is appended in the same
+        transaction, so a crash never leaves a started conversation without it.
+
         For a fork (``started.fork`` set) the parent's history up to the fork
         seq is folded first and the journal links the new stream to the
-        parent's hash there; no parent event is copied. ``then`` are more
-        events written in the same transaction (a fork's first user message),
-        so either all of them are recorded or none.
+        parent's hash there; no parent event is copied.
         """
         fork: ForkRef | None = started.fork
         builder = (_lineage_builder(journal, fork.conversation_id, fork.seq)

@@ -163,17 +163,35 @@ class RecordedProvider:
                              raw=outcome.raw)
 
 
-def _provider_error(failed: ModelFailed) -> engine_errors.ProviderError:
-    cls = getattr(engine_errors, failed.error_type, None)
-    if not (isinstance(cls, type) and issubclass(cls, engine_errors.ProviderError)):
-        cls = engine_errors.ProviderError
+def _provider_error(failed: ModelFailed) -> Exception:
+    """The exception the recorded failure came from, as far as the loop can see it.
+
+    Same class name, message, status and ``retryable`` as recorded; an error
+    type turnlog does not define (a bug's ``ValueError``) is rebuilt as a
+    ``ProviderError`` subclass of that name.
+    """
+    base = getattr(engine_errors, failed.error_type, None)
+    if not (isinstance(base, type) and issubclass(base, engine_errors.ProviderError)):
+        base = engine_errors.ProviderError
+    cls = _replayed_error(failed.error_type, base, failed.retryable)
     error = cls.__new__(cls)
     # the recorded message already carries the provider's prefix: keep it byte for byte
-    engine_errors.EngineError.__init__(error, failed.message)
-    error.provider, error.status = failed.provider, failed.status
-    if cls is engine_errors.RateLimitError:
-        error.retry_after = None
+    Exception.__init__(error, failed.message)
+    error.provider, error.status, error.retry_after = failed.provider, failed.status, None
     return error
+
+
+_REPLAYED: dict[tuple[str, type, bool], type] = {}
+
+
+def _replayed_error(name: str, base: type, retryable: bool) -> type:
+    if base.__name__ == name and base.retryable == retryable:
+        return base
+    key = (name, base, retryable)
+    if key not in _REPLAYED:
+        _REPLAYED[key] = type(name, (base,), {"retryable": retryable,
+                                              "__doc__": "A recorded provider failure, replayed."})
+    return _REPLAYED[key]
 
 
 class RecordedTools:
