@@ -34,7 +34,7 @@ from ._scratch import ScratchJournal
 from .errors import Divergence, ReplayError
 from .recorded import RecordedProvider, RecordedTools, Recording, event_dict
 
-__all__ = ["WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "replay", "same_event"]
+__all__ = ["WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "RunPaused", "replay", "same_event"]
 
 #: Payload fields that hold wall-clock measurements; replay ignores them (and ``recorded_at``).
 WALL_CLOCK_FIELDS = frozenset({"duration_ms", "latency_ms"})
@@ -82,6 +82,14 @@ class _RecordingEnd(ReplayError):
     """The re-run went past the end of an unfinished recording: nothing left to compare."""
 
 
+class RunPaused(ReplayError):
+    """The recorded run stopped here (single-turn run, crash) until the next user message.
+
+    Raised to the driver when the loop would request a model turn where the
+    recording has the next user message; the driver then sends that message.
+    """
+
+
 def _as_dict(event: StoredEvent | NewEvent) -> dict[str, Any]:
     try:
         return event_dict(decode_event(event.type, event.version, event.payload))
@@ -109,6 +117,8 @@ class _Checker:
                     rec.conversation_id, seq, None, _as_dict(produced),
                     f"the re-run appends a {produced.type} after the recording's last event"))
             recorded = rec.rows[seq - 1]
+            if recorded.type == "user_message" and produced.type == "model_requested":
+                raise RunPaused(f"the recorded run paused before seq {seq}")
             if not same_event(recorded, produced):
                 raise rec.diverged(Divergence(
                     rec.conversation_id, seq, _as_dict(recorded), _as_dict(produced),
@@ -183,7 +193,7 @@ def _run(journal: Journal, recording: Recording, checker: _Checker, driver: Driv
             driver(scratch, recording, provider, RecordedTools(recording))
         except Divergence as exc:
             return recording.divergence or exc
-        except _RecordingEnd:
+        except (_RecordingEnd, RunPaused):
             pass
     # a divergence the loop caught and turned into something else is still the first one
     return recording.divergence

@@ -105,7 +105,12 @@ class SwapTools:
                 call = calls[event.call_id]
                 self.recorded.setdefault((call.name, _key_args(call.arguments)), []).append(event)
 
-    def outcome(self, call: ToolCall) -> ToolCompleted | ToolCallRejected | None:
+    def peek(self, call: ToolCall) -> ToolCompleted | ToolCallRejected | None:
+        """What ``outcome`` would answer, without using up a recorded result."""
+        return self.outcome(call, consume=False)
+
+    def outcome(self, call: ToolCall, *, consume: bool = True
+                ) -> ToolCompleted | ToolCallRejected | None:
         """The answer to ``call`` under the policy (``None``: run it live)."""
         if self.policy == "live":
             return None
@@ -120,7 +125,8 @@ class SwapTools:
                                                                self.source),
                                     arguments=call.arguments)
         i = self._served.get(key, 0)
-        self._served[key] = i + 1
+        if consume:
+            self._served[key] = i + 1
         done = results[min(i, len(results) - 1)]
         return msgspec.structs.replace(done, call_id=call.id, source="recorded",
                                        duration_ms=None)

@@ -1,0 +1,179 @@
+"""The engine's agent loop as replay's driver and as the provider-swap runner.
+
+Deterministic replay drives ``engine.loop.Loop`` through its seams: the
+recorded ``conversation_started`` (``Conversation.start``), a
+``RecordedProvider`` and a ``RecordedExecutor`` that serves the recorded tool
+results. Unless the caller passes its current tools (``tools=``), the
+registry is made of the recorded tool specs (``SpecTool``: any JSON-object
+arguments pass, nothing runs), so a recording replays without its tools'
+code; pass the real registry to also check argument validation and
+enablement against the current code.
+
+A provider swap drives a ``Loop`` with the target provider; under the
+``recorded`` and ``refuse`` policies, a call that the policy refuses is
+refused where the loop refuses calls (``tool_call_rejected`` with reason
+``unrecorded`` or ``refused``), before anything would run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from engine.conversation import Conversation
+from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolSpec, UserMessage
+from engine.executor import ToolExecution
+from engine.loop import Loop
+from engine.messages import ToolCall
+from engine.tools import Tool, ToolContext, ToolRegistry
+from journal import Journal
+
+from .errors import ReplayError
+from .recorded import RecordedProvider, RecordedTools, Recording
+from .swap import SwapTools
+
+__all__ = ["RecordedExecutor", "SpecTool", "SwapExecutor", "load_tools", "loop_driver",
+           "loop_runner", "record_scripted", "spec_registry"]
+
+
+def _never_run() -> None:
+    raise ReplayError("a tool known only from its recorded spec cannot run")
+
+
+class SpecTool(Tool):
+    """A tool known only by its recorded ``ToolSpec``: accepts any arguments, never runs."""
+
+    def __init__(self, spec: ToolSpec) -> None:
+        super().__init__(_never_run, name=spec.name)
+        self.spec = spec
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as they are (the recording, not a schema, is the reference)."""
+        return dict(arguments)
+
+
+def spec_registry(specs: Iterable[ToolSpec]) -> ToolRegistry:
+    """A registry of ``SpecTool``s, in the recorded order."""
+    return ToolRegistry([SpecTool(s) for s in specs])
+
+
+def _execution(done: ToolCompleted) -> ToolExecution:
+    return ToolExecution(success=done.success, data=done.data, error=done.error,
+                         content=done.content, duration_ms=done.duration_ms, source=done.source)
+
+
+class RecordedExecutor:
+    """The loop's ``ToolExecutor`` for deterministic replay: recorded results, checked."""
+
+    def __init__(self, tools: RecordedTools) -> None:
+        self.tools = tools
+
+    def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
+                validated: dict[str, Any]) -> ToolExecution:
+        """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none)."""
+        return _execution(self.tools.result(call))
+
+
+def _user_groups(events: Sequence[tuple[int, Any]]) -> list[list[UserMessage]]:
+    groups: list[list[UserMessage]] = []
+    fresh = True
+    for _seq, event in events:
+        if type(event) is UserMessage:
+            if fresh:
+                groups.append([])
+            groups[-1].append(event)
+            fresh = False
+        else:
+            fresh = True
+    return groups
+
+
+def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
+                tools: RecordedTools, *, registry: ToolRegistry | None = None,
+                **loop_options: Any) -> None:
+    """Re-run ``recording`` with the engine's loop (the default ``replay`` driver).
+
+    ``registry`` is the tool registry to use (default: ``spec_registry`` of
+    the recorded specs); ``loop_options`` go to ``Loop`` (``predicate``,
+    ``observers``...). A run the recording paused (a single-turn run, or a
+    crash) before the next user message pauses here too.
+    """
+    from .deterministic import RunPaused
+
+    loop = Loop(scratch, provider, registry or spec_registry(recording.started.tools),
+                executor=RecordedExecutor(tools), **loop_options)
+    conv = Conversation.start(scratch, recording.started)
+    for group in _user_groups(recording.events[1:]):
+        conv.append(*group)
+        try:
+            loop.drive(conv)
+        except RunPaused:
+            conv = Conversation.open(scratch, recording.conversation_id)
+
+
+class SwapExecutor:
+    """The loop's ``ToolExecutor`` for a provider swap under the ``recorded`` policy."""
+
+    def __init__(self, tools: SwapTools) -> None:
+        self.tools = tools
+
+    def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
+                validated: dict[str, Any]) -> ToolExecution:
+        """The recorded result matching the call's tool name and canonical arguments."""
+        answer = self.tools.outcome(call)
+        if type(answer) is not ToolCompleted:  # refused calls never reach the executor
+            raise ReplayError(f"no recorded result for {call.name} ({call.id})")
+        return _execution(answer)
+
+
+class _SwapLoop(Loop):
+    """The loop, refusing what the swap's tool policy refuses where it refuses calls."""
+
+    def __init__(self, *args: Any, swap_tools: SwapTools, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.swap_tools = swap_tools
+
+    def _refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> tuple[str | None, str]:
+        reason, why = super()._refusal(b, call, tool)
+        if reason is None and self.swap_tools.policy != "live":
+            answer = self.swap_tools.peek(call)
+            if type(answer) is ToolCallRejected:
+                return answer.reason, answer.content
+        return reason, why
+
+
+def loop_runner(journal: Journal, started: ConversationStarted, runs: list[list[UserMessage]],
+                provider: Any, tools: SwapTools, live_tools: Any = None) -> None:
+    """Record a provider swap with the engine's loop: one run per recorded user turn."""
+    if tools.policy == "live":
+        registry = live_tools if isinstance(live_tools, ToolRegistry) else ToolRegistry(
+            live_tools or ())
+        loop = _SwapLoop(journal, provider, registry, swap_tools=tools)
+    else:
+        loop = _SwapLoop(journal, provider, spec_registry(started.tools), swap_tools=tools,
+                         executor=SwapExecutor(tools))
+    conv = Conversation.start(journal, started, then=runs[0])
+    loop.drive(conv)
+    for group in runs[1:]:
+        conv.append(*group)
+        loop.drive(conv)
+
+
+def load_tools(specs: Sequence[str]) -> ToolRegistry:
+    """Tools named as ``turnlog run --tools`` names them (``demo`` or ``MODULE:ATTR``)."""
+    from engine.cli.run import _tools
+
+    return _tools(tuple(specs))
+
+
+def record_scripted(journal: Journal, conversation_id: str, prompts: Sequence[str],
+                    script: Any, *, max_turns: int = 8) -> str:
+    """Record a conversation with the loop, the scripted provider and the demo tools."""
+    from engine.demo import demo_tools
+    from engine.providers.scripted import ScriptedProvider
+
+    loop = Loop(journal, ScriptedProvider(script), demo_tools())
+    loop.start(prompts[0], conversation_id=conversation_id, max_turns=max_turns)
+    for prompt in prompts[1:]:
+        loop.send(conversation_id, prompt)
+    return conversation_id
