@@ -85,8 +85,9 @@ class _RecordingEnd(ReplayError):
 class RunPaused(ReplayError):
     """The recorded run stopped here (single-turn run, crash) until the next user message.
 
-    Raised to the driver when the loop would request a model turn where the
-    recording has the next user message; the driver then sends that message.
+    Raised to the driver when the loop would append anything where the
+    recording has the next user message (an input: the recorded run had
+    stopped there); the driver then sends that message.
     """
 
 
@@ -117,7 +118,7 @@ class _Checker:
                     rec.conversation_id, seq, None, _as_dict(produced),
                     f"the re-run appends a {produced.type} after the recording's last event"))
             recorded = rec.rows[seq - 1]
-            if recorded.type == "user_message" and produced.type == "model_requested":
+            if recorded.type == "user_message" and produced.type != "user_message":
                 raise RunPaused(f"the recorded run paused before seq {seq}")
             if not same_event(recorded, produced):
                 raise rec.diverged(Divergence(

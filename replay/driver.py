@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from engine.conversation import Conversation
 from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolSpec, UserMessage
 from engine.executor import ToolExecution
@@ -63,15 +65,23 @@ def _execution(done: ToolCompleted) -> ToolExecution:
 
 
 class RecordedExecutor:
-    """The loop's ``ToolExecutor`` for deterministic replay: recorded results, checked."""
+    """The loop's ``ToolExecutor`` for deterministic replay: recorded results, checked.
 
-    def __init__(self, tools: RecordedTools) -> None:
-        self.tools = tools
+    With ``rerender`` the recorded text is not reused: the loop renders the
+    recorded success, data and error again with the current tools' rules
+    (success-message hooks, handler flags), so a change there shows up.
+    """
+
+    def __init__(self, tools: RecordedTools, *, rerender: bool = False) -> None:
+        self.tools, self.rerender = tools, rerender
 
     def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
                 validated: dict[str, Any]) -> ToolExecution:
         """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none)."""
-        return _execution(self.tools.result(call))
+        execution = _execution(self.tools.result(call))
+        if self.rerender and execution.source == "live":
+            return msgspec.structs.replace(execution, content=None)
+        return execution
 
 
 def _user_groups(events: Sequence[tuple[int, Any]]) -> list[list[UserMessage]]:
@@ -90,21 +100,23 @@ def _user_groups(events: Sequence[tuple[int, Any]]) -> list[list[UserMessage]]:
 
 def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
                 tools: RecordedTools, *, registry: ToolRegistry | None = None,
-                **loop_options: Any) -> None:
+                rerender: bool = False, **loop_options: Any) -> None:
     """Re-run ``recording`` with the engine's loop (the default ``replay`` driver).
 
     ``registry`` is the tool registry to use (default: ``spec_registry`` of
-    the recorded specs); ``loop_options`` go to ``Loop`` (``predicate``,
+    the recorded specs); ``rerender`` renders recorded results again with the
+    registry's rules (see ``RecordedExecutor``); ``loop_options`` go to ``Loop`` (``predicate``,
     ``observers``...). A run the recording paused (a single-turn run, or a
     crash) before the next user message pauses here too.
     """
     from .deterministic import RunPaused
 
     loop = Loop(scratch, provider, registry or spec_registry(recording.started.tools),
-                executor=RecordedExecutor(tools), **loop_options)
+                executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
     conv = Conversation.start(scratch, recording.started)
-    for group in _user_groups(recording.events[1:]):
-        conv.append(*group)
+    for group in [[], *_user_groups(recording.events[1:])]:  # a fork may continue at once
+        if group:
+            conv.append(*group)
         try:
             loop.drive(conv)
         except RunPaused:

@@ -32,7 +32,7 @@ from engine.providers.base import ModelRequest, ModelResponse
 from journal import Journal
 
 from .errors import Divergence, RecordingError
-from .rebuild import own_events, rebuild
+from .rebuild import lineage_events, own_events, rebuild
 
 __all__ = ["Exchange", "RecordedProvider", "RecordedTools", "Recording", "event_dict",
            "request_of"]
@@ -79,6 +79,11 @@ class Recording:
         self.results: dict[str, tuple[int, ToolCompleted]] = {}
         self.calls: dict[str, ToolCall] = {}
         self.divergence: Divergence | None = None
+        fork = self.started.fork
+        if fork is not None:  # calls made before the fork point may be answered after it
+            for _row, event in lineage_events(journal, fork.conversation_id, fork.seq):
+                if type(event) is ModelResponded:
+                    self.calls.update((p.id, p) for p in event.parts if type(p) is ToolCall)
         for seq, event in self.events:
             kind = type(event)
             if kind is ModelRequested:
