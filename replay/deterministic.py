@@ -121,11 +121,14 @@ class _Checker:
             if recorded.type == "user_message" and produced.type != "user_message":
                 raise RunPaused(f"the recorded run paused before seq {seq}")
             if not same_event(recorded, produced):
+                both_requests = recorded.type == produced.type == "model_requested"
+                request_diff = (rec.request_diff(seq, rec.last_request)
+                                if both_requests and rec.last_request is not None else "")
                 raise rec.diverged(Divergence(
                     rec.conversation_id, seq, _as_dict(recorded), _as_dict(produced),
                     f"recorded {recorded.type}, re-run produced {produced.type}"
                     if recorded.type != produced.type else
-                    f"the {produced.type} differs from the recorded one"))
+                    f"the {produced.type} differs from the recorded one", request_diff))
             self.checked += 1
 
 

@@ -98,6 +98,17 @@ def _user_groups(events: Sequence[tuple[int, Any]]) -> list[list[UserMessage]]:
     return groups
 
 
+class _ReplayLoop(Loop):
+    """The loop, keeping the request it builds so a divergence can show it."""
+
+    recording: Recording
+
+    def build_request(self, b: Any) -> Any:
+        request = super().build_request(b)
+        self.recording.last_request = request
+        return request
+
+
 def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
                 tools: RecordedTools, *, registry: ToolRegistry | None = None,
                 rerender: bool = False, **loop_options: Any) -> None:
@@ -111,8 +122,9 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     """
     from .deterministic import RunPaused
 
-    loop = Loop(scratch, provider, registry or spec_registry(recording.started.tools),
-                executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
+    loop = _ReplayLoop(scratch, provider, registry or spec_registry(recording.started.tools),
+                       executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
+    loop.recording = recording
     conv = Conversation.start(scratch, recording.started)
     for group in [[], *_user_groups(recording.events[1:])]:  # a fork may continue at once
         if group:

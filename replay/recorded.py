@@ -79,6 +79,8 @@ class Recording:
         self.results: dict[str, tuple[int, ToolCompleted]] = {}
         self.calls: dict[str, ToolCall] = {}
         self.divergence: Divergence | None = None
+        #: the request the re-run built last (set by the driver), for request diffs
+        self.last_request: ModelRequest | None = None
         fork = self.started.fork
         if fork is not None:  # calls made before the fork point may be answered after it
             for _row, event in lineage_events(journal, fork.conversation_id, fork.seq):
