@@ -55,8 +55,11 @@ class Conversation:
 
     @classmethod
     def start(cls, journal: Journal, started: ConversationStarted,
-              recorded_at: str | None = None) -> Conversation:
+              recorded_at: str | None = None, *, then: Sequence[Event] = ()) -> Conversation:
         """Record ``started`` as the first event of a new stream.
+
+        ``then`` (e.g. the first user message) is appended in the same
+        transaction, so a crash never leaves a started conversation without it.
 
         For a fork (``started.fork`` set) the parent's history up to the fork
         seq is folded first and the journal links the new stream to the
@@ -67,7 +70,7 @@ class Conversation:
                    if fork else StateBuilder())
         conv = cls(journal, started.conversation_id, builder, 0)
         parent = (fork.conversation_id, fork.seq) if fork else None
-        conv._append([started], [recorded_at], parent)
+        conv._append([started, *then], [recorded_at] + [None] * len(then), parent)
         return conv
 
     @classmethod
