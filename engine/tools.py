@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import msgspec
 
@@ -158,7 +158,7 @@ class Tool:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ToolError(f"tool {self.name!r}: *args/**kwargs cannot be described to a model")
             hint = hints.get(param.name, Any)
-            if hint is ToolContext:
+            if hint is ToolContext or ToolContext in get_args(hint):
                 self._context_param = param.name
                 continue
             if param.name in INJECTED or param.name in self.inject:
