@@ -307,20 +307,20 @@ def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors() -> Iterator[None]:
+def _translate_errors(provider: str = NAME) -> Iterator[None]:
     """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
+        raise error_for_status(exc.status_code, message, provider, exc.response.headers) from None
     except _sdk.APITimeoutError:
-        raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
+        raise ProviderTimeout("no answer before the timeout", provider=provider) from None
     except _sdk.APIConnectionError as exc:
         raise ProviderConnectionError(f"cannot reach the API: {exc.message}",
-                                      provider=NAME) from None
+                                      provider=provider) from None
     except _sdk.OpenAIError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=NAME) from None
+        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=provider) from None
 
 
 class OpenAIProvider:

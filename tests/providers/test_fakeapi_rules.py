@@ -150,3 +150,32 @@ def test_running_out_of_script_is_a_clear_server_error(fake_api):
     with pytest.raises(ServerError, match="no scripted anthropic reply left"):
         make_provider("anthropic", fake_api).complete(
             request([Message(role="user", parts=(Text(text="hi"),))]))
+
+
+FCALL = {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"}
+FOUT = {"type": "function_call_output", "call_id": "c1", "output": "3"}
+
+
+def r(*items):
+    return {"model": "m", "input": [{"role": "user", "content": "hi"}, *items]}
+
+
+@pytest.mark.parametrize("body,problem", [
+    (r(FCALL), "No tool output found"),
+    (r(FOUT), "No tool call found"),
+    (r(FCALL, FOUT, FOUT), "No tool call found"),
+    (r(dict(FCALL, arguments={})), "string arguments"),
+    (r({"role": "assistant", "content": ""}), "must not be empty"),
+    (dict(r(), messages=[]), "Unknown parameter"),
+])
+def test_responses_rules(body, problem):
+    from tests.fakerules import check_responses
+
+    assert problem in (check_responses(body) or "")
+
+
+def test_responses_rules_accept_a_well_formed_tool_turn():
+    from tests.fakerules import check_responses
+
+    assert check_responses(r({"role": "assistant", "content": "let me"}, FCALL, FOUT,
+                             {"role": "assistant", "content": "3"})) is None

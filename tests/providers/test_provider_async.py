@@ -11,7 +11,7 @@ from engine.messages import Message, Text
 from tests.fakeapi import error_reply, reply
 from tests.providerkit import make_provider, request
 
-NAMES = ["anthropic", "openai", "gemini"]
+NAMES = ["anthropic", "openai", "gemini", "openai-responses"]
 HISTORY = [Message(role="user", parts=(Text(text="hi"),))]
 
 

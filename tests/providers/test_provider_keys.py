@@ -19,7 +19,7 @@ from engine.messages import tool_calls_of
 from tests.providerkit import KEYS, make_provider, request, run_tool, script_three_turns
 
 
-@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini"])
+@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])
 def test_a_recorded_conversation_never_contains_the_api_key(fake_api, journal, db_path, name):
     provider = make_provider(name, fake_api)
     script_three_turns(fake_api, name)
