@@ -13,7 +13,8 @@ results of one assistant turn go in ONE user message, ``tool_result`` blocks
 first; every ``tool_use`` is answered; consecutive same-role messages are
 merged; the system text is only the top-level ``system``; no empty text
 blocks; tool ids match ``^[a-zA-Z0-9_-]+$`` (``wire_id``/``neutral_id``);
-failed results carry ``is_error``. Sampling parameters go through
+failed results carry ``is_error``; a history that starts with the model gets
+a first user message ``OPENING``. Sampling parameters go through
 ``extra_body`` because current SDK releases no longer take them as arguments.
 """
 
@@ -59,9 +60,10 @@ except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependen
                       "pip install 'anthropic>=0.70'") from _exc
 
 __all__ = [
+    "AnthropicProvider",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
-    "AnthropicProvider",
+    "OPENING",
     "map_messages",
     "map_request",
     "map_response",
@@ -86,6 +88,7 @@ _FINISH_REASON_MAP: dict[str, StopReason] = {
     "pause_turn": "other",
 }
 _SAMPLING = ("temperature", "top_p", "top_k")
+OPENING = "(conversation continues)"
 _ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
 _ID_MARK = "x_tl"  # prefix of an escaped foreign id; Anthropic's own ids start with "toolu_"
 
@@ -179,6 +182,9 @@ def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[di
             wire[-1]["content"].extend(blocks)
         else:
             wire.append({"role": role, "content": blocks})
+    if wire and wire[0]["role"] == "assistant":
+        # the API wants a user turn first; a history that starts with the model gets one
+        wire.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
     return system_text, wire
 
 

@@ -145,11 +145,14 @@ def _part(kind_role):
 
 @st.composite
 def messy_histories(draw):
-    messages = [Message(role="user", parts=(Text(text=draw(WORDS)),))]
+    messages = []
     for _ in range(draw(st.integers(0, 6))):
         role = draw(st.sampled_from(["user", "assistant", "tool", "system"]))
         parts = draw(st.lists(_part(role), max_size=4))
         messages.append(Message(role=role, parts=tuple(parts)))
+    # a request needs something to answer: one real user message, anywhere
+    at = draw(st.integers(0, len(messages)))
+    messages.insert(at, Message(role="user", parts=(Text(text=draw(WORDS)),)))
     return messages
 
 
