@@ -132,7 +132,8 @@ def check_anthropic(body: Any) -> str | None:
             return problem
         if role == "user" and any(b.get("type") == "tool_result" for b in content):
             prev = messages[i - 1]["content"] if i else []
-            uses = {b.get("id") for b in prev if isinstance(b, dict)} if isinstance(prev, list) else set()
+            prev = prev if isinstance(prev, list) else []
+            uses = {b.get("id") for b in prev if isinstance(b, dict)}
             orphan = [b["tool_use_id"] for b in content
                       if b.get("type") == "tool_result" and b["tool_use_id"] not in uses]
             if orphan:
@@ -160,7 +161,8 @@ def _openai_assistant(msg: dict[str, Any], at: str) -> tuple[str | None, list[st
         fn = call.get("function") or {}
         if call.get("type") != "function" or not isinstance(call.get("id"), str) or \
                 not 0 < len(call["id"]) <= 40:
-            return f"{at}.tool_calls[{k}]: a function call needs an id of 1 to 40 characters and type 'function'", []
+            return (f"{at}.tool_calls[{k}]: a function call needs an id of 1 to 40 "
+                    f"characters and type 'function'"), []
         if not _TOOL_NAME.fullmatch(str(fn.get("name"))) or not isinstance(fn.get("arguments"), str):
             return f"{at}.tool_calls[{k}].function: arguments must be a JSON string", []
         if call["id"] in ids:
@@ -194,7 +196,8 @@ def check_openai(body: Any) -> str | None:
     if not isinstance(body.get("model"), str) or not isinstance(messages, list) or not messages:
         return "model and a non-empty messages array are required"
     for t in body.get("tools", []):
-        if t.get("type") != "function" or not _TOOL_NAME.fullmatch(str((t.get("function") or {}).get("name"))):
+        name = (t.get("function") or {}).get("name")
+        if t.get("type") != "function" or not _TOOL_NAME.fullmatch(str(name)):
             return "tools: invalid function tool"
     pending: list[str] = []
     for i, msg in enumerate(messages):
@@ -234,15 +237,18 @@ def _gemini_part(part: Any, role: str, at: str) -> str | None:
     if len(data) != 1 or set(part) - _GEMINI_DATA - {"thought", "thoughtSignature"}:
         return f"{at}: a part must have exactly one data field, got {sorted(part)}"
     kind = data[0]
-    if kind == "text" and (not isinstance(part["text"], str) or (not part["text"] and not part.get("thought"))):
+    text = part.get("text")
+    if kind == "text" and (not isinstance(text, str) or (not text and not part.get("thought"))):
         return f"{at}.text: must be a non-empty string"
     if kind == "functionCall":
         fc = part["functionCall"]
-        if role != "model" or not isinstance(fc.get("name"), str) or not isinstance(fc.get("args", {}), dict):
+        if role != "model" or not isinstance(fc.get("name"), str) or \
+                not isinstance(fc.get("args", {}), dict):
             return f"{at}.functionCall: needs role model, a name and object args"
     if kind == "functionResponse":
         fr = part["functionResponse"]
-        if role != "user" or not isinstance(fr.get("name"), str) or not isinstance(fr.get("response"), dict):
+        if role != "user" or not isinstance(fr.get("name"), str) or \
+                not isinstance(fr.get("response"), dict):
             return f"{at}.functionResponse: needs role user, a name and an object response"
     return None
 
@@ -290,7 +296,8 @@ def check_gemini(body: Any) -> str | None:
     if extra := sorted(set(body) - _GEMINI_KEYS):
         return f'Invalid JSON payload received. Unknown name "{extra[0]}"'
     si = body.get("systemInstruction")
-    if si is not None and (not isinstance(si, dict) or not all("text" in p for p in si.get("parts", [None]))):
+    if si is not None and (not isinstance(si, dict) or
+                           not all("text" in p for p in si.get("parts", [None]))):
         return "systemInstruction: must hold text parts"
     for tool in body.get("tools", []):
         for d in tool.get("functionDeclarations", [None]):

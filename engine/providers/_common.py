@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 from ..errors import (
     AuthenticationError,
     BadRequestError,
@@ -42,8 +44,6 @@ from ..errors import (
     RateLimitError,
     ServerError,
 )
-import msgspec
-
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
 
 CUT_OFF = "cut off by max_tokens"
 UNANSWERED = "Error: no result was recorded for this tool call."
+_NOT_FINITE = "arguments are not valid JSON: NaN and Infinity are not JSON numbers"
 
 _BLANK = re.compile(r"\s*")
 
@@ -87,7 +88,8 @@ def _keep(part: Part, provider: str) -> bool:
     if type(part) is Text:
         return not _BLANK.fullmatch(part.text)
     if type(part) is Thinking:
-        return part.provider == provider and bool(part.text.strip() or part.redacted or part.signature)
+        return part.provider == provider and bool(
+            part.text.strip() or part.redacted or part.signature)
     return True
 
 
@@ -196,16 +198,22 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
     'arguments must be a JSON object, got list'
     """
     if isinstance(raw, dict):
-        return raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":")), None
+        try:
+            return raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":"),
+                                   allow_nan=False), None
+        except ValueError:
+            return {}, json.dumps(raw, ensure_ascii=False), _NOT_FINITE
     if not isinstance(raw, str):
         text = json.dumps(raw, ensure_ascii=False)
         return {}, text, f"arguments must be a JSON object, got {type(raw).__name__}"
     if not raw.strip():
         return {}, raw, "arguments are empty; expected a JSON object"
     try:
-        parsed = json.loads(raw)
+        parsed = json.loads(raw, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
+    except ValueError:
+        return {}, raw, _NOT_FINITE
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
     return parsed, raw, None

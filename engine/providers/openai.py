@@ -1,9 +1,10 @@
 """OpenAI Chat Completions adapter (official ``openai`` SDK).
 
 >>> from engine.messages import Message, ToolCall
->>> map_messages("", [Message(role="assistant", parts=(
+>>> msg = map_messages("", [Message(role="assistant", parts=(
 ...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
-{'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 1}'}}]}
+>>> msg["content"], msg["tool_calls"][0]["function"]
+(None, {'name': 'add', 'arguments': '{"a": 1}'})
 
 Rules the mapping keeps: one ``tool`` message per result, right after the
 assistant message that made the calls (an unanswered call gets an error

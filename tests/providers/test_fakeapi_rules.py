@@ -61,7 +61,8 @@ def o(*messages):
 
 
 @pytest.mark.parametrize("body,problem", [
-    (o({"role": "assistant", "content": None, "tool_calls": [CALL]}), "responding to each 'tool_call_id'"),
+    (o({"role": "assistant", "content": None, "tool_calls": [CALL]}),
+     "responding to each 'tool_call_id'"),
     (o({"role": "assistant", "content": None, "tool_calls": [CALL]},
        {"role": "user", "content": "x"}), "did not have response"),
     (o({"role": "assistant", "content": "", "tool_calls": [CALL]},

@@ -20,7 +20,7 @@ def _openai_call(arguments):
 
 @pytest.mark.parametrize("arguments,why", [
     ('{"a": 1,', "not valid JSON"), ("", "empty"), ("[1, 2]", "got list"), ("3", "got int"),
-    (None, "got NoneType"),
+    (None, "got NoneType"), ('{"a": NaN}', "NaN and Infinity"), ('{"a": -Infinity}', "NaN"),
 ])
 def test_openai_invalid_arguments_are_kept_raw_and_marked(arguments, why):
     call = _openai_call(arguments)
