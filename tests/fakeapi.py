@@ -21,6 +21,11 @@ Usage (the ``fake_api`` fixture starts and stops one per test)::
     fake.requests[0].body["messages"]        # what was sent
     fake.stop()
 
+``with FakeAPI() as fake:`` starts and stops it too. To drive the CLI or any
+code that reads the environment, set ``OPENAI_BASE_URL`` /
+``ANTHROPIC_BASE_URL`` / ``GEMINI_BASE_URL`` to ``fake.base_url(provider)``
+and any non-empty key (``fake.env(provider, key)`` returns that mapping).
+
 Replies: ``reply(provider, text=..., tool_calls=[(name, args), ...],
 thinking=..., stop_reason=..., usage=...)`` builds a success body (``args``
 may be a str: sent as raw argument text); ``error_reply(provider, status,
@@ -265,6 +270,17 @@ class FakeAPI:
         self.stopping = threading.Event()
         self._scripts: dict[str, list[Reply]] = {p: [] for p in PROVIDERS}
         self._server: _Server | None = None
+
+    def __enter__(self) -> FakeAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self, provider: str, key: str = "test-key") -> dict[str, str]:
+        """Environment variables that point ``provider``'s client at this fake."""
+        name = "OPENAI" if provider.startswith("openai") else provider.upper()
+        return {f"{name}_BASE_URL": self.base_url(provider), f"{name}_API_KEY": key}
 
     def start(self) -> FakeAPI:
         """Listen on 127.0.0.1 on a free port, in a daemon thread."""

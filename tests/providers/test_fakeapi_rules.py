@@ -180,3 +180,17 @@ def test_responses_rules_accept_a_well_formed_tool_turn():
 
     assert check_responses(r({"role": "assistant", "content": "let me"}, FCALL, FOUT,
                              {"role": "assistant", "content": "3"})) is None
+
+
+def test_the_fake_works_as_a_context_manager_and_gives_client_environment(monkeypatch):
+    from engine.providers import get_provider
+    from tests.fakeapi import FakeAPI
+
+    with FakeAPI() as fake:
+        for key, value in fake.env("gemini", "k-123").items():
+            monkeypatch.setenv(key, value)
+        fake.script("gemini", [reply("gemini", text="hello")])
+        answer = get_provider("gemini", model="m").complete(
+            request([Message(role="user", parts=(Text(text="hi"),))]))
+        assert answer.parts == (Text(text="hello"),)
+        assert fake.requests[0].headers["x-goog-api-key"] == "k-123"
