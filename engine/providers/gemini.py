@@ -295,7 +295,7 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
               "response_id": opt_str(body, "responseId"), "raw": body}
     candidates = body.get("candidates")
     if not candidates:
-        if isinstance(body.get("promptFeedback"), dict) and body["promptFeedback"].get("blockReason"):
+        if opt_str(body.get("promptFeedback"), "blockReason"):
             return ModelResponse(parts=(), stop_reason="refusal", **common)
         raise MalformedResponseError("response has no candidates", provider=NAME)
     candidate = require({"c": candidates}, "c", list, "body", NAME)[0]
@@ -303,8 +303,10 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
         raise MalformedResponseError("candidates[0] is not an object", provider=NAME)
     reason = opt_str(candidate, "finishReason")
     content = candidate.get("content")
-    if content is None and reason not in (None, "STOP"):
-        wire_parts: list[Any] = []  # blocked or cut before any part
+    if reason is not None and (content is None or
+                               (isinstance(content, dict) and "parts" not in content)):
+        # blocked, or the token limit spent on thinking before any part: an empty answer
+        wire_parts: list[Any] = []
     else:
         content = require(candidate, "content", dict, "candidates[0]", NAME)
         wire_parts = require(content, "parts", list, "candidates[0].content", NAME)

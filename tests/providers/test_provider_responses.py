@@ -244,3 +244,11 @@ def test_responses_api_incomplete_and_failed_responses():
     with pytest.raises(MalformedResponseError, match="web_search_call"):
         openai_responses.map_response({"status": "completed",
                                        "output": [{"type": "web_search_call", "id": "w"}]})
+
+
+def test_gemini_max_tokens_spent_on_thinking_is_an_empty_max_tokens_answer():
+    body = {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}],
+            "usageMetadata": {"promptTokenCount": 5, "thoughtsTokenCount": 100}}
+    response = gemini.map_response(body)
+    assert response.parts == () and response.stop_reason == "max_tokens"
+    assert response.usage.reasoning_tokens == 100 and response.usage.output_tokens == 100
