@@ -41,6 +41,7 @@ from ..errors import (
     FormatError,
     MalformedResponseError,
     ProviderError,
+    ProviderTimeout,
     RateLimitError,
     ServerError,
 )
@@ -287,6 +288,8 @@ def error_for_status(status: int, message: str, provider: str,
         after = parse_retry_after(headers)
         hint = f" (retry after {after:g}s)" if after is not None else ""
         return RateLimitError(text + hint, provider=provider, status=status, retry_after=after)
+    if status == 408:
+        return ProviderTimeout(text, provider=provider, status=status)
     if status >= 500:
         return ServerError(text, provider=provider, status=status)
     return BadRequestError(text, provider=provider, status=status)

@@ -122,3 +122,15 @@ def test_an_unknown_provider_name_is_a_typed_error_listing_the_known_ones():
     known = "anthropic, gemini, openai, openai-responses, scripted"
     with pytest.raises(UnknownProviderError, match=f"'mistral'.*{known}"):
         get_provider("mistral")
+
+
+@pytest.mark.parametrize("status,kind", [
+    (400, BadRequestError), (402, BadRequestError), (403, AuthenticationError),
+    (404, BadRequestError), (408, ProviderTimeout), (409, BadRequestError),
+    (413, BadRequestError), (422, BadRequestError), (500, ServerError), (502, ServerError),
+    (503, ServerError), (529, ServerError),
+])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_error_status_becomes_its_provider_error(fake_api, name, status, kind):
+    err = _fail(fake_api, name, error_reply(name, status, f"status {status} here"))
+    assert type(err) is kind and err.status == status and f"status {status} here" in str(err)
