@@ -63,6 +63,7 @@ __all__ = [
     "parse_data_url",
     "parse_retry_after",
     "plan_history",
+    "redact",
     "require",
     "require_key",
     "wire_list",
@@ -278,10 +279,27 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
+_KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """``text`` without ``secret`` or anything shaped like an API key, masked or not.
+
+    APIs echo keys in error messages (``Incorrect API key provided: sk-ab***yz``);
+    error messages reach the journal, keys must not.
+
+    >>> redact("Incorrect API key provided: sk-ab***yz.", None)
+    'Incorrect API key provided: [redacted key].'
+    """
+    if secret and len(secret) >= 8:
+        text = text.replace(secret, "[redacted key]")
+    return _KEYLIKE.sub("[redacted key]", text)
+
+
 def error_for_status(status: int, message: str, provider: str,
-                     headers: Any = None) -> ProviderError:
-    """The ``ProviderError`` subclass for an HTTP error status."""
-    text = f"HTTP {status}: {message}"
+                     headers: Any = None, secret: str | None = None) -> ProviderError:
+    """The ``ProviderError`` subclass for an HTTP error status (message redacted)."""
+    text = f"HTTP {status}: {redact(message, secret)}"
     if status in (401, 403):
         return AuthenticationError(f"{text} (check the API key)", provider=provider, status=status)
     if status == 429:

@@ -45,6 +45,7 @@ from ._common import (
     parse_body,
     parse_data_url,
     plan_history,
+    redact,
     require,
     require_key,
     wire_list,
@@ -322,20 +323,23 @@ def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors() -> Iterator[None]:
+def _translate_errors(secret: str | None = None) -> Iterator[None]:
     """Turn Anthropic SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
+        raise error_for_status(exc.status_code, message, NAME, exc.response.headers,
+                               secret) from None
     except _sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except _sdk.APIConnectionError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {exc.message}",
-                                      provider=NAME) from None
+        raise ProviderConnectionError(
+            f"cannot reach the API: {redact(exc.message, secret)}",
+            provider=NAME) from None
     except _sdk.AnthropicError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=NAME) from None
+        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+                            provider=NAME) from None
 
 
 class AnthropicProvider:
@@ -369,6 +373,9 @@ class AnthropicProvider:
             self._async_client = _sdk.AsyncAnthropic(**self._options)
         return self._async_client
 
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
     def _body(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         body = map_request(request)
         body["model"] = body["model"] or self.model
@@ -378,7 +385,7 @@ class AnthropicProvider:
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
         body, extra = self._body(request)
-        with _translate_errors():
+        with _translate_errors(self._secret()):
             raw = self.client.messages.with_raw_response.create(**body, **extra)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])
@@ -386,7 +393,7 @@ class AnthropicProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         body, extra = self._body(request)
-        with _translate_errors():
+        with _translate_errors(self._secret()):
             raw = await self.async_client.messages.with_raw_response.create(**body, **extra)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])

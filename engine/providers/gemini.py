@@ -58,6 +58,7 @@ from ._common import (
     parse_body,
     parse_data_url,
     plan_history,
+    redact,
     require,
     require_key,
     wire_list,
@@ -400,14 +401,15 @@ def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Me
 
 
 @contextmanager
-def _translate_errors() -> Iterator[None]:
+def _translate_errors(secret: str | None = None) -> Iterator[None]:
     """Turn httpx errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except httpx.TimeoutException:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except httpx.HTTPError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: {exc}",
+        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: "
+                                      f"{redact(str(exc), secret)}",
                                       provider=NAME) from None
 
 
@@ -459,13 +461,14 @@ class GeminiProvider:
             except MalformedResponseError:
                 data = None
             message = error_message(data, text[:200] or response.reason_phrase)
-            raise error_for_status(response.status_code, message, NAME, response.headers)
+            raise error_for_status(response.status_code, message, NAME, response.headers,
+                                   self._key)
         return with_model(map_response(parse_body(text, NAME), turn=turn), model)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
         url, body, model, turn = self._call(request)
-        with _translate_errors():
+        with _translate_errors(self._key):
             response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})
             response.read()
         return self._finish(response, model, turn)
@@ -473,7 +476,7 @@ class GeminiProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         url, body, model, turn = self._call(request)
-        with _translate_errors():
+        with _translate_errors(self._key):
             response = await self.async_client.post(url, json=body,
                                                     headers={"x-goog-api-key": self._key})
             await response.aread()

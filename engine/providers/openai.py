@@ -48,6 +48,7 @@ from ._common import (
     parse_body,
     parse_data_url,
     plan_history,
+    redact,
     require,
     require_key,
     wire_list,
@@ -308,20 +309,24 @@ def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors(provider: str = NAME) -> Iterator[None]:
+def _translate_errors(provider: str = NAME,
+                      secret: str | None = None) -> Iterator[None]:
     """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, provider, exc.response.headers) from None
+        raise error_for_status(exc.status_code, message, provider, exc.response.headers,
+                               secret) from None
     except _sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=provider) from None
     except _sdk.APIConnectionError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {exc.message}",
-                                      provider=provider) from None
+        raise ProviderConnectionError(
+            f"cannot reach the API: {redact(exc.message, secret)}",
+            provider=provider) from None
     except _sdk.OpenAIError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=provider) from None
+        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+                            provider=provider) from None
 
 
 class OpenAIProvider:
@@ -353,6 +358,9 @@ class OpenAIProvider:
             self._async_client = _sdk.AsyncOpenAI(**self._options)
         return self._async_client
 
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body = map_request(request)
         body["model"] = body["model"] or self.model
@@ -361,7 +369,7 @@ class OpenAIProvider:
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
         body = self._body(request)
-        with _translate_errors():
+        with _translate_errors(NAME, self._secret()):
             raw = self.client.chat.completions.with_raw_response.create(**body)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])
@@ -369,7 +377,7 @@ class OpenAIProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         body = self._body(request)
-        with _translate_errors():
+        with _translate_errors(NAME, self._secret()):
             raw = await self.async_client.chat.completions.with_raw_response.create(**body)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])

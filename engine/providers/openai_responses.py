@@ -300,6 +300,9 @@ class OpenAIResponsesProvider:
             self._async_client = _sdk.AsyncOpenAI(**self._options)
         return self._async_client
 
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body = map_request(request)
         body["model"] = body["model"] or self.model
@@ -308,7 +311,7 @@ class OpenAIResponsesProvider:
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
         body = self._body(request)
-        with _translate_errors(NAME):
+        with _translate_errors(NAME, self._secret()):
             raw = self.client.responses.with_raw_response.create(**body)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])
@@ -316,7 +319,7 @@ class OpenAIResponsesProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         body = self._body(request)
-        with _translate_errors(NAME):
+        with _translate_errors(NAME, self._secret()):
             raw = await self.async_client.responses.with_raw_response.create(**body)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])

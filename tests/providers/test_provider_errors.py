@@ -134,3 +134,13 @@ def test_an_unknown_provider_name_is_a_typed_error_listing_the_known_ones():
 def test_every_error_status_becomes_its_provider_error(fake_api, name, status, kind):
     err = _fail(fake_api, name, error_reply(name, status, f"status {status} here"))
     assert type(err) is kind and err.status == status and f"status {status} here" in str(err)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_key_echoed_in_an_error_message_is_redacted(fake_api, name):
+    key = KEYS[name]
+    masked = key[:5] + "*" * 10 + key[-3:]
+    err = _fail(fake_api, name, error_reply(
+        name, 401, f"Incorrect API key provided: {masked}. Or was it {key}?"))
+    assert key not in str(err) and masked not in str(err) and key[-6:] not in str(err)
+    assert "Incorrect API key provided: [redacted key]" in str(err)
