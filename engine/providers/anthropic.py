@@ -190,7 +190,12 @@ def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[di
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Messages API request body for ``request``."""
+    """The complete Messages API request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (default ``DEFAULT_MAX_TOKENS``, the API
+    requires one), ``temperature``, ``top_p``, ``top_k``, ``stop``; others are
+    ignored.
+    """
     system, messages = map_messages(request.system, request.messages)
     params = request.parameters
     body: dict[str, Any] = {"model": request.model, "messages": messages,

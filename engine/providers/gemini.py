@@ -220,7 +220,11 @@ def map_messages(system: str, messages: Sequence[Message]
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete ``generateContent`` request body (the model goes in the URL)."""
+    """The complete ``generateContent`` request body (the model goes in the URL).
+
+    Parameters mapped into ``generationConfig``: ``max_tokens``,
+    ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``; others are ignored.
+    """
     instruction, contents = map_messages(request.system, request.messages)
     body: dict[str, Any] = {"contents": contents}
     if instruction:

@@ -15,7 +15,8 @@ failed result's content starts with ``Error:`` (added when it does not say so
 already), since the wire has no error flag. Text and tool calls of one
 assistant message cannot interleave on this wire: the text comes first.
 In responses, arguments that are invalid JSON, ``""`` or not an object are
-kept raw and the call is marked ``invalid``.
+kept raw and the call is marked ``invalid``; ``reasoning_content`` (sent by
+some compatible servers) becomes ``Thinking`` and is never sent back.
 """
 
 from __future__ import annotations
@@ -168,7 +169,11 @@ def map_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Chat Completions request body for ``request``."""
+    """The complete Chat Completions request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (as ``max_completion_tokens``),
+    ``temperature``, ``top_p``, ``seed``, ``stop``; others are ignored.
+    """
     body: dict[str, Any] = {"model": request.model,
                             "messages": map_messages(request.system, request.messages)}
     if request.tools:

@@ -116,7 +116,11 @@ def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[di
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Responses API request body (stateless: ``store`` is false)."""
+    """The complete Responses API request body (stateless: ``store`` is false).
+
+    Parameters mapped: ``max_tokens`` (as ``max_output_tokens``), ``temperature``,
+    ``top_p``; others are ignored.
+    """
     instructions, items = map_messages(request.system, request.messages)
     body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
     if instructions:

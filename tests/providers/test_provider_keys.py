@@ -50,3 +50,27 @@ def test_a_recorded_conversation_never_contains_the_api_key(fake_api, journal, d
     assert b"Paris is sunny" in stored, "the scan reads the recorded bytes"
     assert key.encode() not in stored
     assert key.split("-")[-1].encode() not in stored, "not even a fragment of it"
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])
+def test_a_failed_call_echoing_the_key_records_no_key(fake_api, journal, db_path, name):
+    from engine.errors import ProviderError
+    from engine.events import ModelFailed
+    from tests.fakeapi import error_reply
+
+    key = KEYS[name]
+    fake_api.script(name, [error_reply(name, 401, f"Incorrect API key provided: {key}")])
+    conv = Conversation.start(journal, ConversationStarted(
+        conversation_id="c1", provider=name, model="fake-model"))
+    conv.append(UserMessage.of("hi"))
+    req = request(list(conv.state.messages))
+    conv.append(ModelRequested(turn=1, digest=req.digest(), provider=name, model="fake-model"))
+    with pytest.raises(ProviderError) as info:
+        make_provider(name, fake_api).complete(req)
+    err = info.value
+    conv.append(ModelFailed(turn=1, error_type=type(err).__name__, message=str(err),
+                            provider=name, status=err.status, retryable=err.retryable))
+    wal = db_path.with_name(db_path.name + "-wal")
+    stored = db_path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    assert b"Incorrect API key provided" in stored
+    assert key.split("-")[-1].encode() not in stored
