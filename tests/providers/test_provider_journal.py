@@ -1,4 +1,5 @@
-"""API keys never reach the journal: not in events, not in raw bodies, not in the file's bytes."""
+"""Provider responses recorded through Conversation: no API key ever reaches the journal
+(events, raw bodies, file bytes), and refused calls lead to valid next requests."""
 
 from __future__ import annotations
 
@@ -74,3 +75,34 @@ def test_a_failed_call_echoing_the_key_records_no_key(fake_api, journal, db_path
     stored = db_path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
     assert b"Incorrect API key provided" in stored
     assert key.split("-")[-1].encode() not in stored
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])
+def test_a_cut_off_call_is_refused_and_the_next_request_is_valid(fake_api, journal, name):
+    from engine.events import ToolCallRejected
+    from tests.fakeapi import reply
+
+    stop = {"anthropic": "max_tokens", "openai": "length", "gemini": "MAX_TOKENS",
+            "openai-responses": "max_output_tokens"}[name]
+    fake_api.script(name, [
+        reply(name, text="Checking.", tool_calls=[("get_weather", {"city": "Par"})],
+              stop_reason=stop),
+        reply(name, text="Sorry, let me answer directly: sunny.")])
+    provider = make_provider(name, fake_api)
+    conv = Conversation.start(journal, ConversationStarted(
+        conversation_id="c1", provider=name, model="fake-model"))
+    conv.append(UserMessage.of("Weather in Paris?"))
+    for turn in (1, 2):
+        req = request(list(conv.state.messages))
+        conv.append(ModelRequested(turn=turn, digest=req.digest(), provider=name,
+                                   model="fake-model"))
+        response = provider.complete(req)
+        conv.append(ModelResponded(turn=turn, parts=response.parts,
+                                   stop_reason=response.stop_reason, provider=name))
+        for call in tool_calls_of(response.parts):
+            assert call.invalid == "cut off by max_tokens", "never executed"
+            conv.append(ToolCallRejected(call_id=call.id, name=call.name, reason="cut_off",
+                                         content=f"Error: the call was {call.invalid}."))
+    assert fake_api.refusals() == []
+    assert conv.state.final_content == "Sorry, let me answer directly: sunny."
+    assert "cut off by max_tokens" in str(fake_api.requests_for(name)[1].body)
