@@ -44,6 +44,7 @@ from ..errors import (
     FormatError,
     MalformedResponseError,
     ProviderConnectionError,
+    ProviderError,
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
@@ -442,6 +443,17 @@ class GeminiProvider:
         self.client = client or httpx.Client(
             timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.aclose()
 
     @property
     def async_client(self) -> httpx.AsyncClient:
@@ -471,6 +483,8 @@ class GeminiProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         url, body, model, turn = self._call(request)
         with _translate_errors(self._key):
             response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})

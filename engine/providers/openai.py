@@ -355,6 +355,17 @@ class OpenAIProvider:
                              "max_retries": max_retries}
         self.client = client or _sdk.OpenAI(**self._options)
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
 
     @property
     def async_client(self) -> Any:
@@ -373,6 +384,8 @@ class OpenAIProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         body = self._body(request)
         with _translate_errors(NAME, self._secret()):
             raw = self.client.chat.completions.with_raw_response.create(**body)
