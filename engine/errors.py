@@ -10,10 +10,12 @@
         ├── TranscriptLockContention    another runner wrote the same conversation at the same time
         ├── RunnerError                 an external runner handed back a result that cannot be recorded
         ├── FormatError                 a transcript or script that no format understands
+        ├── UnknownProviderError        a provider name turnlog does not know
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
             ├── RateLimitError          429: ``retry_after`` seconds when the provider says
             ├── ProviderTimeout         no answer in time
+            ├── ProviderConnectionError the endpoint could not be reached
             ├── BadRequestError         400/404/422: the provider refused the request
             ├── ServerError             5xx
             ├── MalformedResponseError  an answer turnlog cannot read
@@ -47,6 +49,7 @@ __all__ = [
     "JournalError",
     "MalformedResponseError",
     "NotAJournalError",
+    "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
@@ -58,6 +61,7 @@ __all__ = [
     "ToolError",
     "TranscriptLockContention",
     "TurnlogError",
+    "UnknownProviderError",
 ]
 
 
@@ -105,6 +109,10 @@ class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
 
 
+class UnknownProviderError(EngineError):
+    """``get_provider`` was asked for a provider turnlog does not have."""
+
+
 class ProviderError(EngineError):
     """A model provider failed. ``provider`` names it; ``retryable`` says whether a retry may help."""
 
@@ -132,6 +140,12 @@ class RateLimitError(ProviderError):
 
 class ProviderTimeout(ProviderError):
     """The provider did not answer in time."""
+
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The provider's endpoint could not be reached (DNS, refused connection, TLS, reset)."""
 
     retryable = True
 
