@@ -21,7 +21,7 @@ from ._common import CLIError, db_option, emit, fail, journal_for, json_option, 
 
 __all__ = ["demo", "resume", "run"]
 
-_PROVIDERS = ("scripted", "anthropic", "openai", "gemini")
+_PROVIDERS = ("scripted", "anthropic", "openai", "openai-responses", "gemini")
 
 
 def _tools(specs: tuple[str, ...]) -> ToolRegistry:
@@ -48,13 +48,15 @@ def _provider(name: str, model: str | None, script: str | None) -> Any:
         if script is None:
             raise CLIError("--provider scripted needs --script FILE (see CLI.md for its format)")
         return ScriptedProvider(script, model=model or "scripted")
-    try:
-        from engine.providers import get_provider  # added by the providers branch
-    except ImportError:
-        raise CLIError(f"--provider {name}: this turnlog has no {name} provider installed") from None
+    from engine.errors import AuthenticationError
+    from engine.providers import get_provider
+
     if script is not None:
         raise CLIError("--script only applies to --provider scripted")
-    return get_provider(name, model=model)
+    try:
+        return get_provider(name, model=model)
+    except AuthenticationError as exc:  # a missing key is bad usage, not a failed run
+        raise CLIError(f"--provider {name}: {exc}") from None
 
 
 def _report(result: RunResult, as_json: bool) -> None:
