@@ -13,6 +13,8 @@ the ordinal of the last call that had it, so every check is O(1)::
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -21,7 +23,7 @@ from .canonical import canonical_json
 from .errors import InvalidEventError
 from .events import DuplicatePolicy
 
-__all__ = ["call_key", "is_duplicate"]
+__all__ = ["call_key", "check_duplicate", "is_duplicate", "register_predicate", "resolve_predicate"]
 
 _sorted = msgspec.json.Encoder(order="sorted")
 _PLAIN = (int, bool, type(None))
@@ -80,3 +82,50 @@ def is_duplicate(policy: DuplicatePolicy, index: dict[str, int], call_count: int
     if policy.rule == "window":
         return call_count - last <= policy.window
     return True  # anywhere
+
+
+#: ``predicate(name, arguments, state) -> bool``: ``True`` refuses the call. ``state`` is the
+#: live ``StateBuilder`` (its ``call_index``/``call_count``/``message_list``); read it, never write.
+DuplicatePredicate = Callable[[str, dict[str, Any], Any], bool]
+_PREDICATES: dict[str, DuplicatePredicate] = {}
+
+
+def register_predicate(name: str, predicate: DuplicatePredicate) -> None:
+    """Make ``predicate`` available to ``DuplicatePolicy(rule="custom", custom=name)``."""
+    _PREDICATES[name] = predicate
+
+
+def resolve_predicate(ref: str) -> DuplicatePredicate:
+    """The predicate registered as ``ref``, or imported from ``module:attr``.
+
+    Raises ``InvalidEventError`` naming ``ref`` when neither finds a callable.
+    """
+    if ref in _PREDICATES:
+        return _PREDICATES[ref]
+    module, _, attr = ref.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr) if attr else None
+    except (ImportError, AttributeError):
+        fn = None
+    if not callable(fn):
+        raise InvalidEventError(f"duplicate predicate {ref!r} is neither registered nor an "
+                                "importable module:attr callable")
+    return fn
+
+
+def check_duplicate(policy: DuplicatePolicy, state: Any, name: str, arguments: dict[str, Any],
+                    predicate: DuplicatePredicate | None = None) -> bool:
+    """Whether ``policy`` refuses this call as the next one: built-in rules or the custom predicate.
+
+    Exempt tools are never refused. For ``rule="custom"`` the predicate
+    (``predicate``, else ``policy.custom`` resolved) decides.
+    """
+    if name in policy.exempt:
+        return False
+    if policy.rule == "custom":
+        fn = predicate or resolve_predicate(policy.custom or "")
+        volatile = policy.volatile.get(name)
+        if volatile:
+            arguments = {k: v for k, v in arguments.items() if k not in volatile}
+        return bool(fn(name, arguments, state))
+    return is_duplicate(policy, state.call_index, state.call_count, name, arguments)

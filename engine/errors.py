@@ -7,6 +7,8 @@
         ├── InvalidEventError           an event that cannot be built or decoded
         ├── ConversationNotFound        no conversation with that id
         ├── ToolError                   tool registration or arguments
+        ├── TranscriptLockContention    another runner wrote the same conversation at the same time
+        ├── RunnerError                 an external runner handed back a result that cannot be recorded
         ├── FormatError                 a transcript or script that no format understands
         ├── UnknownProviderError        a provider name turnlog does not know
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
@@ -55,7 +57,9 @@ __all__ = [
     "ScriptExhaustedError",
     "ServerError",
     "StreamNotFoundError",
+    "RunnerError",
     "ToolError",
+    "TranscriptLockContention",
     "TurnlogError",
     "UnknownProviderError",
 ]
@@ -88,6 +92,17 @@ class ConversationNotFound(EngineError):
 
 class ToolError(EngineError):
     """A tool that cannot be registered, or arguments that do not fit its schema."""
+
+
+class TranscriptLockContention(EngineError):
+    """Two runners appended to one conversation at once; this one stopped without writing.
+
+    Its ``__cause__`` is the journal's ``ConcurrencyError``.
+    """
+
+
+class RunnerError(EngineError):
+    """An external runner's result cannot be normalised into journal events."""
 
 
 class FormatError(EngineError):

@@ -249,7 +249,7 @@ class ToolCompleted(Event, tag="tool_completed"):
     data: Any = None
     error: str | None = None
     duration_ms: float | None = None
-    source: Literal["live", "recorded", "imported", "interrupted"] = "live"
+    source: Literal["live", "recorded", "imported", "interrupted", "runner"] = "live"
 
 
 class TurnLimitReached(Event, tag="turn_limit_reached"):

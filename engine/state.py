@@ -167,6 +167,11 @@ class StateBuilder:
         """The messages so far (the builder's own list: read, do not modify)."""
         return self._messages
 
+    @property
+    def run_turns(self) -> int:
+        """Turns taken in the current run (as ``ConversationState.run_turns``)."""
+        return self.turn_count - self.run_start_turn
+
     def is_duplicate(self, name: str, arguments: dict[str, Any]) -> bool:
         """Whether the duplicate policy refuses this call as the next one (O(1))."""
         return is_duplicate(self.duplicate_policy, self.call_index, self.call_count, name, arguments)

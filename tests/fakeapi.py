@@ -1,9 +1,10 @@
 """A loopback fake of the Anthropic, OpenAI and Gemini HTTP APIs, for tests.
 
 It listens on 127.0.0.1 on a free port in a background thread, speaks the
-three wire formats, answers each request with the next scripted reply for
-that provider, records every request (headers and body), and refuses with
-HTTP 400 — in the real API's error shape — any request that breaks the
+three wire formats (and OpenAI's Responses API as ``openai-responses``),
+answers each request with the next scripted reply for that provider,
+records every request (headers and body), and refuses with HTTP 400 — in
+the real API's error shape — any request that breaks the
 rules in ``fakerules`` (unanswered tool calls, split tool results, empty
 text blocks, bad ids, unmatched function responses ...).
 
@@ -19,6 +20,11 @@ Usage (the ``fake_api`` fixture starts and stops one per test)::
     assert fake.refusals() == []            # every request was valid
     fake.requests[0].body["messages"]        # what was sent
     fake.stop()
+
+``with FakeAPI() as fake:`` starts and stops it too. To drive the CLI or any
+code that reads the environment, set ``OPENAI_BASE_URL`` /
+``ANTHROPIC_BASE_URL`` / ``GEMINI_BASE_URL`` to ``fake.base_url(provider)``
+and any non-empty key (``fake.env(provider, key)`` returns that mapping).
 
 Replies: ``reply(provider, text=..., tool_calls=[(name, args), ...],
 thinking=..., stop_reason=..., usage=...)`` builds a success body (``args``
@@ -43,12 +49,13 @@ from typing import Any
 
 import pytest
 
-from tests.fakerules import check_anthropic, check_gemini, check_openai
+from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
 
 __all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_reply", "fake_api", "reply"]
 
-PROVIDERS = ("anthropic", "openai", "gemini")
-_CHECKS = {"anthropic": check_anthropic, "openai": check_openai, "gemini": check_gemini}
+PROVIDERS = ("anthropic", "openai", "gemini", "openai-responses")
+_CHECKS = {"anthropic": check_anthropic, "openai": check_openai, "gemini": check_gemini,
+           "openai-responses": check_responses}
 _GEMINI_PATH = re.compile(r"/v1beta/models/([^/:]+):generateContent")
 _ids = itertools.count(1)
 
@@ -121,7 +128,30 @@ def _gemini(text, tool_calls, thinking, stop_reason, usage, model):
             "modelVersion": model, "responseId": f"resp-{next(_ids):04d}"}
 
 
-_BUILDERS = {"anthropic": _anthropic, "openai": _openai, "gemini": _gemini}
+def _responses(text, tool_calls, thinking, stop_reason, usage, model):
+    output: list[dict[str, Any]] = []
+    if thinking:
+        output.append({"type": "reasoning", "id": f"rs_{next(_ids):04d}",
+                       "summary": [{"type": "summary_text", "text": thinking}]})
+    if text:
+        output.append({"type": "message", "id": f"msg_{next(_ids):04d}", "role": "assistant",
+                       "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    for name, args in tool_calls:
+        output.append({"type": "function_call", "id": f"fc_{next(_ids):04d}",
+                       "call_id": f"call_{next(_ids):04d}", "name": name, "status": "completed",
+                       "arguments": args if isinstance(args, str) else json.dumps(args)})
+    body = {"id": f"resp_{next(_ids):04d}", "object": "response", "created_at": 0,
+            "model": model, "status": "completed", "output": output,
+            "usage": usage or {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}
+    if stop_reason:  # e.g. "max_output_tokens": an incomplete response
+        body["status"] = "incomplete"
+        body["incomplete_details"] = {"reason": stop_reason}
+    return body
+
+
+_BUILDERS = {"anthropic": _anthropic, "openai": _openai, "gemini": _gemini,
+             "openai-responses": _responses}
 
 
 def reply(provider: str, text: str | None = None,
@@ -144,6 +174,7 @@ _ERROR_TYPES = {
     "gemini": {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED",
                500: "INTERNAL"},
 }
+_ERROR_TYPES["openai-responses"] = _ERROR_TYPES["openai"]
 
 
 def error_body(provider: str, status: int, message: str) -> dict[str, Any]:
@@ -151,7 +182,7 @@ def error_body(provider: str, status: int, message: str) -> dict[str, Any]:
     kind = _ERROR_TYPES[provider].get(status, _ERROR_TYPES[provider][500 if status >= 500 else 400])
     if provider == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
-    if provider == "openai":
+    if provider in ("openai", "openai-responses"):
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
     return {"error": {"code": status, "message": message, "status": kind}}
 
@@ -179,6 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         provider = ("anthropic" if path == "/v1/messages" else
                     "openai" if path == "/v1/chat/completions" else
+                    "openai-responses" if path == "/v1/responses" else
                     "gemini" if _GEMINI_PATH.fullmatch(path) else None)
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         if provider is None:
@@ -204,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
         if provider == "anthropic":  # SDK 2.x sends a bearer token, older ones x-api-key
             return bool(self.headers.get("x-api-key") or bearer)
-        if provider == "openai":
+        if provider in ("openai", "openai-responses"):
             return bool(bearer)
         return bool(self.headers.get("x-goog-api-key"))
 
@@ -239,6 +271,17 @@ class FakeAPI:
         self._scripts: dict[str, list[Reply]] = {p: [] for p in PROVIDERS}
         self._server: _Server | None = None
 
+    def __enter__(self) -> FakeAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self, provider: str, key: str = "test-key") -> dict[str, str]:
+        """Environment variables that point ``provider``'s client at this fake."""
+        name = "OPENAI" if provider.startswith("openai") else provider.upper()
+        return {f"{name}_BASE_URL": self.base_url(provider), f"{name}_API_KEY": key}
+
     def start(self) -> FakeAPI:
         """Listen on 127.0.0.1 on a free port, in a daemon thread."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -262,7 +305,7 @@ class FakeAPI:
     def base_url(self, provider: str) -> str:
         """The base URL to give ``provider``'s client (OpenAI's includes ``/v1``)."""
         root = f"http://127.0.0.1:{self.port}"
-        return f"{root}/v1" if provider == "openai" else root
+        return f"{root}/v1" if provider.startswith("openai") else root
 
     def script(self, provider: str, replies: Sequence[Reply | dict[str, Any]]) -> None:
         """Queue ``replies`` (bodies or ``Reply``) for ``provider``'s next requests."""

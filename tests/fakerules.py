@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["check_anthropic", "check_gemini", "check_openai"]
+__all__ = ["check_anthropic", "check_gemini", "check_openai", "check_responses"]
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -132,7 +132,8 @@ def check_anthropic(body: Any) -> str | None:
             return problem
         if role == "user" and any(b.get("type") == "tool_result" for b in content):
             prev = messages[i - 1]["content"] if i else []
-            uses = {b.get("id") for b in prev if isinstance(b, dict)} if isinstance(prev, list) else set()
+            prev = prev if isinstance(prev, list) else []
+            uses = {b.get("id") for b in prev if isinstance(b, dict)}
             orphan = [b["tool_use_id"] for b in content
                       if b.get("type") == "tool_result" and b["tool_use_id"] not in uses]
             if orphan:
@@ -160,7 +161,8 @@ def _openai_assistant(msg: dict[str, Any], at: str) -> tuple[str | None, list[st
         fn = call.get("function") or {}
         if call.get("type") != "function" or not isinstance(call.get("id"), str) or \
                 not 0 < len(call["id"]) <= 40:
-            return f"{at}.tool_calls[{k}]: a function call needs an id of 1 to 40 characters and type 'function'", []
+            return (f"{at}.tool_calls[{k}]: a function call needs an id of 1 to 40 "
+                    f"characters and type 'function'"), []
         if not _TOOL_NAME.fullmatch(str(fn.get("name"))) or not isinstance(fn.get("arguments"), str):
             return f"{at}.tool_calls[{k}].function: arguments must be a JSON string", []
         if call["id"] in ids:
@@ -194,7 +196,8 @@ def check_openai(body: Any) -> str | None:
     if not isinstance(body.get("model"), str) or not isinstance(messages, list) or not messages:
         return "model and a non-empty messages array are required"
     for t in body.get("tools", []):
-        if t.get("type") != "function" or not _TOOL_NAME.fullmatch(str((t.get("function") or {}).get("name"))):
+        name = (t.get("function") or {}).get("name")
+        if t.get("type") != "function" or not _TOOL_NAME.fullmatch(str(name)):
             return "tools: invalid function tool"
     pending: list[str] = []
     for i, msg in enumerate(messages):
@@ -234,15 +237,18 @@ def _gemini_part(part: Any, role: str, at: str) -> str | None:
     if len(data) != 1 or set(part) - _GEMINI_DATA - {"thought", "thoughtSignature"}:
         return f"{at}: a part must have exactly one data field, got {sorted(part)}"
     kind = data[0]
-    if kind == "text" and (not isinstance(part["text"], str) or (not part["text"] and not part.get("thought"))):
+    text = part.get("text")
+    if kind == "text" and (not isinstance(text, str) or (not text and not part.get("thought"))):
         return f"{at}.text: must be a non-empty string"
     if kind == "functionCall":
         fc = part["functionCall"]
-        if role != "model" or not isinstance(fc.get("name"), str) or not isinstance(fc.get("args", {}), dict):
+        if role != "model" or not isinstance(fc.get("name"), str) or \
+                not isinstance(fc.get("args", {}), dict):
             return f"{at}.functionCall: needs role model, a name and object args"
     if kind == "functionResponse":
         fr = part["functionResponse"]
-        if role != "user" or not isinstance(fr.get("name"), str) or not isinstance(fr.get("response"), dict):
+        if role != "user" or not isinstance(fr.get("name"), str) or \
+                not isinstance(fr.get("response"), dict):
             return f"{at}.functionResponse: needs role user, a name and an object response"
     return None
 
@@ -290,7 +296,8 @@ def check_gemini(body: Any) -> str | None:
     if extra := sorted(set(body) - _GEMINI_KEYS):
         return f'Invalid JSON payload received. Unknown name "{extra[0]}"'
     si = body.get("systemInstruction")
-    if si is not None and (not isinstance(si, dict) or not all("text" in p for p in si.get("parts", [None]))):
+    if si is not None and (not isinstance(si, dict) or
+                           not all("text" in p for p in si.get("parts", [None]))):
         return "systemInstruction: must hold text parts"
     for tool in body.get("tools", []):
         for d in tool.get("functionDeclarations", [None]):
@@ -318,4 +325,70 @@ def check_gemini(body: Any) -> str | None:
     last = contents[-1]
     if last["role"] == "model" and any("functionCall" in p for p in last["parts"]):
         return "the last function call turn has no function response turn after it"
+    return None
+
+
+_RESPONSES_KEYS = {"model", "input", "instructions", "tools", "tool_choice", "max_output_tokens",
+                   "temperature", "top_p", "store", "include", "parallel_tool_calls",
+                   "reasoning", "text", "stream", "user"}
+
+
+def _responses_item(item: Any, at: str) -> str | None:
+    kind = item.get("type", "message") if isinstance(item, dict) else None
+    if kind == "message":
+        content = item.get("content")
+        if item.get("role") not in ("user", "assistant", "system", "developer"):
+            return f"{at}.role: invalid role"
+        if isinstance(content, str):
+            return None if content else f"{at}.content: must not be empty"
+        if not isinstance(content, list) or not content:
+            return f"{at}.content: must be a string or a non-empty array"
+        for k, c in enumerate(content):
+            ok = (c.get("type") in ("input_text", "output_text") and isinstance(c.get("text"), str)) \
+                or (c.get("type") == "input_image" and isinstance(c.get("image_url"), str))
+            if not ok or (item["role"] == "assistant" and c.get("type") == "input_image"):
+                return f"{at}.content[{k}]: invalid content"
+        return None
+    if kind == "function_call":
+        if not isinstance(item.get("call_id"), str) or not item["call_id"] or \
+                not isinstance(item.get("arguments"), str) or \
+                not _TOOL_NAME.fullmatch(str(item.get("name"))):
+            return f"{at}: a function_call needs call_id, name and string arguments"
+        return None
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str) or not isinstance(item.get("output"), str):
+            return f"{at}: a function_call_output needs call_id and string output"
+        return None
+    return f"{at}.type: invalid input item type {kind!r}"
+
+
+def check_responses(body: Any) -> str | None:
+    """The first Responses API rule ``body`` breaks, or ``None``."""
+    if not isinstance(body, dict):
+        return "body must be a JSON object"
+    if extra := sorted(set(body) - _RESPONSES_KEYS):
+        return f"Unknown parameter: '{extra[0]}'."
+    items = body.get("input")
+    if not isinstance(body.get("model"), str) or not isinstance(items, list) or not items:
+        return "model and a non-empty input array are required"
+    for t in body.get("tools", []):
+        if t.get("type") != "function" or not _TOOL_NAME.fullmatch(str(t.get("name"))):
+            return "tools: invalid function tool"
+    calls: list[str] = []
+    outputs: list[str] = []
+    for i, item in enumerate(items):
+        if problem := _responses_item(item, f"input[{i}]"):
+            return problem
+        if item.get("type") == "function_call":
+            if item["call_id"] in calls:
+                return f"input[{i}]: duplicate call_id {item['call_id']}"
+            calls.append(item["call_id"])
+        if item.get("type") == "function_call_output":
+            if item["call_id"] not in calls or item["call_id"] in outputs:
+                return (f"No tool call found for function call output with call_id "
+                        f"{item['call_id']}.")
+            outputs.append(item["call_id"])
+    missing = [c for c in calls if c not in outputs]
+    if missing:
+        return f"No tool output found for function call {missing[0]}."
     return None

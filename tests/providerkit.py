@@ -18,7 +18,7 @@ from engine.messages import Message, Text, ToolCall, ToolResult, tool_calls_of
 from engine.providers import ModelRequest, get_provider
 
 KEYS = {"anthropic": "sk-ant-test-KEY-5b1d7e", "openai": "sk-test-KEY-93a0c4",
-        "gemini": "AIza-test-KEY-77f2e1"}
+        "gemini": "AIza-test-KEY-77f2e1", "openai-responses": "sk-test-KEY-r3sp0n"}
 SYSTEM = "You are a careful assistant."
 TOOLS = (
     ToolSpec(name="get_weather", description="Weather for a city",

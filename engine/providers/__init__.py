@@ -1,7 +1,8 @@
 """Model providers behind one neutral interface (``Provider``).
 
-``scripted`` answers offline from a script; ``anthropic``, ``openai`` and
-``gemini`` speak the real APIs. ``get_provider(name, ...)`` builds one by name:
+``scripted`` answers offline from a script; ``anthropic``, ``openai`` (Chat
+Completions), ``openai-responses`` (Responses API) and ``gemini`` speak the
+real APIs. ``get_provider(name, ...)`` builds one by name:
 
 >>> get_provider("scripted", script=[{"text": "hi"}]).name
 'scripted'
@@ -20,16 +21,16 @@ from .base import ModelRequest, ModelResponse, Provider
 from .scripted import ScriptedProvider, load_script
 
 __all__ = [
-    "PROVIDER_NAMES",
     "ModelRequest",
     "ModelResponse",
+    "PROVIDER_NAMES",
     "Provider",
     "ScriptedProvider",
     "get_provider",
     "load_script",
 ]
 
-PROVIDER_NAMES = ("anthropic", "gemini", "openai", "scripted")
+PROVIDER_NAMES = ("anthropic", "gemini", "openai", "openai-responses", "scripted")
 
 
 def get_provider(name: str, *, model: str | None = None, script: Any = None, **kw: Any) -> Provider:
@@ -56,6 +57,10 @@ def get_provider(name: str, *, model: str | None = None, script: Any = None, **k
         from .openai import OpenAIProvider
 
         return OpenAIProvider(model, **kw)
+    if name == "openai-responses":
+        from .openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(model, **kw)
     if name == "gemini":
         from .gemini import GeminiProvider
 

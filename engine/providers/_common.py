@@ -33,17 +33,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 from ..errors import (
     AuthenticationError,
     BadRequestError,
     FormatError,
     MalformedResponseError,
     ProviderError,
+    ProviderTimeout,
     RateLimitError,
     ServerError,
 )
-import msgspec
-
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "parse_data_url",
     "parse_retry_after",
     "plan_history",
+    "redact",
     "require",
     "require_key",
     "wire_list",
@@ -71,6 +73,7 @@ __all__ = [
 
 CUT_OFF = "cut off by max_tokens"
 UNANSWERED = "Error: no result was recorded for this tool call."
+_NOT_FINITE = "arguments are not valid JSON: NaN and Infinity are not JSON numbers"
 
 _BLANK = re.compile(r"\s*")
 
@@ -87,7 +90,8 @@ def _keep(part: Part, provider: str) -> bool:
     if type(part) is Text:
         return not _BLANK.fullmatch(part.text)
     if type(part) is Thinking:
-        return part.provider == provider and bool(part.text.strip() or part.redacted or part.signature)
+        return part.provider == provider and bool(
+            part.text.strip() or part.redacted or part.signature)
     return True
 
 
@@ -196,16 +200,22 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
     'arguments must be a JSON object, got list'
     """
     if isinstance(raw, dict):
-        return raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":")), None
+        try:
+            return raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":"),
+                                   allow_nan=False), None
+        except ValueError:
+            return {}, json.dumps(raw, ensure_ascii=False), _NOT_FINITE
     if not isinstance(raw, str):
         text = json.dumps(raw, ensure_ascii=False)
         return {}, text, f"arguments must be a JSON object, got {type(raw).__name__}"
     if not raw.strip():
         return {}, raw, "arguments are empty; expected a JSON object"
     try:
-        parsed = json.loads(raw)
+        parsed = json.loads(raw, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
+    except ValueError:
+        return {}, raw, _NOT_FINITE
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
     return parsed, raw, None
@@ -269,16 +279,35 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
+_KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """``text`` without ``secret`` or anything shaped like an API key, masked or not.
+
+    APIs echo keys in error messages (``Incorrect API key provided: sk-ab***yz``);
+    error messages reach the journal, keys must not.
+
+    >>> redact("Incorrect API key provided: sk-ab***yz.", None)
+    'Incorrect API key provided: [redacted key].'
+    """
+    if secret and len(secret) >= 8:
+        text = text.replace(secret, "[redacted key]")
+    return _KEYLIKE.sub("[redacted key]", text)
+
+
 def error_for_status(status: int, message: str, provider: str,
-                     headers: Any = None) -> ProviderError:
-    """The ``ProviderError`` subclass for an HTTP error status."""
-    text = f"HTTP {status}: {message}"
+                     headers: Any = None, secret: str | None = None) -> ProviderError:
+    """The ``ProviderError`` subclass for an HTTP error status (message redacted)."""
+    text = f"HTTP {status}: {redact(message, secret)}"
     if status in (401, 403):
         return AuthenticationError(f"{text} (check the API key)", provider=provider, status=status)
     if status == 429:
         after = parse_retry_after(headers)
         hint = f" (retry after {after:g}s)" if after is not None else ""
         return RateLimitError(text + hint, provider=provider, status=status, retry_after=after)
+    if status == 408:
+        return ProviderTimeout(text, provider=provider, status=status)
     if status >= 500:
         return ServerError(text, provider=provider, status=status)
     return BadRequestError(text, provider=provider, status=status)

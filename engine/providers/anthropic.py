@@ -13,7 +13,8 @@ results of one assistant turn go in ONE user message, ``tool_result`` blocks
 first; every ``tool_use`` is answered; consecutive same-role messages are
 merged; the system text is only the top-level ``system``; no empty text
 blocks; tool ids match ``^[a-zA-Z0-9_-]+$`` (``wire_id``/``neutral_id``);
-failed results carry ``is_error``. Sampling parameters go through
+failed results carry ``is_error``; a history that starts with the model gets
+a first user message ``OPENING``. Sampling parameters go through
 ``extra_body`` because current SDK releases no longer take them as arguments.
 """
 
@@ -44,6 +45,7 @@ from ._common import (
     parse_body,
     parse_data_url,
     plan_history,
+    redact,
     require,
     require_key,
     wire_list,
@@ -59,9 +61,10 @@ except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependen
                       "pip install 'anthropic>=0.70'") from _exc
 
 __all__ = [
+    "AnthropicProvider",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
-    "AnthropicProvider",
+    "OPENING",
     "map_messages",
     "map_request",
     "map_response",
@@ -86,6 +89,7 @@ _FINISH_REASON_MAP: dict[str, StopReason] = {
     "pause_turn": "other",
 }
 _SAMPLING = ("temperature", "top_p", "top_k")
+OPENING = "(conversation continues)"
 _ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
 _ID_MARK = "x_tl"  # prefix of an escaped foreign id; Anthropic's own ids start with "toolu_"
 
@@ -179,11 +183,19 @@ def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[di
             wire[-1]["content"].extend(blocks)
         else:
             wire.append({"role": role, "content": blocks})
+    if wire and wire[0]["role"] == "assistant":
+        # the API wants a user turn first; a history that starts with the model gets one
+        wire.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
     return system_text, wire
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Messages API request body for ``request``."""
+    """The complete Messages API request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (default ``DEFAULT_MAX_TOKENS``, the API
+    requires one), ``temperature``, ``top_p``, ``top_k``, ``stop``; others are
+    ignored.
+    """
     system, messages = map_messages(request.system, request.messages)
     params = request.parameters
     body: dict[str, Any] = {"model": request.model, "messages": messages,
@@ -316,20 +328,23 @@ def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors() -> Iterator[None]:
+def _translate_errors(secret: str | None = None) -> Iterator[None]:
     """Turn Anthropic SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
+        raise error_for_status(exc.status_code, message, NAME, exc.response.headers,
+                               secret) from None
     except _sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except _sdk.APIConnectionError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {exc.message}",
-                                      provider=NAME) from None
+        raise ProviderConnectionError(
+            f"cannot reach the API: {redact(exc.message, secret)}",
+            provider=NAME) from None
     except _sdk.AnthropicError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=NAME) from None
+        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+                            provider=NAME) from None
 
 
 class AnthropicProvider:
@@ -355,6 +370,17 @@ class AnthropicProvider:
                              "max_retries": max_retries}
         self.client = client or _sdk.Anthropic(**self._options)
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
 
     @property
     def async_client(self) -> Any:
@@ -362,6 +388,9 @@ class AnthropicProvider:
         if self._async_client is None:
             self._async_client = _sdk.AsyncAnthropic(**self._options)
         return self._async_client
+
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
 
     def _body(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         body = map_request(request)
@@ -371,8 +400,10 @@ class AnthropicProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         body, extra = self._body(request)
-        with _translate_errors():
+        with _translate_errors(self._secret()):
             raw = self.client.messages.with_raw_response.create(**body, **extra)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])
@@ -380,7 +411,7 @@ class AnthropicProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         body, extra = self._body(request)
-        with _translate_errors():
+        with _translate_errors(self._secret()):
             raw = await self.async_client.messages.with_raw_response.create(**body, **extra)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])

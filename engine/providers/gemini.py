@@ -44,6 +44,7 @@ from ..errors import (
     FormatError,
     MalformedResponseError,
     ProviderConnectionError,
+    ProviderError,
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
@@ -58,6 +59,7 @@ from ._common import (
     parse_body,
     parse_data_url,
     plan_history,
+    redact,
     require,
     require_key,
     wire_list,
@@ -219,7 +221,11 @@ def map_messages(system: str, messages: Sequence[Message]
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete ``generateContent`` request body (the model goes in the URL)."""
+    """The complete ``generateContent`` request body (the model goes in the URL).
+
+    Parameters mapped into ``generationConfig``: ``max_tokens``,
+    ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``; others are ignored.
+    """
     instruction, contents = map_messages(request.system, request.messages)
     body: dict[str, Any] = {"contents": contents}
     if instruction:
@@ -295,7 +301,7 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
               "response_id": opt_str(body, "responseId"), "raw": body}
     candidates = body.get("candidates")
     if not candidates:
-        if isinstance(body.get("promptFeedback"), dict) and body["promptFeedback"].get("blockReason"):
+        if opt_str(body.get("promptFeedback"), "blockReason"):
             return ModelResponse(parts=(), stop_reason="refusal", **common)
         raise MalformedResponseError("response has no candidates", provider=NAME)
     candidate = require({"c": candidates}, "c", list, "body", NAME)[0]
@@ -303,8 +309,10 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
         raise MalformedResponseError("candidates[0] is not an object", provider=NAME)
     reason = opt_str(candidate, "finishReason")
     content = candidate.get("content")
-    if content is None and reason not in (None, "STOP"):
-        wire_parts: list[Any] = []  # blocked or cut before any part
+    if reason is not None and (content is None or
+                               (isinstance(content, dict) and "parts" not in content)):
+        # blocked, or the token limit spent on thinking before any part: an empty answer
+        wire_parts: list[Any] = []
     else:
         content = require(candidate, "content", dict, "candidates[0]", NAME)
         wire_parts = require(content, "parts", list, "candidates[0].content", NAME)
@@ -398,14 +406,15 @@ def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Me
 
 
 @contextmanager
-def _translate_errors() -> Iterator[None]:
+def _translate_errors(secret: str | None = None) -> Iterator[None]:
     """Turn httpx errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except httpx.TimeoutException:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except httpx.HTTPError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: {exc}",
+        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: "
+                                      f"{redact(str(exc), secret)}",
                                       provider=NAME) from None
 
 
@@ -434,6 +443,17 @@ class GeminiProvider:
         self.client = client or httpx.Client(
             timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.aclose()
 
     @property
     def async_client(self) -> httpx.AsyncClient:
@@ -457,13 +477,16 @@ class GeminiProvider:
             except MalformedResponseError:
                 data = None
             message = error_message(data, text[:200] or response.reason_phrase)
-            raise error_for_status(response.status_code, message, NAME, response.headers)
+            raise error_for_status(response.status_code, message, NAME, response.headers,
+                                   self._key)
         return with_model(map_response(parse_body(text, NAME), turn=turn), model)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         url, body, model, turn = self._call(request)
-        with _translate_errors():
+        with _translate_errors(self._key):
             response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})
             response.read()
         return self._finish(response, model, turn)
@@ -471,7 +494,7 @@ class GeminiProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         url, body, model, turn = self._call(request)
-        with _translate_errors():
+        with _translate_errors(self._key):
             response = await self.async_client.post(url, json=body,
                                                     headers={"x-goog-api-key": self._key})
             await response.aread()

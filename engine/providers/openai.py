@@ -1,9 +1,10 @@
 """OpenAI Chat Completions adapter (official ``openai`` SDK).
 
 >>> from engine.messages import Message, ToolCall
->>> map_messages("", [Message(role="assistant", parts=(
+>>> msg = map_messages("", [Message(role="assistant", parts=(
 ...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
-{'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 1}'}}]}
+>>> msg["content"], msg["tool_calls"][0]["function"]
+(None, {'name': 'add', 'arguments': '{"a": 1}'})
 
 Rules the mapping keeps: one ``tool`` message per result, right after the
 assistant message that made the calls (an unanswered call gets an error
@@ -14,7 +15,8 @@ failed result's content starts with ``Error:`` (added when it does not say so
 already), since the wire has no error flag. Text and tool calls of one
 assistant message cannot interleave on this wire: the text comes first.
 In responses, arguments that are invalid JSON, ``""`` or not an object are
-kept raw and the call is marked ``invalid``.
+kept raw and the call is marked ``invalid``; ``reasoning_content`` (sent by
+some compatible servers) becomes ``Thinking`` and is never sent back.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ._common import (
     parse_body,
     parse_data_url,
     plan_history,
+    redact,
     require,
     require_key,
     wire_list,
@@ -166,7 +169,11 @@ def map_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Chat Completions request body for ``request``."""
+    """The complete Chat Completions request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (as ``max_completion_tokens``),
+    ``temperature``, ``top_p``, ``seed``, ``stop``; others are ignored.
+    """
     body: dict[str, Any] = {"model": request.model,
                             "messages": map_messages(request.system, request.messages)}
     if request.tools:
@@ -307,20 +314,24 @@ def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors() -> Iterator[None]:
+def _translate_errors(provider: str = NAME,
+                      secret: str | None = None) -> Iterator[None]:
     """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
+        raise error_for_status(exc.status_code, message, provider, exc.response.headers,
+                               secret) from None
     except _sdk.APITimeoutError:
-        raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
+        raise ProviderTimeout("no answer before the timeout", provider=provider) from None
     except _sdk.APIConnectionError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {exc.message}",
-                                      provider=NAME) from None
+        raise ProviderConnectionError(
+            f"cannot reach the API: {redact(exc.message, secret)}",
+            provider=provider) from None
     except _sdk.OpenAIError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {exc}", provider=NAME) from None
+        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+                            provider=provider) from None
 
 
 class OpenAIProvider:
@@ -344,6 +355,17 @@ class OpenAIProvider:
                              "max_retries": max_retries}
         self.client = client or _sdk.OpenAI(**self._options)
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
 
     @property
     def async_client(self) -> Any:
@@ -352,6 +374,9 @@ class OpenAIProvider:
             self._async_client = _sdk.AsyncOpenAI(**self._options)
         return self._async_client
 
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body = map_request(request)
         body["model"] = body["model"] or self.model
@@ -359,8 +384,10 @@ class OpenAIProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         body = self._body(request)
-        with _translate_errors():
+        with _translate_errors(NAME, self._secret()):
             raw = self.client.chat.completions.with_raw_response.create(**body)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])
@@ -368,7 +395,7 @@ class OpenAIProvider:
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """``complete`` on the async client."""
         body = self._body(request)
-        with _translate_errors():
+        with _translate_errors(NAME, self._secret()):
             raw = await self.async_client.chat.completions.with_raw_response.create(**body)
             text = raw.http_response.text
         return with_model(map_response(parse_body(text, NAME)), body["model"])

@@ -61,7 +61,8 @@ def o(*messages):
 
 
 @pytest.mark.parametrize("body,problem", [
-    (o({"role": "assistant", "content": None, "tool_calls": [CALL]}), "responding to each 'tool_call_id'"),
+    (o({"role": "assistant", "content": None, "tool_calls": [CALL]}),
+     "responding to each 'tool_call_id'"),
     (o({"role": "assistant", "content": None, "tool_calls": [CALL]},
        {"role": "user", "content": "x"}), "did not have response"),
     (o({"role": "assistant", "content": "", "tool_calls": [CALL]},
@@ -150,3 +151,46 @@ def test_running_out_of_script_is_a_clear_server_error(fake_api):
     with pytest.raises(ServerError, match="no scripted anthropic reply left"):
         make_provider("anthropic", fake_api).complete(
             request([Message(role="user", parts=(Text(text="hi"),))]))
+
+
+FCALL = {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"}
+FOUT = {"type": "function_call_output", "call_id": "c1", "output": "3"}
+
+
+def r(*items):
+    return {"model": "m", "input": [{"role": "user", "content": "hi"}, *items]}
+
+
+@pytest.mark.parametrize("body,problem", [
+    (r(FCALL), "No tool output found"),
+    (r(FOUT), "No tool call found"),
+    (r(FCALL, FOUT, FOUT), "No tool call found"),
+    (r(dict(FCALL, arguments={})), "string arguments"),
+    (r({"role": "assistant", "content": ""}), "must not be empty"),
+    (dict(r(), messages=[]), "Unknown parameter"),
+])
+def test_responses_rules(body, problem):
+    from tests.fakerules import check_responses
+
+    assert problem in (check_responses(body) or "")
+
+
+def test_responses_rules_accept_a_well_formed_tool_turn():
+    from tests.fakerules import check_responses
+
+    assert check_responses(r({"role": "assistant", "content": "let me"}, FCALL, FOUT,
+                             {"role": "assistant", "content": "3"})) is None
+
+
+def test_the_fake_works_as_a_context_manager_and_gives_client_environment(monkeypatch):
+    from engine.providers import get_provider
+    from tests.fakeapi import FakeAPI
+
+    with FakeAPI() as fake:
+        for key, value in fake.env("gemini", "k-123").items():
+            monkeypatch.setenv(key, value)
+        fake.script("gemini", [reply("gemini", text="hello")])
+        answer = get_provider("gemini", model="m").complete(
+            request([Message(role="user", parts=(Text(text="hi"),))]))
+        assert answer.parts == (Text(text="hello"),)
+        assert fake.requests[0].headers["x-goog-api-key"] == "k-123"

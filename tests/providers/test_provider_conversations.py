@@ -10,7 +10,7 @@ from tests.providerkit import KEYS, make_provider, run_three_turns
 from engine.messages import Text, Thinking, ToolCall, ToolResult, text_of, tool_calls_of
 
 
-@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini"])
+@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])
 def test_three_turn_tool_conversation_is_accepted_at_every_turn(fake_api, name):
     history = run_three_turns(make_provider(name, fake_api), fake_api)
     assert fake_api.refusals() == []

@@ -22,7 +22,7 @@ from engine.errors import (
 from engine.messages import Message, Text
 from engine.providers import get_provider
 
-NAMES = ["anthropic", "openai", "gemini"]
+NAMES = ["anthropic", "openai", "gemini", "openai-responses"]
 HISTORY = [Message(role="user", parts=(Text(text="hi"),))]
 
 
@@ -86,7 +86,7 @@ def test_an_unreachable_endpoint_is_a_provider_error_not_an_sdk_error(name):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    base = f"http://127.0.0.1:{port}" + ("/v1" if name == "openai" else "")
+    base = f"http://127.0.0.1:{port}" + ("/v1" if name.startswith("openai") else "")
     provider = get_provider(name, model="m", api_key=KEYS[name], base_url=base, timeout=2)
     with pytest.raises(ProviderError, match="cannot reach the API") as info:
         provider.complete(request(HISTORY))
@@ -102,9 +102,11 @@ def test_a_missing_key_names_the_environment_variable(monkeypatch, name, env):
 
 
 @pytest.mark.parametrize("name,env", [("anthropic", "ANTHROPIC_API_KEY"),
-                                      ("openai", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY")])
+                                      ("openai", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY"),
+                                      ("openai-responses", "OPENAI_API_KEY")])
 def test_keys_and_base_urls_come_from_the_environment(monkeypatch, fake_api, name, env):
     base_env = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL",
+                "openai-responses": "OPENAI_BASE_URL",
                 "gemini": "GEMINI_BASE_URL"}[name]
     monkeypatch.setenv(env, "env-key-123")
     monkeypatch.setenv(base_env, fake_api.base_url(name))
@@ -117,5 +119,28 @@ def test_keys_and_base_urls_come_from_the_environment(monkeypatch, fake_api, nam
 
 
 def test_an_unknown_provider_name_is_a_typed_error_listing_the_known_ones():
-    with pytest.raises(UnknownProviderError, match="'mistral'.*anthropic, gemini, openai, scripted"):
+    known = "anthropic, gemini, openai, openai-responses, scripted"
+    with pytest.raises(UnknownProviderError, match=f"'mistral'.*{known}"):
         get_provider("mistral")
+
+
+@pytest.mark.parametrize("status,kind", [
+    (400, BadRequestError), (402, BadRequestError), (403, AuthenticationError),
+    (404, BadRequestError), (408, ProviderTimeout), (409, BadRequestError),
+    (413, BadRequestError), (422, BadRequestError), (500, ServerError), (502, ServerError),
+    (503, ServerError), (529, ServerError),
+])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_error_status_becomes_its_provider_error(fake_api, name, status, kind):
+    err = _fail(fake_api, name, error_reply(name, status, f"status {status} here"))
+    assert type(err) is kind and err.status == status and f"status {status} here" in str(err)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_key_echoed_in_an_error_message_is_redacted(fake_api, name):
+    key = KEYS[name]
+    masked = key[:5] + "*" * 10 + key[-3:]
+    err = _fail(fake_api, name, error_reply(
+        name, 401, f"Incorrect API key provided: {masked}. Or was it {key}?"))
+    assert key not in str(err) and masked not in str(err) and key[-6:] not in str(err)
+    assert "Incorrect API key provided: [redacted key]" in str(err)

@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 from engine.errors import MalformedResponseError
 from engine.messages import Part, Usage
-from engine.providers import ModelResponse, anthropic, gemini, openai
+from engine.providers import ModelResponse, anthropic, gemini, openai, openai_responses
 from tests.fakeapi import reply
 
-MODULES = {"anthropic": anthropic, "openai": openai, "gemini": gemini}
+MODULES = {"anthropic": anthropic, "openai": openai, "gemini": gemini,
+           "openai-responses": openai_responses}
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
@@ -102,7 +103,8 @@ def mutated_transcripts(draw):
                Message(role="tool", parts=(ToolResult(call_id="c1", name="add", content="2"),))]
     wire = {"anthropic": lambda: list(anthropic.map_messages("s", neutral)),
             "openai": lambda: ["s", openai.map_messages("s", neutral)],
-            "gemini": lambda: list(gemini.map_messages("s", neutral))}[name]()
+            "gemini": lambda: list(gemini.map_messages("s", neutral)),
+            "openai-responses": lambda: list(openai_responses.map_messages("s", neutral))}[name]()
     wire = msgspec.json.decode(msgspec.json.encode(wire))
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(wire) if len(p) > 1]

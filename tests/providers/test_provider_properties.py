@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
-from engine.providers import ModelRequest, anthropic, gemini, openai
-from tests.fakerules import check_anthropic, check_gemini, check_openai
+from engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
+from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = st.sampled_from(["add", "get_weather", "search-web", "x"])
@@ -62,6 +62,8 @@ def _roundtrip(name, messages):
         return anthropic.unmap_messages(*anthropic.map_messages("sys", messages))
     if name == "openai":
         return openai.unmap_messages(openai.map_messages("sys", messages))
+    if name == "openai-responses":
+        return openai_responses.unmap_messages(*openai_responses.map_messages("sys", messages))
     return gemini.unmap_messages(*gemini.map_messages("sys", messages))
 
 
@@ -81,7 +83,7 @@ def _check_roundtrip(name, messages):
     calls, back_calls = _calls(messages), _calls(back)
     assert [(c.name, c.arguments) for c in back_calls] == [(c.name, c.arguments) for c in calls]
     results, back_results = _results(messages), _results(back)
-    if name == "openai":  # no error flag on this wire: the content says it
+    if name.startswith("openai"):  # no error flag on this wire: the content says it
         assert [r.content for r in back_results] == [openai._result_content(r) for r in results]
     else:
         assert [(r.content, r.is_error) for r in back_results] == \
@@ -104,6 +106,12 @@ def test_anthropic_roundtrip_keeps_texts_calls_arguments_results_and_ids(message
 @given(conversations())
 def test_openai_roundtrip_keeps_texts_calls_arguments_and_results(messages):
     _check_roundtrip("openai", messages)
+
+
+@SETTINGS
+@given(conversations())
+def test_openai_responses_roundtrip_keeps_texts_calls_arguments_and_results(messages):
+    _check_roundtrip("openai-responses", messages)
 
 
 @SETTINGS
@@ -137,11 +145,14 @@ def _part(kind_role):
 
 @st.composite
 def messy_histories(draw):
-    messages = [Message(role="user", parts=(Text(text=draw(WORDS)),))]
+    messages = []
     for _ in range(draw(st.integers(0, 6))):
         role = draw(st.sampled_from(["user", "assistant", "tool", "system"]))
         parts = draw(st.lists(_part(role), max_size=4))
         messages.append(Message(role=role, parts=tuple(parts)))
+    # a request needs something to answer: one real user message, anywhere
+    at = draw(st.integers(0, len(messages)))
+    messages.insert(at, Message(role="user", parts=(Text(text=draw(WORDS)),)))
     return messages
 
 
@@ -153,6 +164,7 @@ def test_any_history_renders_into_a_request_every_provider_accepts(messages, sys
     assert check_anthropic(anthropic.map_request(request)) is None
     assert check_openai(openai.map_request(request)) is None
     assert check_gemini(gemini.map_request(request)) is None
+    assert check_responses(openai_responses.map_request(request)) is None
 
 
 # --- id mappings --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ def _openai_call(arguments):
 
 @pytest.mark.parametrize("arguments,why", [
     ('{"a": 1,', "not valid JSON"), ("", "empty"), ("[1, 2]", "got list"), ("3", "got int"),
-    (None, "got NoneType"),
+    (None, "got NoneType"), ('{"a": NaN}', "NaN and Infinity"), ('{"a": -Infinity}', "NaN"),
 ])
 def test_openai_invalid_arguments_are_kept_raw_and_marked(arguments, why):
     call = _openai_call(arguments)
@@ -205,3 +205,50 @@ def test_gemini_tool_schemas_are_reduced_to_the_subset_gemini_accepts(fake_api):
                                           "items": {"type": "integer"}}
     assert sent["properties"]["unit"]["anyOf"][0] == {"type": "string", "enum": ["c"]}
     assert sent["required"] == ["city"] and "additionalProperties" not in sent
+
+
+def test_responses_api_keeps_the_order_of_text_and_calls():
+    from engine.providers import openai_responses
+    from engine.messages import ToolResult
+
+    msgs = [Message(role="user", parts=(Text(text="go"),)),
+            Message(role="assistant", parts=(
+                Text(text="First "), Text(text="this."),
+                ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a":1}'),
+                Text(text="Then that."),
+                ToolCall(id="c2", name="add", arguments={"a": 2}, raw_arguments='{"a":2}'))),
+            Message(role="tool", parts=(ToolResult(call_id="c2", name="add", content="4",
+                                                   is_error=True),)),
+            Message(role="tool", parts=(ToolResult(call_id="c1", name="add", content="2"),))]
+    instructions, items = openai_responses.map_messages("sys", msgs)
+    assert instructions == "sys"
+    assert [(i.get("type") or i["role"]) for i in items] == [
+        "user", "assistant", "function_call", "assistant", "function_call",
+        "function_call_output", "function_call_output"]
+    assert items[1]["content"] == "First this."
+    assert [(i["call_id"], i["output"]) for i in items[5:]] == [("c1", "2"), ("c2", "Error: 4")]
+
+
+def test_responses_api_incomplete_and_failed_responses():
+    from engine.errors import ServerError
+    from engine.providers import openai_responses
+
+    body = reply("openai-responses", tool_calls=[("add", '{"a": 1, "b"')],
+                 stop_reason="max_output_tokens")
+    response = openai_responses.map_response(body)
+    assert response.stop_reason == "max_tokens"
+    assert response.parts[0].invalid == "cut off by max_tokens"
+    with pytest.raises(ServerError, match="overloaded"):
+        openai_responses.map_response({"status": "failed", "output": [],
+                                       "error": {"message": "overloaded"}})
+    with pytest.raises(MalformedResponseError, match="web_search_call"):
+        openai_responses.map_response({"status": "completed",
+                                       "output": [{"type": "web_search_call", "id": "w"}]})
+
+
+def test_gemini_max_tokens_spent_on_thinking_is_an_empty_max_tokens_answer():
+    body = {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}],
+            "usageMetadata": {"promptTokenCount": 5, "thoughtsTokenCount": 100}}
+    response = gemini.map_response(body)
+    assert response.parts == () and response.stop_reason == "max_tokens"
+    assert response.usage.reasoning_tokens == 100 and response.usage.output_tokens == 100

@@ -1,0 +1,56 @@
+"""Observers: who hears about a run's lifecycle, without being able to change it.
+
+An observer is any callable ``observer(event: str, payload: dict)`` (the
+reference's ``agents_api_loop_event(event, payload)``). Events:
+
+``turn_started`` (turn), ``model_responded`` (turn, tool_calls, stop_reason),
+``tool_executed`` (call_id, name, success, rejected), ``duplicate_prevented``
+(call_id, name, arguments, observe_only: a warning when the call still ran),
+``completed``, ``failed`` (error), ``budget_exceeded`` (kind ``turns`` or
+``refusals``), ``transcript_lock_contention`` (another writer appended first).
+Every payload has ``conversation_id``.
+
+An observer that raises is logged (logger ``turnlog.observers``) and
+ignored: observing never changes a run::
+
+    >>> seen = []
+    >>> hub = Observers([lambda e, p: seen.append(e), lambda e, p: 1 / 0])
+    >>> hub.emit("completed", conversation_id="c1")
+    >>> seen
+    ['completed']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["EVENTS", "Observer", "Observers"]
+
+Observer = Callable[[str, dict[str, Any]], None]
+
+#: The lifecycle events observers receive.
+EVENTS = ("turn_started", "model_responded", "tool_executed", "duplicate_prevented", "completed",
+          "failed", "budget_exceeded", "transcript_lock_contention")
+
+log = logging.getLogger("turnlog.observers")
+
+
+class Observers:
+    """The registered observers of one loop; ``emit`` calls each, swallowing their errors."""
+
+    def __init__(self, observers: Iterable[Observer] = ()) -> None:
+        self._observers = list(observers)
+
+    def add(self, observer: Observer) -> None:
+        """Register one more observer."""
+        self._observers.append(observer)
+
+    def emit(self, event: str, **payload: Any) -> None:
+        """Tell every observer; one that raises is logged and skipped."""
+        for observer in self._observers:
+            try:
+                observer(event, payload)
+            except Exception:  # an observer must never change the run
+                log.exception("observer %r failed on %s", observer, event)

@@ -1,0 +1,180 @@
+"""Crash-safe resume: the journal says how far a run got, and resume never repeats a recorded tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from engine.cli import cli
+from engine.conversation import Conversation, load_state
+from engine.demo import demo_tools
+from engine.events import ConversationStarted, ModelRequested, ModelResponded, ToolStarted, UserMessage
+from engine.loop import Loop
+from engine.messages import ToolCall
+from engine.providers.scripted import ScriptedProvider
+from engine.resume import INTERRUPTED, idempotency_key
+from journal import Journal
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _crashed_mid_tool(journal, name, arguments):
+    """A conversation whose process died after tool_started, before tool_completed."""
+    conv = Conversation.start(journal, ConversationStarted(
+        conversation_id="crash", provider="scripted", model="scripted",
+        tools=demo_tools().specs()), then=[UserMessage.of("go")])
+    call = ToolCall(id="call_1_1", name=name, arguments=arguments)
+    conv.append(ModelRequested(turn=1, digest="x", provider="scripted", model="scripted"),
+                ModelResponded(turn=1, parts=(call,), stop_reason="tool_use"),
+                ToolStarted(call_id=call.id, name=name, arguments=arguments))
+    return conv
+
+
+def test_an_interrupted_side_effecting_tool_is_not_rerun_but_recorded_as_unknown(journal, tmp_path):
+    notes = tmp_path / "notes.txt"
+    _crashed_mid_tool(journal, "append_note", {"path": str(notes), "text": "once"})
+    result = Loop(journal, ScriptedProvider([{}, {"text": "ok"}]), demo_tools()).resume("crash")
+    assert result.status == "completed"
+    assert not notes.exists()
+    done = [json.loads(e.payload) for e in journal.read("crash") if e.type == "tool_completed"]
+    assert done[0]["success"] is False and done[0]["error"] == INTERRUPTED
+    assert done[0]["source"] == "interrupted" and INTERRUPTED in done[0]["content"]
+
+
+def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal):
+    _crashed_mid_tool(journal, "get_weather", {"city": "Paris"})
+    keys = []
+
+    class Spy:
+        def execute(self, call, tool, context, validated):
+            from engine.executor import LocalExecutor
+
+            keys.append(context.idempotency_key)
+            return LocalExecutor().execute(call, tool, context, validated)
+
+    Loop(journal, ScriptedProvider([{}, {"text": "ok"}]), demo_tools(), executor=Spy()).resume("crash")
+    assert keys == [idempotency_key("crash", 1, "get_weather", {"city": "Paris"})]
+    done = [json.loads(e.payload) for e in journal.read("crash") if e.type == "tool_completed"]
+    assert done[0]["success"] is True
+
+
+def test_idempotency_key_ignores_the_provider_call_id_and_key_order():
+    a = idempotency_key("c", 3, "add", {"a": 1, "b": 2})
+    assert a == idempotency_key("c", 3, "add", {"b": 2.0, "a": 1})
+    assert a != idempotency_key("c", 4, "add", {"a": 1, "b": 2})
+    assert a != idempotency_key("d", 3, "add", {"a": 1, "b": 2})
+
+
+def test_a_request_without_a_response_is_sent_again_on_resume(journal):
+    conv = Conversation.start(journal, ConversationStarted(
+        conversation_id="r", provider="scripted", model="scripted"), then=[UserMessage.of("hi")])
+    loop = Loop(journal, ScriptedProvider([{"text": "hello"}]))
+    request = loop.build_request(conv.builder)
+    conv.append(ModelRequested(turn=1, digest=request.digest(), provider="scripted", model="scripted"))
+    result = loop.resume("r")
+    assert result.status == "completed" and result.final_content == "hello"
+    assert [e.type for e in journal.read("r")].count("model_requested") == 1
+
+
+def test_resume_of_a_finished_conversation_changes_nothing(journal):
+    loop = Loop(journal, ScriptedProvider([{"text": "done"}]))
+    loop.start("hi", conversation_id="f")
+    before = journal.last_seq("f")
+    assert loop.resume("f").status == "completed"
+    assert journal.last_seq("f") == before
+
+
+# --- the crash test: SIGKILL a real `turnlog run` process at random moments ---------------------
+
+TURNS = 6
+
+
+def _script(tmp_path: Path, notes: Path) -> Path:
+    turns = []
+    for i in range(TURNS):
+        turns.append({"tool_calls": [{"name": "wait", "arguments": {"seconds": 0.02}},
+                                     {"name": "append_note",
+                                      "arguments": {"path": str(notes), "text": f"note {i}"}}]})
+    turns.append({"text": "all noted"})
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"turns": turns}))
+    return path
+
+
+def _wait_for_stream(db: Path, cid: str, proc: subprocess.Popen) -> None:
+    j = Journal(str(db))
+    try:
+        deadline = time.monotonic() + 20
+        while j.last_seq(cid) == 0 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        j.close()
+
+
+def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_sigkill_at_random_moments_then_resume_never_repeats_a_recorded_tool(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rng = random.Random(20261122)
+    db = tmp_path / "crash.db"
+    trials = 20
+    Journal(str(db)).close()  # the schema exists before any child races to create it
+    cut_mid_run = 0
+    for trial in range(trials):
+        notes = tmp_path / f"notes{trial}.txt"
+        script = _script(tmp_path, notes)
+        cid = f"crash-{trial}"
+        args = ["run", "log the notes", "--script", str(script), "--tools", "demo", "--db", str(db),
+                "--id", cid, "--max-turns", "10"]
+        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", *args], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if trial % 5 == 0:  # sometimes kill during start-up, before anything is recorded
+            time.sleep(rng.uniform(0.0, 0.3))
+        else:  # mostly mid-run: wait until the run has begun, then at a random instant
+            _wait_for_stream(db, cid, proc)
+            time.sleep(rng.uniform(0.0, 0.15))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        j = Journal(str(db))
+        exists = j.last_seq(cid) > 0
+        if exists and load_state(j, cid).status == "active":
+            cut_mid_run += 1
+        j.close()
+        common = ["--script", str(script), "--tools", "demo", "--db", str(db), "--json"]
+        out = (_cli("resume", cid, *common, env=env) if exists
+               else _cli(*args, "--json", env=env))
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["status"] == "completed"
+        j = Journal(str(db))
+        assert j.verify(cid).ok
+        done = [json.loads(e.payload) for e in j.read(cid) if e.type == "tool_completed"
+                and json.loads(e.payload)["name"] == "append_note"]
+        j.close()
+        lines = notes.read_text().splitlines() if notes.exists() else []
+        # no note was written twice, and every recorded success is in the file exactly once
+        assert len(lines) == len(set(lines)), f"trial {trial}: a note ran twice: {lines}"
+        recorded = [d for d in done if d["success"]]
+        assert len(recorded) + sum(1 for d in done if d.get("error") == INTERRUPTED) == TURNS
+        assert len(lines) >= len(recorded)
+        assert len(lines) <= TURNS
+    assert cut_mid_run >= trials // 4, f"only {cut_mid_run} kills landed mid-run"
+
+
+def test_resume_cli_on_a_finished_conversation_reports_its_status(tmp_path):
+    db = tmp_path / "t.db"
+    runner = CliRunner()
+    out = runner.invoke(cli, ["demo", "--db", str(db), "--json"])
+    cid = json.loads(out.output)["conversation_id"]
+    again = runner.invoke(cli, ["resume", cid, "--db", str(db), "--json"])
+    assert again.exit_code == 0 and json.loads(again.output)["status"] == "completed"
