@@ -1,0 +1,59 @@
+"""``ModelRequest.digest()`` without re-hashing the whole history every turn.
+
+A request's digest is the SHA-256 of its canonical JSON. Its keys sort as
+``messages``, ``model``, ``parameters``, ``system``, ``tools``, so the
+canonical bytes are ``{"messages":[m1,m2,...]`` followed by the rest, and
+each message's canonical bytes are the same inside the request as alone.
+A conversation's requests grow by appending messages, so each thread keeps a
+running SHA-256 over the messages it has hashed (checked by identity, since
+messages are frozen) and only hashes the new ones: O(new messages) per turn
+instead of O(history), with exactly the same digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from operator import is_
+from typing import Any
+
+import msgspec
+
+from ..canonical import canonical_bytes
+
+__all__ = ["request_digest"]
+
+_HEAD = b'{"messages":['
+
+
+class _Running(threading.local):
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.hasher = hashlib.sha256(_HEAD)
+
+
+_running = _Running()
+
+
+def request_digest(request: Any) -> str:
+    """The SHA-256 of ``request``'s canonical JSON (what ``ModelRequest.digest`` returns)."""
+    messages = request.messages
+    if not messages:
+        return hashlib.sha256(canonical_bytes(msgspec.to_builtins(request))).hexdigest()
+    state = _running
+    done = state.messages
+    n = len(done)
+    if n > len(messages) or not all(map(is_, done, messages)):
+        done, n = [], 0
+        state.messages, state.hasher = done, hashlib.sha256(_HEAD)
+    hasher = state.hasher
+    for message in messages[n:]:
+        data = canonical_bytes(msgspec.to_builtins(message))
+        if done:
+            hasher.update(b",")
+        hasher.update(data)
+        done.append(message)
+    rest = canonical_bytes(msgspec.to_builtins(msgspec.structs.replace(request, messages=())))
+    final = hasher.copy()
+    final.update(b"]}" if rest == b"{}" else b"]," + rest[1:])
+    return final.hexdigest()
