@@ -122,6 +122,9 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     """
     from .deterministic import RunPaused
 
+    from .deterministic import REPLAY_LATENCY_MS
+
+    loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
     loop = _ReplayLoop(scratch, provider, registry or spec_registry(recording.started.tools),
                        executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
     loop.recording = recording
