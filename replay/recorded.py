@@ -20,8 +20,10 @@ import msgspec
 
 from engine import errors as engine_errors
 from engine.canonical import canonical_json
+from engine.duplicates import call_key
 from engine.events import (
     ConversationStarted,
+    DuplicatePolicy,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -233,10 +235,11 @@ class RecordedTools:
         return completed
 
 
+_PLAIN_POLICY = DuplicatePolicy(rule="anywhere")
+
+
 def _canonical(arguments: dict[str, Any]) -> str:
-    try:
-        return canonical_json(arguments)
-    except engine_errors.InvalidEventError:
-        return repr(arguments)
+    # the duplicate rule's comparison key: canonical arguments, with a fast path
+    return call_key("", arguments, _PLAIN_POLICY)
 
 

@@ -5,9 +5,10 @@ A request's digest is the SHA-256 of its canonical JSON. Its keys sort as
 canonical bytes are ``{"messages":[m1,m2,...]`` followed by the rest, and
 each message's canonical bytes are the same inside the request as alone.
 A conversation's requests grow by appending messages, so each thread keeps a
-running SHA-256 over the messages it has hashed (checked by identity, since
-messages are frozen) and only hashes the new ones: O(new messages) per turn
-instead of O(history), with exactly the same digest.
+running SHA-256 over the messages it has hashed (a new request continues it
+when its first messages are those very objects; messages are frozen) and
+only hashes the new ones: O(new messages) per turn instead of
+O(history), with exactly the same digest.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 import msgspec
 
 from ..canonical import canonical_bytes
+from ..duplicates import _flat_and_plain
+from ..messages import Text, ToolCall, ToolResult
 
 __all__ = ["request_digest"]
 
@@ -40,6 +43,31 @@ class _Running(threading.local):
 _running = _Running()
 
 
+def _plain_part(part: Any) -> bool:
+    kind = type(part)
+    if kind is Text:
+        return part.text.isascii()
+    if kind is ToolResult:
+        return part.content.isascii() and part.name.isascii() and part.call_id.isascii()
+    if kind is ToolCall:
+        return (part.id.isascii() and part.name.isascii() and part.raw_arguments.isascii()
+                and (part.invalid is None or part.invalid.isascii())
+                and _flat_and_plain(part.arguments))
+    return False
+
+
+def _message_bytes(message: Any) -> bytes:
+    """A message's canonical bytes; sorted msgspec output when it is already canonical.
+
+    It is when every string is ASCII (nothing to NFC-normalise) and no float
+    hides in tool arguments (an integral float would become an int).
+    """
+    if (all(map(_plain_part, message.parts)) and (message.provider or "").isascii()
+            and (message.model or "").isascii()):
+        return _sorted.encode(message)
+    return canonical_bytes(msgspec.to_builtins(message))
+
+
 def request_digest(request: Any) -> str:
     """The SHA-256 of ``request``'s canonical JSON (what ``ModelRequest.digest`` returns)."""
     messages = request.messages
@@ -48,12 +76,13 @@ def request_digest(request: Any) -> str:
     state = _running
     done = state.messages
     n = len(done)
+    # identity, not equality: 1 == True, yet their canonical JSON differs
     if n > len(messages) or not all(map(is_, done, messages)):
         done, n = [], 0
         state.messages, state.hasher = done, hashlib.sha256(_HEAD)
     hasher = state.hasher
     for message in messages[n:]:
-        data = canonical_bytes(msgspec.to_builtins(message))
+        data = _message_bytes(message)
         if done:
             hasher.update(b",")
         hasher.update(data)
