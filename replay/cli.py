@@ -35,7 +35,8 @@ __all__ = ["COMMANDS", "diff", "fork", "replay"]
               default="recorded", show_default=True,
               help="Swap only: serve tool results from the recording, run tools, or refuse calls.")
 @click.option("--tool-set", "tool_sets", multiple=True, metavar="demo|MODULE:ATTR",
-              help="Swap with --tools live: the tools to run (repeatable).")
+              help="The tools (repeatable): run them with --tools live; in a deterministic "
+                   "replay, check validation and enablement with them.")
 @click.option("--script", type=click.Path(dir_okay=False), default=None,
               help="Swap with --provider scripted: the script file.")
 @click.option("--id", "new_id", default=None, help="Swap only: the new conversation's id.")
@@ -60,15 +61,16 @@ def replay(conversation_id: str | None, all_: bool, provider: str | None, model:
         _swap(conversation_id, provider, model, policy, tool_sets, script, new_id, db_path,
               as_json)
         return
-    if model or script or new_id or tool_sets or policy != "recorded":
-        raise CLIError("--model, --tools, --tool-set, --script and --id need --provider")
+    if model or script or new_id or policy != "recorded":
+        raise CLIError("--model, --tools, --script and --id need --provider")
+    driver = _driver(tool_sets)
     if all_:
-        _replay_all(db_path, as_json)
+        _replay_all(db_path, as_json, driver)
         return
     from .deterministic import replay as run_replay
 
     with journal_for(db_path) as journal:
-        result = run_replay(journal, conversation_id, collect=True)
+        result = run_replay(journal, conversation_id, collect=True, driver=driver)
     if as_json:
         emit(result.to_dict())
     elif result.skipped:
@@ -81,11 +83,22 @@ def replay(conversation_id: str | None, all_: bool, provider: str | None, model:
         fail(1)
 
 
-def _replay_all(db_path: str, as_json: bool) -> None:
+def _driver(tool_sets: tuple[str, ...]):
+    """The loop driver, with the named tools when given (else stand-ins from the specs)."""
+    if not tool_sets:
+        return None
+    from functools import partial
+
+    from .driver import load_tools, loop_driver
+
+    return partial(loop_driver, registry=load_tools(tool_sets))
+
+
+def _replay_all(db_path: str, as_json: bool, driver) -> None:
     from .reports import replay_all
 
     with journal_for(db_path) as journal:
-        report = replay_all(journal)
+        report = replay_all(journal, driver=driver)
     if as_json:
         emit(report.to_dict())
     else:
@@ -100,12 +113,12 @@ def _replay_all(db_path: str, as_json: bool) -> None:
 def _swap(conversation_id: str, provider_name: str, model: str | None, policy: str,
           tool_sets: tuple[str, ...], script: str | None, new_id: str | None, db_path: str,
           as_json: bool) -> None:
-    from engine.providers import get_provider
+    from engine.cli.run import _provider
 
     from .swap import swap
 
     live = _live_tools(tool_sets) if policy == "live" else None
-    provider = get_provider(provider_name, model=model, script=script)
+    provider = _provider(provider_name, model, script)
     with journal_for(db_path) as journal:
         result = swap(journal, conversation_id, provider, model=model, tools=policy,
                       live_tools=live, new_id=new_id)

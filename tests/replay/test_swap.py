@@ -5,34 +5,30 @@ from __future__ import annotations
 
 import pytest
 
-from engine.events import ConversationStarted, ToolSpec
+from engine.demo import demo_tools
+from engine.loop import run
 from engine.providers.scripted import ScriptedProvider
-from replay import diff
+from replay import diff, rebuild, replay
 from replay.errors import ReplayError
 from replay.rebuild import own_events
 from replay.swap import swap
 from tests.fakeapi import error_reply, reply
 from tests.providerkit import make_provider
-from tests.replay import miniloop
 
-TOOLS = (ToolSpec(name="get_weather", parameters={
-    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-         ToolSpec(name="add", parameters={"type": "object", "properties": {
-             "a": {"type": "number"}, "b": {"type": "number"}}}))
+TOOLS = demo_tools()
 
 
-def record_openai(journal, fake, runner=None):
+def record_openai(journal, fake):
     fake.script("openai", [
         reply("openai", text="Checking.", tool_calls=[("get_weather", {"city": "Paris"}),
                                                       ("add", {"a": 2, "b": 3})]),
         reply("openai", text="Paris is sunny and 2 + 3 = 5."),
     ])
-    started = ConversationStarted(conversation_id="oa", provider="openai", model="fake-model",
-                                  system="Be brief.", tools=TOOLS,
-                                  parameters={"max_tokens": 256})
-    miniloop.record(journal, started, ["Weather in Paris, and 2 + 3?"],
-                    make_provider("openai", fake))
-    assert fake.refusals() == []
+    run(journal, "Weather in Paris, and 2 + 3?", provider=make_provider("openai", fake),
+        tools=TOOLS, conversation_id="oa", system="Be brief.",
+        parameters={"max_tokens": 256})
+    assert fake.refusals() == [] and rebuild(journal, "oa").status == "completed"
+    assert replay(journal, "oa").ok  # the OpenAI recording replays deterministically
 
 
 def script_target(fake, name):
@@ -50,7 +46,7 @@ def test_an_openai_run_replays_against_another_provider_with_recorded_tools(
     record_openai(journal, fake_api)
     script_target(fake_api, target)
     result = swap(journal, "oa", make_provider(target, fake_api), tools="recorded",
-                  new_id=f"to-{target}", runner=miniloop.runner)
+                  new_id=f"to-{target}")
     assert fake_api.refusals() == []  # every request the target got was valid for it
     assert len(fake_api.requests_for(target)) == 2
     assert (result.conversation_id, result.replay_of, result.status) == (
@@ -58,7 +54,8 @@ def test_an_openai_run_replays_against_another_provider_with_recorded_tools(
     events = [e for _, e in own_events(journal, f"to-{target}")]
     started = events[0]
     assert started.replay_of.conversation_id == "oa" and started.replay_of.tools == "recorded"
-    assert (started.provider, started.system, started.tools) == (target, "Be brief.", TOOLS)
+    assert (started.provider, started.system, started.tools) == (target, "Be brief.",
+                                                                 TOOLS.specs())
     answers = {e.name: e for e in events if type(e).__name__ in ("ToolCompleted",
                                                                   "ToolCallRejected")}
     assert answers["add"].source == "recorded" and '"sum":5' in answers["add"].content
@@ -76,8 +73,7 @@ def test_an_openai_run_replays_against_another_provider_with_recorded_tools(
 def test_the_request_the_target_refuses_is_recorded_as_a_failure_not_history(journal, fake_api):
     record_openai(journal, fake_api)
     fake_api.script("anthropic", [error_reply("anthropic", 400, "messages: bad request")])
-    result = swap(journal, "oa", make_provider("anthropic", fake_api), new_id="x",
-                  runner=miniloop.runner)
+    result = swap(journal, "oa", make_provider("anthropic", fake_api), new_id="x")
     assert result.status == "failed" and "bad request" in result.error
     types = [type(e).__name__ for _, e in own_events(journal, "x")]
     assert types == ["ConversationStarted", "UserMessage", "ModelRequested", "ModelFailed",
@@ -89,10 +85,9 @@ def test_refuse_policy_refuses_every_call_and_live_runs_them(journal, fake_api):
     calls = [("add", {"a": 2, "b": 3})]
     fake_api.script("gemini", [reply("gemini", tool_calls=calls), reply("gemini", text="ok"),
                                reply("gemini", tool_calls=calls), reply("gemini", text="ok")])
-    swap(journal, "oa", make_provider("gemini", fake_api), tools="refuse", new_id="r",
-         runner=miniloop.runner)
+    swap(journal, "oa", make_provider("gemini", fake_api), tools="refuse", new_id="r")
     swap(journal, "oa", make_provider("gemini", fake_api), tools="live", new_id="l",
-         runner=miniloop.runner)
+         live_tools=demo_tools())
     refused = [e for _, e in own_events(journal, "r") if type(e).__name__ == "ToolCallRejected"]
     assert [e.reason for e in refused] == ["refused"]
     live = [e for _, e in own_events(journal, "l") if type(e).__name__ == "ToolCompleted"]
@@ -104,7 +99,7 @@ def test_swap_bad_input_is_refused_before_anything_is_written(journal, fake_api)
     record_openai(journal, fake_api)
     before = journal.last_seq("oa"), len(list(journal.streams()))
     with pytest.raises(ReplayError, match="unknown tool policy 'sometimes'"):
-        swap(journal, "oa", ScriptedProvider([]), tools="sometimes", runner=miniloop.runner)
+        swap(journal, "oa", ScriptedProvider([]), tools="sometimes")
     with pytest.raises(ReplayError, match="already has"):
-        swap(journal, "oa", ScriptedProvider([]), new_id="oa", runner=miniloop.runner)
+        swap(journal, "oa", ScriptedProvider([]), new_id="oa")
     assert (journal.last_seq("oa"), len(list(journal.streams()))) == before
