@@ -24,6 +24,7 @@ import msgspec
 
 from engine.conversation import Conversation
 from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolSpec, UserMessage
+from engine.errors import ToolError
 from engine.executor import ToolExecution
 from engine.loop import Loop
 from engine.messages import ToolCall
@@ -42,21 +43,68 @@ def _never_run() -> None:
     raise ReplayError("a tool known only from its recorded spec cannot run")
 
 
-class SpecTool(Tool):
-    """A tool known only by its recorded ``ToolSpec``: accepts any arguments, never runs."""
+class _Verdicts:
+    """What the recorded tools said about calls: invalid arguments and disabled tools.
 
-    def __init__(self, spec: ToolSpec) -> None:
+    Read back from the recorded rejections' texts, so a stand-in tool refuses
+    exactly the calls the real tool refused, with the same reason (and a
+    change in the loop's texts still shows as a divergence).
+    """
+
+    _INVALID = ("invalid arguments: ", ". Call it again with arguments that match its schema")
+    _DISABLED = "tool is disabled: "
+
+    def __init__(self, recording: Recording | None) -> None:
+        self.invalid: dict[str, str] = {}
+        self.disabled: dict[str, str] = {}
+        for _seq, event in (recording.events if recording is not None else ()):
+            if type(event) is not ToolCallRejected:
+                continue
+            text = event.content.split(" execution failed - ", 1)[-1]
+            if event.reason == "invalid_arguments" and text.startswith(self._INVALID[0]) and \
+                    text.endswith(self._INVALID[1]):
+                problem = text[len(self._INVALID[0]):-len(self._INVALID[1])]
+                self.invalid[_key(event.name, event.arguments)] = problem
+            elif event.reason == "disabled" and text.startswith(self._DISABLED):
+                self.disabled[event.call_id] = text[len(self._DISABLED):]
+
+
+def _key(name: str, arguments: dict[str, Any]) -> str:
+    from engine.duplicates import call_key
+    from engine.events import DuplicatePolicy
+
+    return call_key(name, arguments, DuplicatePolicy())
+
+
+class SpecTool(Tool):
+    """A tool known only by its recorded ``ToolSpec``: it never runs.
+
+    It accepts the arguments the recording accepted and refuses, with the
+    recorded reason, the calls the recording shows refused as invalid or
+    disabled (the recording, not the tool's code, is the reference).
+    """
+
+    def __init__(self, spec: ToolSpec, verdicts: _Verdicts | None = None) -> None:
         super().__init__(_never_run, name=spec.name)
         self.spec = spec
+        self.verdicts = verdicts or _Verdicts(None)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The arguments as they are (the recording, not a schema, is the reference)."""
+        """The arguments as they are, unless the recording refused them as invalid."""
+        problem = self.verdicts.invalid.get(_key(self.name, arguments))
+        if problem is not None:
+            raise ToolError(problem)
         return dict(arguments)
 
+    def disabled_reason(self, context: ToolContext) -> str | None:
+        """The recorded reason if the recording refused this call as disabled."""
+        return self.verdicts.disabled.get(context.call_id)
 
-def spec_registry(specs: Iterable[ToolSpec]) -> ToolRegistry:
-    """A registry of ``SpecTool``s, in the recorded order."""
-    return ToolRegistry([SpecTool(s) for s in specs])
+
+def spec_registry(specs: Iterable[ToolSpec], recording: Recording | None = None) -> ToolRegistry:
+    """A registry of ``SpecTool``s, in the recorded order, answering as ``recording`` did."""
+    verdicts = _Verdicts(recording)
+    return ToolRegistry([SpecTool(s, verdicts) for s in specs])
 
 
 def _execution(done: ToolCompleted) -> ToolExecution:
@@ -125,7 +173,8 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     from .deterministic import REPLAY_LATENCY_MS
 
     loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
-    loop = _ReplayLoop(scratch, provider, registry or spec_registry(recording.started.tools),
+    loop = _ReplayLoop(scratch, provider,
+                       registry or spec_registry(recording.started.tools, recording),
                        executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
     loop.recording = recording
     conv = Conversation.start(scratch, recording.started)

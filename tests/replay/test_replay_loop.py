@@ -11,6 +11,7 @@ from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from engine.duplicates import register_predicate
 from engine.events import DuplicatePolicy
 from engine.loop import Loop, run
+from engine.tools import tool
 from engine.providers.scripted import ScriptedProvider
 from replay import Divergence, fork, replay, replay_all, swap
 from replay.driver import loop_driver
@@ -67,11 +68,20 @@ def test_every_conversation_the_loop_records_replays_without_divergence(journal)
     assert len(report.results) == 11 and not any(r.skipped for r in report.results)
 
 
-def test_spec_stand_in_tools_replay_recordings_without_the_tools_code(journal):
+def test_spec_stand_in_tools_replay_recordings_without_the_tools_code(journal, monkeypatch):
     record_everything(journal)
-    for cid in ("demo", "failing", "limit", "halt", "observe", "exempt", "chat", "single",
-                "demo-fork", "pipeline"):
-        assert replay(journal, cid).ok, cid
+    monkeypatch.delenv("SECRET_SERVICE_KEY", raising=False)
+
+    @tool(requires_env=["SECRET_SERVICE_KEY"])
+    def secret() -> dict:
+        """Needs a key."""
+        raise AssertionError("must not run")
+
+    run(journal, "go", provider=ScriptedProvider([{"tool_calls": [call("secret")]},
+                                                   {"text": "ok"}]),
+        tools=[secret], conversation_id="disabled")
+    report = replay_all(journal)  # stand-ins: invalid and disabled calls refused as recorded
+    assert report.ok and len(report.results) == 12, [r.divergence for r in report.divergences]
 
 
 def test_a_changed_tool_result_rendering_diverges_at_that_result(journal):
