@@ -57,6 +57,8 @@ class _Verdicts:
     def __init__(self, recording: Recording | None) -> None:
         self.invalid: dict[str, str] = {}
         self.disabled: dict[str, str] = {}
+        #: call id -> (reason, why) for the calls a swap's tool policy refused
+        self.policy: dict[str, tuple[str, str]] = {}
         for _seq, event in (recording.events if recording is not None else ()):
             if type(event) is not ToolCallRejected:
                 continue
@@ -67,6 +69,8 @@ class _Verdicts:
                 self.invalid[_key(event.name, event.arguments)] = problem
             elif event.reason == "disabled" and text.startswith(self._DISABLED):
                 self.disabled[event.call_id] = text[len(self._DISABLED):]
+            elif event.reason in ("unrecorded", "refused"):
+                self.policy[event.call_id] = (event.reason, text)
 
 
 def _key(name: str, arguments: dict[str, Any]) -> str:
@@ -147,14 +151,25 @@ def _user_groups(events: Sequence[tuple[int, Any]]) -> list[list[UserMessage]]:
 
 
 class _ReplayLoop(Loop):
-    """The loop, keeping the request it builds so a divergence can show it."""
+    """The loop, keeping the request it builds so a divergence can show it.
+
+    A recorded provider swap refused some calls by its tool policy; those
+    are refused again, where the swap's loop refused them, with the same text.
+    """
 
     recording: Recording
+    verdicts: _Verdicts
 
     def build_request(self, b: Any) -> Any:
         request = super().build_request(b)
         self.recording.last_request = request
         return request
+
+    def _refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> tuple[str | None, str]:
+        reason, why = super()._refusal(b, call, tool)
+        if reason is None and call.id in self.verdicts.policy:
+            return self.verdicts.policy[call.id]
+        return reason, why
 
 
 def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
@@ -173,10 +188,12 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     from .deterministic import REPLAY_LATENCY_MS
 
     loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
+    verdicts = _Verdicts(recording)
     loop = _ReplayLoop(scratch, provider,
-                       registry or spec_registry(recording.started.tools, recording),
+                       registry or ToolRegistry([SpecTool(s, verdicts)
+                                                 for s in recording.started.tools]),
                        executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
-    loop.recording = recording
+    loop.recording, loop.verdicts = recording, verdicts
     conv = Conversation.start(scratch, recording.started)
     for group in [[], *_user_groups(recording.events[1:])]:  # a fork may continue at once
         if group:

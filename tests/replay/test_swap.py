@@ -3,12 +3,15 @@ Gemini (the loopback fake API), with the three tool policies."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from engine.demo import demo_tools
 from engine.loop import run
 from engine.providers.scripted import ScriptedProvider
 from replay import diff, rebuild, replay
+from replay.driver import loop_driver
 from replay.errors import ReplayError
 from replay.rebuild import own_events
 from replay.swap import swap
@@ -64,6 +67,7 @@ def test_an_openai_run_replays_against_another_provider_with_recorded_tools(
     # provenance: each model event names the provider and model that wrote it
     assert {(e.provider, e.model) for e in events if type(e).__name__ == "ModelResponded"} == {
         (target, "fake-model")}
+    assert replay(journal, f"to-{target}").ok  # a swapped run replays deterministically too
     d = diff(journal, "oa", f"to-{target}")
     assert not d.same and d.turns[0].differences == ["text", "calls"]
     assert d.turns[0].a.provider == "openai" and d.turns[0].b.provider == target
@@ -88,6 +92,8 @@ def test_refuse_policy_refuses_every_call_and_live_runs_them(journal, fake_api):
     swap(journal, "oa", make_provider("gemini", fake_api), tools="refuse", new_id="r")
     swap(journal, "oa", make_provider("gemini", fake_api), tools="live", new_id="l",
          live_tools=demo_tools())
+    assert replay(journal, "r").ok and replay(journal, "l", driver=partial(
+        loop_driver, registry=demo_tools())).ok
     refused = [e for _, e in own_events(journal, "r") if type(e).__name__ == "ToolCallRejected"]
     assert [e.reason for e in refused] == ["refused"]
     live = [e for _, e in own_events(journal, "l") if type(e).__name__ == "ToolCompleted"]
