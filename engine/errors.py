@@ -11,6 +11,7 @@
         ├── RunnerError                 an external runner handed back a result that cannot be recorded
         ├── FormatError                 a transcript or script that no format understands
         ├── UnknownProviderError        a provider name turnlog does not know
+        ├── ReplayError ...             (replay.errors) fork points, recordings, ``Divergence``
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
             ├── RateLimitError          429: ``retry_after`` seconds when the provider says
