@@ -66,6 +66,7 @@ from .machine import Lifecycle
 from .messages import ToolCall
 from .observers import Observer, Observers
 from .providers.base import ModelRequest, Provider
+from .request_digest import RequestDigest
 from .result import RunResult, result_of
 from .resume import INTERRUPTED, idempotency_key
 from .runners import Runner, RunRequest, apply_runner_result
@@ -111,6 +112,7 @@ class Loop:
         self.predicate = predicate
         self.directives = directives or Directives()
         self.model = model
+        self._digest = RequestDigest()
 
     # --- entry points ---------------------------------------------------------
 
@@ -221,7 +223,7 @@ class Loop:
         b = conv.builder
         request = self.build_request(b)
         turn = b.turn_count + 1
-        self._append(conv, ModelRequested(turn=turn, digest=request.digest(),
+        self._append(conv, ModelRequested(turn=turn, digest=self._digest.digest(request),
                                           provider=self.provider.name, model=request.model,
                                           parameters=b.parameters))
         self._emit("turn_started", conv, turn=turn)
