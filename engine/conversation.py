@@ -51,6 +51,7 @@ class Conversation:
         self.id = conversation_id
         self.builder = builder
         self.last_seq = last_seq
+        self._staged: list[Event] = []
 
     @classmethod
     def start(cls, journal: Journal, started: ConversationStarted,
@@ -87,10 +88,47 @@ class Conversation:
                recorded_at: Sequence[str | None] | None = None) -> list[StoredEvent]:
         """Append ``events`` in one transaction, each checked by the lifecycle first.
 
-        Raises ``InvalidTransition`` (nothing written) or ``ConcurrencyError``
-        (nothing written; the state now includes the other writer's events).
+        Staged events (``stage``) are flushed first. Raises ``InvalidTransition``
+        (nothing written) or ``ConcurrencyError`` (nothing written; the state
+        now includes the other writer's events).
         """
+        self.flush()
         return self._append(list(events), list(recorded_at or [None] * len(events)), None)
+
+    def stage(self, *events: Event) -> None:
+        """Apply ``events`` to the state now; ``flush`` writes them later, in one transaction.
+
+        A writer groups the events that precede one outside action (a model
+        call, a tool run) and flushes them just before it, so the journal
+        still holds every step before the next starts, with fewer commits.
+        Each event is checked by the lifecycle as it is staged
+        (``InvalidTransition``: that event is not staged, earlier ones stay).
+        """
+        for event in events:
+            self.builder.apply(event, self.last_seq + len(self._staged) + 1)
+            self._staged.append(event)
+
+    @property
+    def staged(self) -> int:
+        """How many staged events await ``flush``."""
+        return len(self._staged)
+
+    def flush(self) -> list[StoredEvent]:
+        """Write the staged events in one transaction (nothing to do if none are staged).
+
+        On any error nothing is written, the staged events are dropped and
+        the state is reloaded from the journal.
+        """
+        events, self._staged = self._staged, []
+        if not events:
+            return []
+        try:
+            rows = self.journal.append(self.id, [encode_event(e) for e in events], self.last_seq)
+        except BaseException:
+            self._reload(None)
+            raise
+        self.last_seq += len(events)
+        return rows
 
     def _append(self, events: list[Event], stamps: list[str | None],
                 parent: tuple[str, int] | None) -> list[StoredEvent]:
@@ -110,6 +148,7 @@ class Conversation:
         return rows
 
     def _reload(self, parent: tuple[str, int] | None) -> None:
+        self._staged = []
         if self.journal.last_seq(self.id):
             self.builder = _lineage_builder(self.journal, self.id)
             self.last_seq = self.journal.last_seq(self.id)

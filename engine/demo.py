@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .tools import ToolContext, ToolRegistry, tool
+from .tools import ToolRegistry, tool
 
 __all__ = ["DEMO_PROMPT", "DEMO_SCRIPT", "WEATHER", "demo_tools"]
 
@@ -70,7 +70,7 @@ def append_note(path: str, text: str) -> dict[str, int]:
 
 
 @tool(effect="idempotent")
-def wait(seconds: float, context: ToolContext) -> dict[str, float]:
+def wait(seconds: float) -> dict[str, float]:
     """Wait a number of seconds, then report how long.
 
     Args:

@@ -66,6 +66,7 @@ from .machine import Lifecycle
 from .messages import ToolCall
 from .observers import Observer, Observers
 from .providers.base import ModelRequest, Provider
+from .request_digest import RequestDigest
 from .result import RunResult, result_of
 from .resume import INTERRUPTED, idempotency_key
 from .runners import Runner, RunRequest, apply_runner_result
@@ -111,6 +112,7 @@ class Loop:
         self.predicate = predicate
         self.directives = directives or Directives()
         self.model = model
+        self._digest = RequestDigest()
 
     # --- entry points ---------------------------------------------------------
 
@@ -147,7 +149,7 @@ class Loop:
              single_turn: bool = False) -> RunResult:
         """Add ``text`` as the next user message (a chat continues after it ended) and run."""
         conv = self._open(conversation)
-        self._append(conv, UserMessage.of(text))
+        self._append_now(conv, UserMessage.of(text))
         return self.drive(conv, single_turn=single_turn)
 
     def resume(self, conversation: Conversation | str, *, single_turn: bool = False) -> RunResult:
@@ -159,8 +161,16 @@ class Loop:
 
     def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
         """Take every step the journal says is next until the run ends (or one turn, if asked)."""
+        try:
+            return self._drive(conv, single_turn)
+        finally:
+            if conv.staged:
+                self._flush(conv)
+
+    def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
         turns = 0
         if self.runner is not None and conv.builder.lifecycle is L.AWAITING_MODEL:
+            self._flush(conv)
             if self._try_runner(conv, single_turn):
                 return result_of(conv.builder)
         while True:
@@ -221,7 +231,7 @@ class Loop:
         b = conv.builder
         request = self.build_request(b)
         turn = b.turn_count + 1
-        self._append(conv, ModelRequested(turn=turn, digest=request.digest(),
+        self._append(conv, ModelRequested(turn=turn, digest=self._digest.digest(request),
                                           provider=self.provider.name, model=request.model,
                                           parameters=b.parameters))
         self._emit("turn_started", conv, turn=turn)
@@ -230,6 +240,7 @@ class Loop:
         b = conv.builder
         request = self.build_request(b)
         turn = b.requested_turn
+        self._flush(conv)  # the request is durable before it goes out
         start = self.timer()
         try:
             response = self.provider.complete(request)
@@ -319,6 +330,7 @@ class Loop:
     def _run(self, conv: Conversation, call: ToolCall, tool: Tool, validated: dict[str, Any],
              key: str | None) -> None:
         context = self._context(conv.builder, call, key)
+        self._flush(conv)  # tool_started is durable before the tool runs
         try:
             outcome = self.executor.execute(call, tool, context, validated)
         except Exception as exc:  # an executor bug is still only this call's failure
@@ -369,14 +381,25 @@ class Loop:
         result = self.runner.run(request)
         if result is None:
             return False
-        apply_runner_result(conv, result, self._append)
+        apply_runner_result(conv, result, self._append_now)
         self._emit("completed" if conv.builder.lifecycle is L.COMPLETED else "failed", conv,
                    runner=type(self.runner).__name__, error=conv.builder.error)
         return True
 
     def _append(self, conv: Conversation, *events: Event) -> None:
+        """Stage ``events``; they are written together just before the next outside action."""
+        conv.stage(*events)
+
+    def _append_now(self, conv: Conversation, *events: Event) -> None:
+        """Write ``events`` at once, in one transaction (all or nothing)."""
         try:
             conv.append(*events)
+        except ConcurrencyError as exc:
+            raise self._contention(conv.id, exc) from exc
+
+    def _flush(self, conv: Conversation) -> None:
+        try:
+            conv.flush()
         except ConcurrencyError as exc:
             raise self._contention(conv.id, exc) from exc
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -395,3 +396,20 @@ def test_a_runner_that_declines_lets_the_built_in_loop_run(journal):
 
     result = Loop(journal, ScriptedProvider([{"text": "built-in"}]), runner=No()).start("hi")
     assert result.final_content == "built-in"
+
+
+def test_recorded_request_digests_equal_the_requests_own_digest(journal):
+    """The loop's incremental digest matches ModelRequest.digest() on every turn."""
+    digests = []
+
+    class Spy(ScriptedProvider):
+        def complete(self, request):
+            digests.append(request.digest())
+            return super().complete(request)
+
+    loop = Loop(journal, Spy(DEMO_SCRIPT),
+                demo_tools())
+    loop.start(DEMO_PROMPT, conversation_id="dg", system="Be brief.", parameters={"temperature": 0})
+    recorded = [json.loads(e.payload)["digest"] for e in journal.read("dg")
+                if e.type == "model_requested"]
+    assert recorded == digests and len(set(digests)) == 5
