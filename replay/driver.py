@@ -95,7 +95,8 @@ class SpecTool(Tool):
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments as they are, unless the recording refused them as invalid."""
-        problem = self.verdicts.invalid.get(_key(self.name, arguments))
+        invalid = self.verdicts.invalid
+        problem = invalid.get(_key(self.name, arguments)) if invalid else None
         if problem is not None:
             raise ToolError(problem)
         return dict(arguments)

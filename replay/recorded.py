@@ -31,6 +31,7 @@ from engine.events import (
 )
 from engine.messages import ToolCall
 from engine.providers.base import ModelRequest, ModelResponse
+from engine.request_digest import RequestDigest
 from journal import Journal
 
 from .errors import Divergence, RecordingError
@@ -138,6 +139,7 @@ class RecordedProvider:
         self.recording = recording
         self.name = recording.started.provider
         self.check_digest = check_digest
+        self._digests = RequestDigest()  # hashes each message once, as the loop does
         self._next = 0
 
     def complete(self, request: ModelRequest) -> ModelResponse:
@@ -150,7 +152,7 @@ class RecordedProvider:
                 "the re-run sends a model request the recording does not have"))
         exchange = rec.exchanges[self._next]
         if self.check_digest:
-            digest = request.digest()
+            digest = self._digests.digest(request)
             if digest != exchange.requested.digest:
                 actual = {**event_dict(exchange.requested), "digest": digest,
                           "model": request.model}

@@ -12,9 +12,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from ..canonical import digest
 from ..events import StopReason, ToolSpec
 from ..messages import Message, Part, Usage
-from ._digest import request_digest
 
 __all__ = ["ModelRequest", "ModelResponse", "Provider"]
 
@@ -33,12 +33,8 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     parameters: dict[str, Any] = {}
 
     def digest(self) -> str:
-        """SHA-256 of the canonical request: what replay matches recordings by.
-
-        Equal to ``canonical.digest(msgspec.to_builtins(request))``; computed
-        incrementally over a conversation's growing history (``_digest``).
-        """
-        return request_digest(self)
+        """SHA-256 of the canonical request: what replay matches recordings by."""
+        return digest(msgspec.to_builtins(self))
 
 
 class ModelResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
