@@ -8,6 +8,9 @@
         ├── ConversationNotFound        no conversation with that id
         ├── ToolError                   tool registration or arguments
         ├── FormatError                 a transcript or script that no format understands
+        ├── AuditError                  an audit that cannot be computed as asked
+        │   ├── BadFilterError          a filter value turnlog cannot read (e.g. --since)
+        │   └── PriceTableError         a price table file that is missing or malformed
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
             ├── RateLimitError          429: ``retry_after`` seconds when the provider says
@@ -33,7 +36,9 @@ from journal.errors import (
 )
 
 __all__ = [
+    "AuditError",
     "AuthenticationError",
+    "BadFilterError",
     "BadRequestError",
     "ConcurrencyError",
     "ConversationNotFound",
@@ -45,6 +50,7 @@ __all__ = [
     "JournalError",
     "MalformedResponseError",
     "NotAJournalError",
+    "PriceTableError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
@@ -88,6 +94,18 @@ class ToolError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class AuditError(EngineError):
+    """An audit that cannot be computed as asked."""
+
+
+class BadFilterError(AuditError):
+    """A filter value that cannot be read (a ``--since`` that is not a date, say)."""
+
+
+class PriceTableError(AuditError):
+    """A price table that cannot be read; the message names the file and the entry."""
 
 
 class ProviderError(EngineError):
