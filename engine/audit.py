@@ -29,7 +29,7 @@ from .errors import BadFilterError
 from .messages import Usage
 from .prices import PriceTable
 
-__all__ = ["REPLAY_REPORTS", "STATUSES", "AuditQuery", "audit", "parse_since"]
+__all__ = ["REPLAY_REPORTS", "STATUSES", "AuditQuery", "audit", "check_query", "parse_since"]
 
 #: The statuses a conversation can be in (``conversations.status``).
 STATUSES = ("active", "completed", "failed", "halted")
@@ -84,6 +84,12 @@ def parse_since(text: str, now: dt.datetime | None = None) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def check_query(query: AuditQuery) -> None:
+    """Refuse filter values no conversation can match for a reason worth telling the user."""
+    if query.status is not None and query.status not in STATUSES:
+        raise BadFilterError(f"--status {query.status!r} is not one of {', '.join(STATUSES)}")
+
+
 def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
           prices: PriceTable | None = None) -> dict[str, Any]:
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
@@ -91,8 +97,7 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     ``conn`` is a connection to a journal that has the engine's views
     (``engine.views.connect_readonly``). Only a temporary table is written.
     """
-    if query.status is not None and query.status not in STATUSES:
-        raise BadFilterError(f"--status {query.status!r} is not one of {', '.join(STATUSES)}")
+    check_query(query)
     prices = prices or PriceTable.default()
     _scope(conn, query)
     report: dict[str, Any] = _conversations(conn)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from engine.audit import STATUSES, AuditQuery, audit, parse_since
+from engine.audit import STATUSES, AuditQuery, audit, check_query, parse_since
 from engine.prices import PriceTable
 from engine.views import connect_readonly
 
@@ -44,6 +44,7 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
     """
     query = AuditQuery(since=parse_since(since) if since is not None else None,
                        provider=provider, model=model, status=status, tool=tool, top=top)
+    check_query(query)
     prices = PriceTable.load(prices_file) if prices_file else PriceTable.default()
     with journal_for(db_path):  # refuses a missing or foreign file before anything else
         pass
