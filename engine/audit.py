@@ -20,14 +20,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
+from ._audit_sql import EVENTS, PROJECTIONS, Source
 from .errors import BadFilterError
 from .messages import Usage
 from .prices import PriceTable
+from .projections import in_step
 
 __all__ = ["REPLAY_REPORTS", "STATUSES", "AuditQuery", "audit", "check_query", "parse_since"]
 
@@ -91,23 +94,31 @@ def check_query(query: AuditQuery) -> None:
 
 
 def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
-          prices: PriceTable | None = None) -> dict[str, Any]:
+          prices: PriceTable | None = None, source: Source | None = None) -> dict[str, Any]:
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
 
-    ``conn`` is a connection to a journal that has the engine's views
-    (``engine.views.connect_readonly``). Only a temporary table is written.
+    ``conn`` is a connection to a journal that has the engine's views and
+    projections (``engine.views.connect_readonly``). Figures come from the
+    projection tables when they are in step with ``events``, else from
+    ``events`` itself (``source`` forces one; the report's ``source`` says
+    which). Only temporary tables are written.
     """
     check_query(query)
     prices = prices or PriceTable.default()
     _scope(conn, query)
     report: dict[str, Any] = _conversations(conn)
-    report["turns"] = conn.execute(
-        "SELECT count(*) FROM events WHERE type = 'model_responded' "
-        "AND stream_id IN (SELECT conversation_id FROM temp.audit_scope)").fetchone()[0]
-    calls = conn.execute(_CALLS).fetchall()
+    src = source or (PROJECTIONS if in_step(conn) else EVENTS)
+    # Unfiltered, every event is in scope: skip the per-event scope check.
+    unfiltered = (query.since, query.provider, query.model, query.status, query.tool) == (None,) * 5
+    in_scope = "" if unfiltered else src.in_scope
+    report["turns"] = conn.execute(src.turns.format(in_scope=in_scope)).fetchone()[0]
+    calls = conn.execute(src.calls.format(in_scope=in_scope)).fetchall()
     report["tokens"] = _tokens(calls)
-    report["model_failures"] = _model_failures(conn)
-    report["tools"] = _tools(conn, query.tool)
+    report["model_failures"] = dict(conn.execute(src.failures.format(in_scope=in_scope)).fetchall())
+    and_tool, params = (src.and_tool, (query.tool,)) if query.tool else ("", ())
+    report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope, and_tool=and_tool),
+                                          params))
+    report["source"] = src.name
     report["cost"] = _cost(calls, prices, query.top)
     report["divergences"] = _divergences(conn)
     report["filters"] = {k: v for k, v in msgspec.to_builtins(query).items() if k != "top"}
@@ -154,16 +165,6 @@ def _conversations(conn: sqlite3.Connection) -> dict[str, Any]:
             "by_provider_model": by_model}
 
 
-# Per conversation, provider, model and day: the unit a price applies to.
-_CALLS = """
-SELECT conversation_id, provider, model, substr(recorded_at, 1, 10) AS day,
-       sum(ok), sum(input_tokens), sum(output_tokens), sum(cached_input_tokens),
-       sum(cache_write_tokens), sum(reasoning_tokens)
-FROM model_calls
-WHERE conversation_id IN (SELECT conversation_id FROM temp.audit_scope)
-GROUP BY conversation_id, provider, model, day
-"""
-
 _TOKEN_KINDS = ("input", "output", "cached_input", "cache_write", "reasoning")
 
 
@@ -184,64 +185,36 @@ def _tokens(calls: list[tuple]) -> dict[str, Any]:
     }
 
 
-def _model_failures(conn: sqlite3.Connection) -> dict[str, int]:
-    return dict(conn.execute(
-        "SELECT coalesce(error_type, '') AS kind, count(*) FROM model_calls WHERE NOT ok "
-        "AND conversation_id IN (SELECT conversation_id FROM temp.audit_scope) "
-        "GROUP BY kind ORDER BY kind").fetchall())
-
-
-_TOOL_OUTCOMES = """
-SELECT tool, outcome, coalesce(refused_reason, ''), count(*) FROM tool_calls
-WHERE conversation_id IN (SELECT conversation_id FROM temp.audit_scope) {and_tool}
-GROUP BY tool, outcome, refused_reason
-"""
-
-# Median (mean of the two middle ranks) and p95 (nearest rank) of each tool's durations.
-_TOOL_DURATIONS = """
-WITH d AS (
-    SELECT tool, duration_ms AS v,
-           row_number() OVER (PARTITION BY tool ORDER BY duration_ms) AS rn,
-           count(*) OVER (PARTITION BY tool) AS n
-    FROM tool_calls
-    WHERE outcome != 'refused' AND duration_ms IS NOT NULL
-      AND conversation_id IN (SELECT conversation_id FROM temp.audit_scope) {and_tool}
-)
-SELECT tool, rn, n, v FROM d
-WHERE rn IN ((n + 1) / 2, (n + 2) / 2, max(1, (95 * n + 99) / 100))
-"""
-
-
-def _tools(conn: sqlite3.Connection, tool: str | None) -> dict[str, dict[str, Any]]:
-    and_tool, params = ("AND tool = ?", (tool,)) if tool is not None else ("", ())
+def _tools(rows: Iterable[tuple]) -> dict[str, dict[str, Any]]:
+    """Per tool: calls by outcome, refusals by reason, median and p95 duration."""
+    outcomes: Counter[tuple[str, str, str]] = Counter()
+    durations: dict[str, list[float]] = defaultdict(list)
+    for name, refused, success, reason, ms in rows:
+        if refused:
+            outcomes[(name, "refused", reason or "")] += 1
+            continue
+        outcomes[(name, "succeeded" if success else "failed", "")] += 1
+        if ms is not None:
+            durations[name].append(ms)
     tools: dict[str, dict[str, Any]] = {}
-
-    def entry(name: str) -> dict[str, Any]:
-        return tools.setdefault(name, {
+    for (name, outcome, reason), n in sorted(outcomes.items()):
+        t = tools.setdefault(name, {
             "calls": 0, "succeeded": 0, "failures": 0, "refused": 0, "duplicates_prevented": 0,
             "refused_by_reason": {}, "median_ms": None, "p95_ms": None})
-
-    for name, outcome, reason, n in conn.execute(_TOOL_OUTCOMES.format(and_tool=and_tool), params):
-        t = entry(name)
         t["calls"] += n
-        if outcome == "succeeded":
-            t["succeeded"] += n
-        elif outcome == "failed":
-            t["failures"] += n
-        else:
+        if outcome == "refused":
             t["refused"] += n
             t["refused_by_reason"][reason] = n
             if reason == "duplicate":
                 t["duplicates_prevented"] += n
-    middle: dict[str, list[float]] = defaultdict(list)
-    for name, rn, n, v in conn.execute(_TOOL_DURATIONS.format(and_tool=and_tool), params):
-        t = entry(name)
-        if rn in ((n + 1) // 2, (n + 2) // 2):
-            middle[name].append(v)
-        if rn == max(1, (95 * n + 99) // 100):
-            t["p95_ms"] = v
-    for name, values in middle.items():
-        tools[name]["median_ms"] = sum(values) / len(values)
+        else:
+            t["succeeded" if outcome == "succeeded" else "failures"] += n
+    for name, values in durations.items():
+        values.sort()
+        n = len(values)
+        # median: the mean of the two middle values; p95: the nearest rank
+        tools[name]["median_ms"] = (values[(n - 1) // 2] + values[n // 2]) / 2
+        tools[name]["p95_ms"] = values[-(-95 * n // 100) - 1]
     return dict(sorted(tools.items()))
 
 

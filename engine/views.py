@@ -31,6 +31,8 @@ from sqlite_utils import Database
 
 from journal import Extension, Journal, JournalError
 
+from . import projections
+
 __all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly"]
 
 #: The status a conversation is in after an event of each type (anything else: active).
@@ -46,14 +48,16 @@ _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
 def _own_tokens(column: str) -> str:
     return (f"coalesce((SELECT sum(json_extract(r.payload, '$.usage.{column}')) FROM events r "
-            f"WHERE r.type = 'model_responded' AND r.stream_id = g.stream_id), 0) AS {column}")
+            f"WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id), 0) AS {column}")
 
 
 # A fork whose only own event is its start is in the state its parent was in at the fork
 # point; otherwise the last own event decides (one level of forks, the common case).
+# Each stream's last event is found by an index lookup per conversation, not by grouping
+# every event, so listing 10,000 conversations does not read a million index entries.
 _CONVERSATIONS = f"""CREATE VIEW conversations AS
 SELECT
-    g.stream_id AS conversation_id,
+    s.stream_id AS conversation_id,
     json_extract(s.payload, '$.provider') AS provider,
     json_extract(s.payload, '$.model') AS model,
     coalesce(json_extract(s.payload, '$.mode'), 'chat') AS mode,
@@ -62,22 +66,21 @@ SELECT
               WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
         ELSE z.type END''')} AS status,
     (SELECT count(*) FROM events r
-     WHERE r.type = 'model_responded' AND r.stream_id = g.stream_id) AS turns,
+     WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
     {", ".join(_own_tokens(c) for c in _TOKENS)},
-    g.last_seq AS events,
+    z.seq AS events,
     s.recorded_at AS started_at,
     z.recorded_at AS updated_at,
     z.type AS last_event,
     l.parent_stream_id AS parent,
     l.parent_seq AS fork_seq,
     json_extract(s.payload, '$.replay_of.conversation_id') AS replay_of,
-    g.last_position AS last_position
-FROM (SELECT stream_id, max(seq) AS last_seq, max(position) AS last_position
-      FROM events GROUP BY stream_id) AS g
-JOIN events AS s ON s.stream_id = g.stream_id AND s.seq = 1
-JOIN events AS z ON z.stream_id = g.stream_id AND z.seq = g.last_seq
-LEFT JOIN stream_links AS l ON l.stream_id = g.stream_id
-WHERE s.type = 'conversation_started'"""
+    z.position AS last_position
+FROM events AS s
+JOIN events AS z ON z.stream_id = s.stream_id
+    AND z.seq = (SELECT max(m.seq) FROM events AS m WHERE m.stream_id = s.stream_id)
+LEFT JOIN stream_links AS l ON l.stream_id = s.stream_id
+WHERE s.type = 'conversation_started' AND s.seq = 1"""
 
 # The conversation's provider/model stand in when a response does not name its own
 # (coalesce is lazy in SQLite, so the start event is only read when needed).
@@ -164,8 +167,10 @@ _INDEX = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, stream_id, 
 
 
 def _migrate(db: Database, from_version: int) -> None:
-    """Create (or, from an older version, recreate) the index and every view."""
+    """Create (or, from an older version, recreate) the index, every view and the projections."""
     db.execute(_INDEX)
+    if from_version == 0:
+        projections.install(db)
     for name, sql in VIEWS.items():
         db.execute(f"DROP VIEW IF EXISTS {name}")
         db.execute(sql)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine._audit_sql import EVENTS
 from engine.audit import AuditQuery, audit, parse_since
 from engine.cli import cli
 from engine.conversation import Conversation, load_state
@@ -35,7 +36,7 @@ from engine.events import (
 )
 from engine.messages import Text, ToolCall, Usage
 from engine.prices import PriceTable
-from engine.views import connect_readonly
+from engine.views import EXTENSIONS, connect_readonly
 from journal import Journal
 from tests.engine.audit_data import PRICES, build
 
@@ -118,10 +119,10 @@ def observed(report: dict) -> dict:
     }
 
 
-def run_audit(path, **filters) -> dict:
+def run_audit(path, source=None, **filters) -> dict:
     conn = connect_readonly(str(path))
     try:
-        return audit(conn, AuditQuery(**filters), PriceTable.parse(PRICES, "test prices"))
+        return audit(conn, AuditQuery(**filters), PriceTable.parse(PRICES, "test prices"), source)
     finally:
         conn.close()
 
@@ -140,7 +141,28 @@ ALL = {"done", "old", "fail", "halt", "active", "mystery", "fork", "replay"}
 ])
 def test_audit_figures_equal_an_independent_count_of_the_events(audited, filters, scope):
     report = run_audit(audited, **filters)
+    assert report["source"] == "projections"
     assert observed(report) == expected(audited, scope, filters.get("tool"))
+    from_events = run_audit(audited, EVENTS, **filters)
+    assert from_events["source"] == "events"
+    assert {k: v for k, v in from_events.items() if k != "source"} == {
+        k: v for k, v in report.items() if k != "source"}
+
+
+def test_audit_reads_events_when_the_projections_are_out_of_step(audited):
+    con = sqlite3.connect(audited)
+    Journal(str(audited), extensions=EXTENSIONS).close()  # install the projections
+    con.execute("DROP TRIGGER _audit_model_calls_project")
+    con.commit()
+    con.close()
+    j = Journal(str(audited))
+    Conversation.open(j, "active").append(
+        ModelRequested(turn=1, digest="d", provider="openai", model="gpt-4o-mini"),
+        ModelResponded(turn=1, parts=(Text(text="late"),), usage=Usage(input_tokens=7)))
+    j.close()
+    report = run_audit(audited)
+    assert report["source"] == "events"
+    assert observed(report) == expected(audited, ALL)
 
 
 def test_statuses_provider_models_and_tools_of_the_sample_are_what_was_recorded(audited):
@@ -260,6 +282,9 @@ def test_audit_of_random_conversations_equals_the_independent_count(specs, tool,
                      and e[2] in ("tool_completed", "tool_call_rejected") and e[4]["name"] == tool}
         report = run_audit(path, tool=tool, provider=provider)
         assert observed(report) == expected(path, scope, tool)
+        from_events = run_audit(path, EVENTS, tool=tool, provider=provider)
+        assert observed(from_events) == observed(report)
+        assert from_events["cost"] == report["cost"]
         by_status = sum(run_audit(path, tool=tool, provider=provider, status=s)["conversations"]
                         for s in ("active", "completed", "failed", "halted"))
         assert by_status == report["conversations"]  # statuses partition the conversations

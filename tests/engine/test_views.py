@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from sqlite_utils import Database
 
-from engine.conversation import load_state
+from engine.conversation import Conversation, load_state
+from engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
+from engine.messages import ToolCall
+from engine.projections import in_step
 from engine.views import EXTENSIONS, VIEWS
 from journal import Journal
 from tests.engine.audit_data import build
@@ -21,9 +26,10 @@ def db(db_path):
     database.close()
 
 
-def test_views_are_views_created_by_the_migration_and_events_stays_the_only_table(db):
+def test_views_are_views_created_by_the_migration_beside_two_projection_tables(db):
     assert set(db.view_names()) == set(VIEWS)
-    assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links"}
+    assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links",
+                                     "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
     assert meta["ext:engine.views"] == "1"
 
@@ -108,3 +114,35 @@ def test_an_audit_question_in_plain_sql(db):
         {"tool": "teleport", "calls": 1, "failures": 0, "duplicates": 0},
         {"tool": "wait", "calls": 1, "failures": 0, "duplicates": 0},
     ]
+
+
+def test_projections_follow_every_append_and_refuse_edits(db, db_path):
+    j = Journal(str(db_path))  # a plain journal handle: the triggers live in the file
+    c = Conversation.open(j, "active")
+    c.append(ModelRequested(turn=1, digest="d", provider="openai", model="gpt-4o-mini"),
+             ModelFailed(turn=1, error_type="ProviderTimeout", message="slow"))
+    j.close()
+    conn = sqlite3.connect(db_path)
+    assert in_step(conn)
+    assert conn.execute("SELECT conversation_id, ok, error_type FROM _audit_model_calls "
+                        "ORDER BY position DESC LIMIT 1").fetchone() == ("active", 0, "ProviderTimeout")
+    for sql in ("UPDATE _audit_tool_calls SET tool = 'x'", "DELETE FROM _audit_model_calls"):
+        with pytest.raises(sqlite3.IntegrityError, match="projection of events"):
+            conn.execute(sql)
+    conn.close()
+
+
+def test_projections_out_of_step_are_noticed(db, db_path):
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP TRIGGER _audit_tool_calls_project")
+    conn.commit()
+    conn.close()
+    j = Journal(str(db_path))
+    c = Conversation.open(j, "active")
+    c.append(ModelRequested(turn=1, digest="d", provider="p", model="m"),
+             ModelResponded(turn=1, parts=(ToolCall(id="z", name="t"),)),
+             ToolCallRejected(call_id="z", name="t", reason="unknown", content="no"))
+    j.close()
+    conn = sqlite3.connect(db_path)
+    assert not in_step(conn)
+    conn.close()
