@@ -25,7 +25,7 @@ import sqlite3
 
 from sqlite_utils import Database
 
-__all__ = ["MODEL_CALLS", "TOOL_CALLS", "in_step", "install"]
+__all__ = ["MODEL_CALLS", "TOOL_CALLS", "in_step", "install", "rebuild"]
 
 MODEL_CALLS = "_audit_model_calls"
 TOOL_CALLS = "_audit_tool_calls"
@@ -95,3 +95,27 @@ def in_step(conn: sqlite3.Connection) -> bool:
         if projected != source:
             return False
     return True
+
+
+def rebuild(path: str) -> None:
+    """Drop and rebuild both projection tables from ``events`` in one transaction.
+
+    For a journal whose projections are out of step (``in_step`` is false):
+    the audit is right without them, only slower.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in (MODEL_CALLS, TOOL_CALLS):
+                for suffix in ("project", "refuse_update", "refuse_delete"):
+                    conn.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            install(Database(conn))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()

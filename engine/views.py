@@ -6,7 +6,8 @@ the same migration transaction as the schema. They are views, not tables:
 ``events`` stays the only source of truth and nothing here can drift from it.
 One index, ``events_by_type (type, stream_id, seq)``, lets a view read only
 the events of its types (an index is a projection too: SQLite rebuilds it
-from ``events`` whenever asked).
+from ``events`` whenever asked). The same migration installs the audit's
+trigger-maintained projection tables (``engine.projections``).
 
 Views (columns are documented in README.md, "SQL views"):
 

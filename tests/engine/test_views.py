@@ -10,7 +10,7 @@ from sqlite_utils import Database
 from engine.conversation import Conversation, load_state
 from engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
 from engine.messages import ToolCall
-from engine.projections import in_step
+from engine.projections import in_step, rebuild
 from engine.views import EXTENSIONS, VIEWS
 from journal import Journal
 from tests.engine.audit_data import build
@@ -145,4 +145,10 @@ def test_projections_out_of_step_are_noticed(db, db_path):
     j.close()
     conn = sqlite3.connect(db_path)
     assert not in_step(conn)
+    conn.close()
+    rebuild(str(db_path))
+    conn = sqlite3.connect(db_path)
+    assert in_step(conn)
+    assert conn.execute("SELECT tool, outcome, reason FROM _audit_tool_calls "
+                        "ORDER BY position DESC LIMIT 1").fetchone() == ("t", "refused", "unknown")
     conn.close()
