@@ -372,3 +372,21 @@ def test_since_accepts_dates_timestamps_and_relative_spans():
     assert parse_since("2025-01-31T12:00:00+02:00") == "2025-01-31T10:00:00.000000Z"
     with pytest.raises(BadFilterError):
         parse_since("31/01/2025")
+
+
+@pytest.mark.parametrize("n, median, p95", [(40, 20.5, 38.0), (21, 11.0, 20.0), (100, 50.5, 95.0)])
+def test_median_and_p95_use_the_middle_values_and_the_nearest_rank(db_path, n, median, p95):
+    j = Journal(str(db_path))
+    c = Conversation.start(j, ConversationStarted(conversation_id="t", provider="p", model="m"))
+    calls = [ToolCall(id=f"k{i}", name="probe") for i in range(n)]
+    c.append(UserMessage.of("go"), ModelRequested(turn=1, digest="d", provider="p", model="m"),
+             ModelResponded(turn=1, parts=tuple(calls)))
+    durations = [float(d) for d in range(1, n + 1)]
+    durations.reverse()  # recorded out of order
+    c.append(*[e for call, ms in zip(calls, durations) for e in (
+        ToolStarted(call_id=call.id, name="probe"),
+        ToolCompleted(call_id=call.id, name="probe", success=True, content="", duration_ms=ms))])
+    j.close()
+    for source in (None, EVENTS):
+        probe = run_audit(db_path, source)["tools"]["probe"]
+        assert (probe["median_ms"], probe["p95_ms"]) == (median, p95)
