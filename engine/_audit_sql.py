@@ -30,6 +30,8 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     failures: str
     #: -> tool, refused, succeeded, reason, duration_ms (one row per call)
     tools: str
+    #: -> the conversations that called the tool ``?``
+    tool_users: str
 
 
 _SCOPE = "(SELECT conversation_id FROM temp.audit_scope)"
@@ -54,6 +56,7 @@ PROJECTIONS = Source(
              f"WHERE NOT ok {{in_scope}} GROUP BY 1 ORDER BY 1",
     tools=f"SELECT tool, outcome = 'refused', outcome = 'succeeded', reason, duration_ms "
           f"FROM {TOOL_CALLS} WHERE 1 {{in_scope}} {{and_tool}}",
+    tool_users=f"SELECT conversation_id FROM {TOOL_CALLS} WHERE tool = ?",
 )
 
 # SQLite caches a payload's parse across the json_extract calls of one row, so each
@@ -78,4 +81,6 @@ EVENTS = Source(
                     json_extract(payload, '$.duration_ms')
              FROM events WHERE type IN ('tool_completed', 'tool_call_rejected')
              {in_scope} {and_tool}""",
+    tool_users="SELECT stream_id FROM events WHERE type IN ('tool_completed', 'tool_call_rejected') "
+               "AND json_extract(payload, '$.name') = ?",
 )

@@ -105,9 +105,9 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     """
     check_query(query)
     prices = prices or PriceTable.default()
-    _scope(conn, query)
-    report: dict[str, Any] = _conversations(conn)
     src = source or (PROJECTIONS if in_step(conn) else EVENTS)
+    _scope(conn, query, src)
+    report: dict[str, Any] = _conversations(conn)
     # Unfiltered, every event is in scope: skip the per-event scope check.
     unfiltered = (query.since, query.provider, query.model, query.status, query.tool) == (None,) * 5
     in_scope = "" if unfiltered else src.in_scope
@@ -126,7 +126,7 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     return report
 
 
-def _scope(conn: sqlite3.Connection, query: AuditQuery) -> None:
+def _scope(conn: sqlite3.Connection, query: AuditQuery, src: Source) -> None:
     where, params = [], []
     for column in ("provider", "model", "status"):
         value = getattr(query, column)
@@ -137,8 +137,7 @@ def _scope(conn: sqlite3.Connection, query: AuditQuery) -> None:
         where.append("started_at >= ?")
         params.append(query.since)
     if query.tool is not None:
-        where.append("conversation_id IN (SELECT stream_id FROM events WHERE type IN "
-                     "('tool_completed', 'tool_call_rejected') AND json_extract(payload, '$.name') = ?)")
+        where.append(f"conversation_id IN ({src.tool_users})")
         params.append(query.tool)
     conn.execute("DROP TABLE IF EXISTS temp.audit_scope")
     conn.execute(
