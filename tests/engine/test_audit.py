@@ -390,3 +390,10 @@ def test_median_and_p95_use_the_middle_values_and_the_nearest_rank(db_path, n, m
     for source in (None, EVENTS):
         probe = run_audit(db_path, source)["tools"]["probe"]
         assert (probe["median_ms"], probe["p95_ms"]) == (median, p95)
+
+
+def test_an_empty_journal_audits_to_zeros_not_an_error(db_path):
+    Journal(str(db_path)).close()
+    r = json.loads(invoke("audit", "--db", db_path, "--json").output)
+    assert (r["conversations"], r["turns"], r["tools"], r["cost"]["total"], r["cost"]["complete"]) == (
+        0, 0, {}, 0, True)
