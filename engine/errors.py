@@ -11,10 +11,12 @@
         ├── AuditError                  an audit that cannot be computed as asked
         │   ├── BadFilterError          a filter value turnlog cannot read (e.g. --since)
         │   └── PriceTableError         a price table file that is missing or malformed
+        ├── UnknownProviderError        a provider name turnlog does not know
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
             ├── RateLimitError          429: ``retry_after`` seconds when the provider says
             ├── ProviderTimeout         no answer in time
+            ├── ProviderConnectionError the endpoint could not be reached
             ├── BadRequestError         400/404/422: the provider refused the request
             ├── ServerError             5xx
             ├── MalformedResponseError  an answer turnlog cannot read
@@ -51,6 +53,7 @@ __all__ = [
     "MalformedResponseError",
     "NotAJournalError",
     "PriceTableError",
+    "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
@@ -60,6 +63,7 @@ __all__ = [
     "StreamNotFoundError",
     "ToolError",
     "TurnlogError",
+    "UnknownProviderError",
 ]
 
 
@@ -108,6 +112,10 @@ class PriceTableError(AuditError):
     """A price table that cannot be read; the message names the file and the entry."""
 
 
+class UnknownProviderError(EngineError):
+    """``get_provider`` was asked for a provider turnlog does not have."""
+
+
 class ProviderError(EngineError):
     """A model provider failed. ``provider`` names it; ``retryable`` says whether a retry may help."""
 
@@ -135,6 +143,12 @@ class RateLimitError(ProviderError):
 
 class ProviderTimeout(ProviderError):
     """The provider did not answer in time."""
+
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The provider's endpoint could not be reached (DNS, refused connection, TLS, reset)."""
 
     retryable = True
 

@@ -61,7 +61,7 @@ GUARDS: dict[str, Callable[[Any, Any], bool]] = {
     "next_turn": lambda s, e: e.turn == s.turn_count + 1,
     "requested_turn": lambda s, e: e.turn == s.requested_turn,
     "not_live": lambda s, e: e.source != "provider",
-    "has_tool_calls": lambda s, e: any(type(p) is ToolCall for p in e.parts),
+    "has_tool_calls": lambda s, e: ToolCall in map(type, e.parts),
     "answers_pending": lambda s, e: e.call_id in s.pending,
     "last_pending": lambda s, e: len(s.pending) == 1,
     "not_started": lambda s, e: e.call_id in s.pending and e.call_id not in s.started,
@@ -141,11 +141,17 @@ def _compile() -> dict[tuple[Lifecycle, str], tuple[tuple[Lifecycle | None, tupl
 
 #: (state, event type) -> candidate transitions (dest, guards, unless-guards), compiled once.
 TABLE = _compile()
+# The same as {event type: {state value: candidates}}: hashing a str is C, hashing an
+# Enum member (or building a tuple key) is Python, and this runs once per folded event.
+_FAST: dict[str, dict[str, tuple]] = {}
+for (_state, _tag), _candidates in TABLE.items():
+    _FAST.setdefault(_tag, {})[_state.value] = _candidates
+_NONE: dict[str, tuple] = {}
 
 
 def next_state(state: Lifecycle, event_type: str, data: Any, event: Any) -> Lifecycle | None:
     """The state after ``event`` in ``state``, or ``None`` if the lifecycle refuses it."""
-    for dest, conds, unless in TABLE.get((state, event_type), ()):
+    for dest, conds, unless in _FAST.get(event_type, _NONE).get(state._value_, ()):
         for cond in conds:
             if not cond(data, event):
                 break

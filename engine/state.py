@@ -49,7 +49,7 @@ from .events import (
     decode_event,
 )
 from .machine import Lifecycle, next_state
-from .messages import Message, Text, ToolCall, ToolResult, Usage, text_of
+from .messages import Message, Text, ToolCall, ToolResult, Usage
 
 __all__ = ["ConversationState", "StateBuilder", "ToolOutcome", "fold", "fold_stored", "reduce"]
 
@@ -138,6 +138,7 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _STATE_FIELDS = ConversationState.__struct_fields__
+_NO_USAGE = Usage()
 
 
 class StateBuilder:
@@ -176,14 +177,15 @@ class StateBuilder:
 
     def apply(self, event: Event, seq: int | None = None) -> None:
         """Apply ``event`` (at ``seq``, default the next one) or raise ``InvalidTransition``."""
-        tag = event.__struct_config__.tag
-        seq = self.seq + 1 if seq is None else seq
+        kind = type(event)
+        tag = _TAGS[kind]
         dest = next_state(self.lifecycle, tag, self, event)
         if dest is None:
+            seq = self.seq + 1 if seq is None else seq
             raise InvalidTransition(self.lifecycle.value, tag, seq, _why(self, tag, event))
-        _APPLY[type(event)](self, event)
+        _APPLY[kind](self, event)
         self.lifecycle = dest
-        self.seq = seq
+        self.seq = self.seq + 1 if seq is None else seq
 
     def state(self) -> ConversationState:
         """A frozen snapshot of the current state."""
@@ -228,12 +230,19 @@ class StateBuilder:
         self.requested_turn = None
         self._messages.append(Message(role="assistant", parts=e.parts, provider=e.provider or None,
                                       model=e.model or None))
-        calls = tuple(p for p in e.parts if type(p) is ToolCall)
+        calls, texts = [], []
+        for part in e.parts:  # one pass: this runs for every response of every fold
+            kind = type(part)
+            if kind is ToolCall:
+                calls.append(part)
+            elif kind is Text:
+                texts.append(part.text)
         self.pending = {c.id: c for c in calls}
-        self.last_tool_calls = calls
-        self.usage = self.usage + e.usage
-        self.run_usage = self.run_usage + e.usage
-        text = text_of(e.parts)
+        self.last_tool_calls = tuple(calls)
+        if e.usage != _NO_USAGE:
+            self.usage = self.usage + e.usage
+            self.run_usage = self.run_usage + e.usage
+        text = "".join(texts)
         if text:
             self.final_content = text
 
@@ -306,6 +315,9 @@ _APPLY = {
     ConversationCompleted: StateBuilder._completed,
     ConversationFailed: StateBuilder._failed,
 }
+
+
+_TAGS = {kind: kind.__struct_config__.tag for kind in _APPLY}
 
 
 def _why(b: StateBuilder, tag: str, event: Any) -> str:

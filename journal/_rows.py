@@ -81,26 +81,23 @@ def chain_rows(
     Events without their own ``recorded_at`` get ``now``: one append, one moment.
     """
     rows: list[Row] = []
-    seq = expected_seq
-    for event in events:
-        stamp = _checked_stamp(event, stream_id, seq - expected_seq, now)
-        seq += 1
+    for index, event in enumerate(events):
+        recorded_at = _checked_recorded_at(event, stream_id, index, now)
+        seq = expected_seq + 1 + index
         try:
             digest = event_hash(
-                prev_hash, stream_id, seq, event.type, event.version, stamp, event.payload
+                prev_hash, stream_id, seq, event.type, event.version, recorded_at, event.payload
             )
         except UnicodeEncodeError:
-            raise _invalid(
-                stream_id, seq - 1 - expected_seq, "the payload is not valid Unicode text"
-            ) from None
+            raise _invalid(stream_id, index, "the payload is not valid Unicode text") from None
         rows.append(
-            (stream_id, seq, event.type, event.version, stamp, event.payload, prev_hash, digest)
+            (stream_id, seq, event.type, event.version, recorded_at, event.payload, prev_hash, digest)
         )
         prev_hash = digest
     return rows
 
 
-def _checked_stamp(event: object, stream_id: str, index: int, now: str) -> str:
+def _checked_recorded_at(event: object, stream_id: str, index: int, now: str) -> str:
     if not isinstance(event, NewEvent):
         raise _invalid(stream_id, index, f"expected a NewEvent, got {type(event).__name__}")
     if type(event.type) is not str or not _is_name(event.type):

@@ -149,13 +149,18 @@ def test_hash_at_returns_the_stored_hash_or_raises(journal):
 
 
 def test_streams_lists_the_most_recently_appended_first(journal):
-    journal.append("a", events(2), 0)
     journal.append("b", events(1), 0)
+    journal.append("a", events(2), 0)
+    journal.append("c", events(1), 0)
     journal.append("a", [event(2)], 2)
 
     infos = list(journal.streams())
 
-    assert [(i.stream_id, i.last_seq, i.events) for i in infos] == [("a", 3, 3), ("b", 1, 1)]
+    assert [(i.stream_id, i.last_seq, i.events) for i in infos] == [
+        ("a", 3, 3),
+        ("c", 1, 1),
+        ("b", 1, 1),
+    ]
     a = infos[0]
     assert a.head_hash == journal.hash_at("a", 3)
     assert a.first_recorded_at < a.last_recorded_at

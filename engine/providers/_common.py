@@ -1,0 +1,387 @@
+"""What the provider modules share: history planning, argument parsing, ids, images, errors.
+
+``plan_history`` turns the neutral message list into an ordered list of
+``Entry`` items that every wire format can render without breaking its rules:
+
+- ``system`` messages are lifted into the top-level system text;
+- every tool call of an assistant message is followed by exactly one result,
+  in call order (results the history lacks become an error result saying so,
+  since every API refuses an unanswered call);
+- a call id that repeats an earlier one gets a ``_2``, ``_3`` ... suffix (the
+  APIs refuse duplicate ids), and its result follows it;
+- a tool result that answers no call of the preceding assistant message
+  becomes user text (the APIs refuse orphan results);
+- empty and whitespace-only text parts are dropped, and messages left empty;
+- an image in an assistant message becomes the text ``[image]`` except for
+  Gemini (the only wire where a model turn may hold one);
+- thinking is kept only when the target provider made it (it is bound to
+  that provider by its signature); another provider's thinking is dropped,
+  because it was never part of the visible conversation.
+
+Consecutive entries of the same role are left for each module to merge, as
+each wire format merges differently.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    FormatError,
+    MalformedResponseError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ServerError,
+)
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+
+__all__ = [
+    "CUT_OFF",
+    "Entry",
+    "KEY_ENV",
+    "UNANSWERED",
+    "count",
+    "data_url",
+    "error_for_status",
+    "error_message",
+    "mark_cut_off",
+    "opt_str",
+    "parse_arguments",
+    "parse_body",
+    "parse_data_url",
+    "parse_retry_after",
+    "plan_history",
+    "redact",
+    "require",
+    "require_key",
+    "wire_list",
+    "wire_str",
+    "with_model",
+]
+
+CUT_OFF = "cut off by max_tokens"
+UNANSWERED = "Error: no result was recorded for this tool call."
+_NOT_FINITE = "arguments are not valid JSON: NaN and Infinity are not JSON numbers"
+
+_BLANK = re.compile(r"\s*")
+
+
+@dataclass
+class Entry:
+    """One planned wire message. ``results`` answer the calls of the assistant entry before it."""
+
+    role: Literal["user", "assistant", "results"]
+    parts: list[Part] = field(default_factory=list)
+
+
+def _keep(part: Part, provider: str) -> bool:
+    if type(part) is Text:
+        return not _BLANK.fullmatch(part.text)
+    if type(part) is Thinking:
+        return part.provider == provider and bool(
+            part.text.strip() or part.redacted or part.signature)
+    return True
+
+
+def _assistant_part(part: Part, provider: str) -> Part:
+    # only Gemini lets a model turn carry an image; elsewhere a placeholder keeps its place
+    if type(part) is Image and provider != "gemini":
+        return Text(text="[image]")
+    return part
+
+
+class _Planner:
+    """Walks the neutral messages once, pairing each assistant turn's calls with results."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        self.entries: list[Entry] = []
+        self.calls: list[ToolCall] = []  # the open turn's calls, with wire-unique ids
+        self.recorded: list[str] = []  # the same calls' ids as recorded
+        self.results: list[ToolResult | None] = []
+        self.seen: set[str] = set()
+
+    def _unique(self, call_id: str) -> str:
+        # a repeated id (some servers number calls from 0 every turn) is suffixed, since
+        # the APIs refuse duplicate ids; results follow the renamed call
+        new, n = call_id, 1
+        while new in self.seen:
+            n += 1
+            new = f"{call_id}_{n}"
+        self.seen.add(new)
+        return new
+
+    def assistant(self, message: Message) -> None:
+        self.close()
+        parts: list[Part] = []
+        for part in message.parts:
+            if not _keep(part, self.provider) or type(part) is ToolResult:
+                continue
+            part = _assistant_part(part, self.provider)
+            if type(part) is ToolCall:
+                wire = self._unique(part.id)
+                self.recorded.append(part.id)
+                part = part if wire == part.id else msgspec.structs.replace(part, id=wire)
+                self.calls.append(part)
+                self.results.append(None)
+            parts.append(part)
+        if parts:
+            self.entries.append(Entry("assistant", parts))
+
+    def answer(self, result: ToolResult) -> bool:
+        """Pair ``result`` with the first open call of its id; False if it answers none."""
+        for i, recorded in enumerate(self.recorded):
+            if recorded == result.call_id and self.results[i] is None:
+                self.results[i] = msgspec.structs.replace(result, call_id=self.calls[i].id)
+                return True
+        return False
+
+    def user(self, message: Message) -> None:
+        others: list[Part] = []
+        for part in message.parts:
+            if type(part) is ToolResult:
+                if not self.answer(part):
+                    others.append(Text(text=f"[result of tool {part.name} ({part.call_id})]: "
+                                            f"{part.content}"))
+            elif _keep(part, self.provider) and type(part) in (Text, Image):
+                others.append(part)
+        if others:
+            self.close()
+            self.entries.append(Entry("user", others))
+        elif self.calls and all(r is not None for r in self.results):
+            self.close()
+
+    def close(self) -> None:
+        if self.calls:
+            self.entries.append(Entry("results", [
+                r or ToolResult(call_id=c.id, name=c.name, content=UNANSWERED, is_error=True)
+                for c, r in zip(self.calls, self.results)]))
+        self.calls, self.recorded, self.results = [], [], []
+
+
+def plan_history(system: str, messages: Sequence[Message], provider: str) -> tuple[str, list[Entry]]:
+    """The system text and the ordered entries to render for ``provider`` (see module doc)."""
+    systems = [system] if system.strip() else []
+    planner = _Planner(provider)
+    for message in messages:
+        if message.role == "system":
+            text = "".join(p.text for p in message.parts if type(p) is Text)
+            if text.strip():
+                systems.append(text)
+        elif message.role == "assistant":
+            planner.assistant(message)
+        else:
+            planner.user(message)
+    planner.close()
+    return "\n\n".join(systems), planner.entries
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
+    """``(arguments, raw_arguments, invalid)`` from what a model produced as tool arguments.
+
+    Never raises: text that is not a JSON object is kept raw and ``invalid``
+    says why, so the loop can tell the model instead of running the call.
+
+    >>> parse_arguments('{"a": 1}')
+    ({'a': 1}, '{"a": 1}', None)
+    >>> parse_arguments('[1]')[2]
+    'arguments must be a JSON object, got list'
+    """
+    if isinstance(raw, dict):
+        try:
+            return raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":"),
+                                   allow_nan=False), None
+        except ValueError:
+            return {}, json.dumps(raw, ensure_ascii=False), _NOT_FINITE
+    if not isinstance(raw, str):
+        text = json.dumps(raw, ensure_ascii=False)
+        return {}, text, f"arguments must be a JSON object, got {type(raw).__name__}"
+    if not raw.strip():
+        return {}, raw, "arguments are empty; expected a JSON object"
+    try:
+        parsed = json.loads(raw, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
+    except ValueError:
+        return {}, raw, _NOT_FINITE
+    if not isinstance(parsed, dict):
+        return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
+    return parsed, raw, None
+
+
+def mark_cut_off(parts: list[Part], stop_reason: str) -> list[Part]:
+    """Mark the trailing tool call invalid when the response hit the token limit mid-call.
+
+    A call that is the last part of a ``max_tokens`` response may be
+    truncated, so it must never run; the loop sees ``invalid`` and refuses it.
+    """
+    if stop_reason == "max_tokens" and parts and type(parts[-1]) is ToolCall:
+        call = parts[-1]
+        parts[-1] = ToolCall(id=call.id, name=call.name, raw_arguments=call.raw_arguments,
+                             invalid=CUT_OFF)
+    return parts
+
+
+def data_url(image: Image) -> str:
+    """The image as a URL: its own ``url``, or a ``data:`` URL of its base64 data."""
+    if image.data is not None:
+        return f"data:{image.media_type};base64,{image.data}"
+    return image.url or ""
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """``(media_type, base64 data)`` of a base64 ``data:`` URL, else ``None``."""
+    m = re.fullmatch(r"data:([\w.+/-]+);base64,(.*)", url, re.DOTALL)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provider: str) -> Any:
+    """``obj[key]`` if it is of ``kind``, else a ``MalformedResponseError`` naming ``where``."""
+    if not isinstance(obj, dict) or key not in obj:
+        raise MalformedResponseError(f"response has no {where}.{key}", provider=provider)
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise MalformedResponseError(
+            f"response {where}.{key} is {type(value).__name__}, not the expected type",
+            provider=provider)
+    return value
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+_KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """``text`` without ``secret`` or anything shaped like an API key, masked or not.
+
+    APIs echo keys in error messages (``Incorrect API key provided: sk-ab***yz``);
+    error messages reach the journal, keys must not.
+
+    >>> redact("Incorrect API key provided: sk-ab***yz.", None)
+    'Incorrect API key provided: [redacted key].'
+    """
+    if secret and len(secret) >= 8:
+        text = text.replace(secret, "[redacted key]")
+    return _KEYLIKE.sub("[redacted key]", text)
+
+
+def error_for_status(status: int, message: str, provider: str,
+                     headers: Any = None, secret: str | None = None) -> ProviderError:
+    """The ``ProviderError`` subclass for an HTTP error status (message redacted)."""
+    text = f"HTTP {status}: {redact(message, secret)}"
+    if status in (401, 403):
+        return AuthenticationError(f"{text} (check the API key)", provider=provider, status=status)
+    if status == 429:
+        after = parse_retry_after(headers)
+        hint = f" (retry after {after:g}s)" if after is not None else ""
+        return RateLimitError(text + hint, provider=provider, status=status, retry_after=after)
+    if status == 408:
+        return ProviderTimeout(text, provider=provider, status=status)
+    if status >= 500:
+        return ServerError(text, provider=provider, status=status)
+    return BadRequestError(text, provider=provider, status=status)
+
+
+def error_message(body: Any, fallback: str) -> str:
+    """The human message inside an API error body (all three APIs nest it in ``error``)."""
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return fallback
+
+
+KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+
+
+def require_key(provider: str, api_key: str | None) -> str:
+    """``api_key``, else the provider's environment variable, else an ``AuthenticationError``."""
+    key = api_key or os.environ.get(KEY_ENV[provider])
+    if not key:
+        raise AuthenticationError(
+            f"no API key: set {KEY_ENV[provider]} or pass api_key=", provider=provider)
+    return key
+
+
+def with_model(response: Any, model: str) -> Any:
+    """``response`` with ``model`` filled in when the body did not name one."""
+    return response if response.model else msgspec.structs.replace(response, model=model)
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; the journal could not store them
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_body(text: str, provider: str) -> Any:
+    """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except ValueError:
+        raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
+                                     provider=provider) from None
+
+
+def opt_str(obj: Any, key: str) -> str | None:
+    """``obj[key]`` when it is a string; anything else (missing, null, wrong type) is None."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def count(obj: Any, key: str) -> int:
+    """A token count: ``obj[key]`` when it is a non-negative int, else 0."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if type(value) is int and value >= 0 else 0
+
+
+def wire_list(value: Any, where: str, provider: str) -> list[dict[str, Any]]:
+    """``value`` as a list of objects (``None`` is empty), else a ``FormatError`` naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise FormatError(f"{provider} {where}: expected a list of objects, "
+                          f"got {type(value).__name__}")
+    return value
+
+
+def wire_str(obj: dict[str, Any], key: str, where: str, provider: str) -> str:
+    """``obj[key]`` as a string (missing or null is ``""``), else a ``FormatError``."""
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FormatError(f"{provider} {where}.{key}: expected a string, got {type(value).__name__}")
+    return value

@@ -1,0 +1,417 @@
+"""Anthropic Messages API adapter (official ``anthropic`` SDK).
+
+The pure functions map in both directions and are reused by import/export:
+
+>>> from engine.messages import Message, Text
+>>> body = map_request(ModelRequest(model="claude-x", system="Be brief.",
+...     messages=(Message(role="user", parts=(Text(text="hi"),)),)))
+>>> body["system"], body["messages"]
+('Be brief.', [{'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}]}])
+
+Rules the mapping keeps (each one a 400 from the real API otherwise): the
+results of one assistant turn go in ONE user message, ``tool_result`` blocks
+first; every ``tool_use`` is answered; consecutive same-role messages are
+merged; the system text is only the top-level ``system``; no empty text
+blocks; tool ids match ``^[a-zA-Z0-9_-]+$`` (``wire_id``/``neutral_id``);
+failed results carry ``is_error``; a history that starts with the model gets
+a first user message ``OPENING``. Sampling parameters go through
+``extra_body`` because current SDK releases no longer take them as arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import (
+    FormatError,
+    MalformedResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+)
+from ..events import StopReason, ToolSpec
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ._common import (
+    count,
+    error_for_status,
+    error_message,
+    mark_cut_off,
+    opt_str,
+    parse_arguments,
+    parse_body,
+    parse_data_url,
+    plan_history,
+    redact,
+    require,
+    require_key,
+    wire_list,
+    wire_str,
+    with_model,
+)
+from .base import ModelRequest, ModelResponse
+
+try:
+    import anthropic as _sdk
+except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependency
+    raise ImportError("the Anthropic provider needs the `anthropic` package: "
+                      "pip install 'anthropic>=0.70'") from _exc
+
+__all__ = [
+    "AnthropicProvider",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "OPENING",
+    "map_messages",
+    "map_request",
+    "map_response",
+    "map_tools",
+    "neutral_id",
+    "unmap_messages",
+    "unmap_tools",
+    "wire_id",
+]
+
+NAME = "anthropic"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MAX_TOKENS = 4096
+
+_FINISH_REASON_MAP: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+    "pause_turn": "other",
+}
+_SAMPLING = ("temperature", "top_p", "top_k")
+OPENING = "(conversation continues)"
+_ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
+_ID_MARK = "x_tl"  # prefix of an escaped foreign id; Anthropic's own ids start with "toolu_"
+
+
+def wire_id(call_id: str) -> str:
+    """A tool id Anthropic accepts, reversibly: valid ids pass unchanged.
+
+    Any other id (or a valid one that happens to start with the escape mark)
+    becomes ``x_tl`` + the id with every byte outside ``[A-Za-z0-9-]`` written
+    as ``_hh``. The map is injective and ``neutral_id`` inverts it.
+
+    >>> wire_id("call_1"), wire_id("functions.add:0")
+    ('call_1', 'x_tlfunctions_2eadd_3a0')
+    >>> neutral_id(wire_id("functions.add:0"))
+    'functions.add:0'
+    """
+    if _ID_OK.fullmatch(call_id) and not call_id.startswith(_ID_MARK):
+        return call_id
+    out = [_ID_MARK]
+    for ch in call_id:
+        if ch.isascii() and (ch.isalnum() or ch == "-"):
+            out.append(ch)
+        else:
+            out.extend(f"_{b:02x}" for b in ch.encode())
+    return "".join(out)
+
+
+def neutral_id(wire: str) -> str:
+    """The neutral id a ``wire_id`` came from (ids Anthropic made pass unchanged)."""
+    if not wire.startswith(_ID_MARK):
+        return wire
+    body = wire[len(_ID_MARK):]
+    return re.sub(rb"_([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
+                  body.encode()).decode(errors="replace")
+
+
+def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Anthropic ``tools`` entries."""
+    return [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools]
+
+
+def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
+    """Anthropic ``tools`` entries back to neutral specs."""
+    return [ToolSpec(name=t["name"], description=t.get("description", ""),
+                     parameters=t.get("input_schema") or {"type": "object", "properties": {}})
+            for t in tools]
+
+
+def _image_block(image: Image) -> dict[str, Any]:
+    if image.data is not None:
+        return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                            "data": image.data}}
+    inline = parse_data_url(image.url or "")
+    if inline:
+        return {"type": "image", "source": {"type": "base64", "media_type": inline[0],
+                                            "data": inline[1]}}
+    return {"type": "image", "source": {"type": "url", "url": image.url or ""}}
+
+
+def _block(part: Part) -> dict[str, Any]:
+    match part:
+        case Text():
+            return {"type": "text", "text": part.text}
+        case Thinking(redacted=True):
+            return {"type": "redacted_thinking", "data": part.signature or part.text}
+        case Thinking():
+            block = {"type": "thinking", "thinking": part.text}
+            return block | ({"signature": part.signature} if part.signature else {})
+        case ToolCall():
+            return {"type": "tool_use", "id": wire_id(part.id), "name": part.name,
+                    "input": part.arguments}
+        case ToolResult():
+            block = {"type": "tool_result", "tool_use_id": wire_id(part.call_id)}
+            block |= {"content": part.content} if part.content else {}
+            return block | ({"is_error": True} if part.is_error else {})
+        case Image():
+            return _image_block(part)
+    raise TypeError(f"unknown part {part!r}")  # pragma: no cover
+
+
+def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)`` in Anthropic's shape; see the module doc for the rules kept."""
+    system_text, entries = plan_history(system, messages, NAME)
+    wire: list[dict[str, Any]] = []
+    for entry in entries:
+        role = "assistant" if entry.role == "assistant" else "user"
+        blocks = [_block(p) for p in entry.parts]
+        if wire and wire[-1]["role"] == role:
+            # merged; tool_result blocks stay first because results follow their assistant
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    if wire and wire[0]["role"] == "assistant":
+        # the API wants a user turn first; a history that starts with the model gets one
+        wire.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
+    return system_text, wire
+
+
+def map_request(request: ModelRequest) -> dict[str, Any]:
+    """The complete Messages API request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (default ``DEFAULT_MAX_TOKENS``, the API
+    requires one), ``temperature``, ``top_p``, ``top_k``, ``stop``; others are
+    ignored.
+    """
+    system, messages = map_messages(request.system, request.messages)
+    params = request.parameters
+    body: dict[str, Any] = {"model": request.model, "messages": messages,
+                            "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)}
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = map_tools(request.tools)
+    stop = params.get("stop")
+    if stop:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    body.update({k: params[k] for k in _SAMPLING if params.get(k) is not None})
+    return body
+
+
+def _map_usage(usage: Any) -> Usage:
+    read = count(usage, "cache_read_input_tokens")
+    write = count(usage, "cache_creation_input_tokens")
+    return Usage(input_tokens=count(usage, "input_tokens") + read + write,
+                 output_tokens=count(usage, "output_tokens"),
+                 cached_input_tokens=read, cache_write_tokens=write)
+
+
+def _part(block: Any, where: str) -> Part:
+    kind = require(block, "type", str, where, NAME)
+    if kind == "text":
+        return Text(text=require(block, "text", str, where, NAME))
+    if kind == "thinking":
+        return Thinking(text=require(block, "thinking", str, where, NAME),
+                        signature=opt_str(block, "signature"), provider=NAME)
+    if kind == "redacted_thinking":
+        return Thinking(text="", signature=require(block, "data", str, where, NAME),
+                        provider=NAME, redacted=True)
+    if kind == "tool_use":
+        call_id = neutral_id(require(block, "id", str, where, NAME))
+        name = require(block, "name", str, where, NAME)
+        args, raw, invalid = parse_arguments(block.get("input", {}))
+        return ToolCall(id=call_id, name=name, arguments=args if invalid is None else {},
+                        raw_arguments=raw, invalid=invalid)
+    raise MalformedResponseError(f"unknown content block type {kind!r} at {where}", provider=NAME)
+
+
+def map_response(body: dict[str, Any]) -> ModelResponse:
+    """A Messages API response body in neutral form (``raw`` is ``body``).
+
+    Raises ``MalformedResponseError`` naming the missing or unknown piece.
+    """
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=NAME)
+    content = require(body, "content", list, "body", NAME)
+    parts = [_part(block, f"content[{i}]") for i, block in enumerate(content)]
+    stop = _FINISH_REASON_MAP.get(opt_str(body, "stop_reason") or "", "other")
+    if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
+        stop = "tool_use"
+    return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
+                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
+                         raw=body)
+
+
+def _result_text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    blocks = wire_list(content, where, NAME)
+    return "".join(wire_str(b, "text", where, NAME) for b in blocks if b.get("type") == "text")
+
+
+def _unmap_image(block: dict[str, Any], where: str) -> Image:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        raise FormatError(f"anthropic {where}.source: expected an object")
+    if source.get("type") == "base64":
+        return Image(media_type=wire_str(source, "media_type", where, NAME) or "image/png",
+                     data=wire_str(source, "data", where, NAME))
+    return Image(url=wire_str(source, "url", where, NAME))
+
+
+def _unmap_assistant(blocks: list[dict[str, Any]], where: str) -> Message:
+    try:
+        parts = [_part(b, f"{where}[{j}]") for j, b in enumerate(blocks)]
+    except MalformedResponseError as exc:
+        raise FormatError(str(exc).replace("response ", "transcript ")) from None
+    return Message(role="assistant", parts=tuple(parts), provider=NAME)
+
+
+def _unmap_user(blocks: list[dict[str, Any]], where: str,
+                names: dict[str, str]) -> list[Message]:
+    out: list[Message] = []
+    user: list[Part] = []
+    for j, b in enumerate(blocks):
+        kind, at = b.get("type"), f"{where}[{j}]"
+        if kind == "tool_result":
+            call_id = neutral_id(wire_str(b, "tool_use_id", at, NAME))
+            out.append(Message(role="tool", parts=(ToolResult(
+                call_id=call_id, name=names.get(call_id, ""),
+                content=_result_text(b.get("content"), f"{at}.content"),
+                is_error=b.get("is_error") is True),)))
+        elif kind == "text":
+            user.append(Text(text=wire_str(b, "text", at, NAME)))
+        elif kind == "image":
+            user.append(_unmap_image(b, at))
+        else:
+            raise FormatError(f"anthropic {at}: unknown block type {kind!r}")
+    return out + ([Message(role="user", parts=tuple(user))] if user else [])
+
+
+def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
+    """Anthropic ``system`` + ``messages`` back to ``(system text, neutral messages)``.
+
+    Each ``tool_result`` becomes its own ``tool`` message (the engine's
+    shape); text and images beside it follow as a user message. Raises
+    ``FormatError`` saying where for anything it cannot read.
+    """
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    sys_text = system if isinstance(system, str) else _result_text(system, "system")
+    for i, msg in enumerate(wire_list(messages, "messages", NAME)):
+        role, content, where = msg.get("role"), msg.get("content"), f"messages[{i}].content"
+        blocks = ([{"type": "text", "text": content}] if isinstance(content, str)
+                  else wire_list(content, where, NAME))
+        if role == "assistant":
+            out.append(_unmap_assistant(blocks, where))
+            names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
+        elif role == "user":
+            out.extend(_unmap_user(blocks, where, names))
+        else:
+            raise FormatError(f"anthropic messages[{i}].role: unknown role {role!r}")
+    return sys_text, out
+
+
+@contextmanager
+def _translate_errors(secret: str | None = None) -> Iterator[None]:
+    """Turn Anthropic SDK errors into turnlog ``ProviderError`` subclasses."""
+    try:
+        yield
+    except _sdk.APIStatusError as exc:
+        message = error_message(exc.body, exc.message)
+        raise error_for_status(exc.status_code, message, NAME, exc.response.headers,
+                               secret) from None
+    except _sdk.APITimeoutError:
+        raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
+    except _sdk.APIConnectionError as exc:
+        raise ProviderConnectionError(
+            f"cannot reach the API: {redact(exc.message, secret)}",
+            provider=NAME) from None
+    except _sdk.AnthropicError as exc:
+        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+                            provider=NAME) from None
+
+
+class AnthropicProvider:
+    """The Anthropic Messages API behind the neutral ``Provider`` interface.
+
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``, the endpoint from
+    ``base_url`` or ``ANTHROPIC_BASE_URL`` (the SDK's own variable). The SDK's
+    retries are off by default (``max_retries=0``): the loop decides.
+    ``complete`` is synchronous; ``acomplete`` is the same call on the SDK's
+    async client (built on first use, or passed as ``async_client``).
+    """
+
+    name = NAME
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
+                 client: Any = None, async_client: Any = None) -> None:
+        self.model = model or DEFAULT_MODEL
+        self._options: dict[str, Any] = {}
+        if client is None or async_client is None:
+            self._options = {"api_key": require_key(NAME, api_key), "timeout": timeout,
+                             "base_url": base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                             "max_retries": max_retries}
+        self.client = client or _sdk.Anthropic(**self._options)
+        self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
+
+    @property
+    def async_client(self) -> Any:
+        """The SDK's ``AsyncAnthropic`` client, built on first use."""
+        if self._async_client is None:
+            self._async_client = _sdk.AsyncAnthropic(**self._options)
+        return self._async_client
+
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
+    def _body(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        body = map_request(request)
+        body["model"] = body["model"] or self.model
+        sampling = {k: body.pop(k) for k in _SAMPLING if k in body}
+        return body, {"extra_body": sampling or None}
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
+        body, extra = self._body(request)
+        with _translate_errors(self._secret()):
+            raw = self.client.messages.with_raw_response.create(**body, **extra)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        body, extra = self._body(request)
+        with _translate_errors(self._secret()):
+            raw = await self.async_client.messages.with_raw_response.create(**body, **extra)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])

@@ -1,0 +1,501 @@
+"""Gemini adapter: ``httpx`` against the REST ``generateContent`` endpoint.
+
+``POST {GEMINI_BASE_URL}/v1beta/models/{model}:generateContent`` with the key
+in the ``x-goog-api-key`` header (never in the URL, so it cannot leak into
+logs or error messages).
+
+>>> from engine.messages import Message, Text
+>>> map_messages("Be brief.", [Message(role="user", parts=(Text(text="hi"),))])
+({'parts': [{'text': 'Be brief.'}]}, [{'role': 'user', 'parts': [{'text': 'hi'}]}])
+
+Rules the mapping keeps: roles are ``user`` and ``model``; the system text is
+``systemInstruction``; tools are ``[{"functionDeclarations": [...]}]``; the
+``functionResponse`` parts answering a model turn come first in the next user
+content, one per ``functionCall``, in call order and with the call's name
+(``{"output": ...}`` on success, ``{"error": ...}`` on failure).
+
+Call ids: Gemini sends none (or, in newer models, sometimes an ``id``, which is
+kept). The missing ones are ``gemini_t{turn}_{n}``: ``turn`` is the response's
+turn (1 + the assistant messages in the request) and ``n`` the call's 1-based
+index in the response, so the same response maps to the same ids every time
+and ids never repeat within a conversation. Without a turn (``map_response``
+called alone) ``turn`` is replaced by the first 12 hex digits of the body's
+SHA-256. ``unmap_messages`` numbers model turns the same way.
+
+Thought signatures: a ``thoughtSignature`` on a part becomes a
+``Thinking(text="", signature=..., provider="gemini")`` just before that part
+and is attached to it again when sent back to Gemini (newer models refuse a
+function call turn without it); other providers drop it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import msgspec
+
+from ..errors import (
+    FormatError,
+    MalformedResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+)
+from ..events import StopReason, ToolSpec
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ._common import (
+    count,
+    error_for_status,
+    error_message,
+    mark_cut_off,
+    opt_str,
+    parse_arguments,
+    parse_body,
+    parse_data_url,
+    plan_history,
+    redact,
+    require,
+    require_key,
+    wire_list,
+    wire_str,
+    with_model,
+)
+from .base import ModelRequest, ModelResponse
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MODEL",
+    "GeminiProvider",
+    "gemini_schema",
+    "map_messages",
+    "map_request",
+    "map_response",
+    "map_tools",
+    "unmap_messages",
+    "unmap_tools",
+]
+
+NAME = "gemini"
+DEFAULT_MODEL = "gemini-2.5-flash"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+
+_FINISH_REASON_MAP: dict[str, StopReason] = {
+    "STOP": "end_turn",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "refusal",
+    "RECITATION": "refusal",
+    "BLOCKLIST": "refusal",
+    "PROHIBITED_CONTENT": "refusal",
+    "SPII": "refusal",
+    "IMAGE_SAFETY": "refusal",
+    "LANGUAGE": "other",
+    "MALFORMED_FUNCTION_CALL": "other",
+    "OTHER": "other",
+}
+_CONFIG = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP",
+           "top_k": "topK", "seed": "seed", "stop": "stopSequences"}
+
+
+_SCHEMA_KEYS = {"type", "format", "title", "description", "nullable", "enum", "maxItems",
+                "minItems", "properties", "required", "minProperties", "maxProperties",
+                "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
+                "default", "items", "minimum", "maximum"}
+
+
+def gemini_schema(schema: Any) -> Any:
+    """A JSON Schema rewritten into the OpenAPI subset Gemini's ``parameters`` accepts.
+
+    Keys Gemini refuses (``$schema``, ``additionalProperties``, ``$defs`` ...)
+    are dropped, ``const`` becomes a one-value ``enum``, and a type list with
+    ``"null"`` becomes ``nullable``.
+
+    >>> gemini_schema({"type": ["string", "null"], "const": "a", "additionalProperties": False})
+    {'type': 'string', 'nullable': True, 'enum': ['a']}
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, list):
+            kinds = [v for v in value if v != "null"]
+            out["type"] = kinds[0] if len(kinds) == 1 else "string"
+            if "null" in value:
+                out["nullable"] = True
+        elif key == "const":
+            out["enum"] = [value]
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
+        elif key in ("items",):
+            out[key] = gemini_schema(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [gemini_schema(sub) for sub in value]
+        elif key in _SCHEMA_KEYS:
+            out[key] = value
+    return out
+
+
+def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Gemini ``tools`` (one entry holding every declaration).
+
+    ``parameters`` go through ``gemini_schema``, since Gemini refuses JSON
+    Schema keys outside its OpenAPI subset.
+    """
+    if not tools:
+        return []
+    return [{"functionDeclarations": [
+        {"name": t.name, "description": t.description, "parameters": gemini_schema(t.parameters)}
+        for t in tools]}]
+
+
+def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
+    """Gemini ``tools`` back to neutral specs."""
+    return [ToolSpec(name=d["name"], description=d.get("description", ""),
+                     parameters=d.get("parameters") or d.get("parametersJsonSchema")
+                     or {"type": "object", "properties": {}})
+            for tool in tools for d in tool.get("functionDeclarations", [])]
+
+
+def _image(image: Image) -> dict[str, Any]:
+    if image.data is not None:
+        return {"inlineData": {"mimeType": image.media_type, "data": image.data}}
+    inline = parse_data_url(image.url or "")
+    if inline:
+        return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
+    return {"fileData": {"mimeType": image.media_type, "fileUri": image.url or ""}}
+
+
+def _render_parts(parts: Sequence[Part], calls: list[ToolCall]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    signature: str | None = None
+    for part in parts:
+        if type(part) is Thinking:
+            if part.text:
+                out.append({"text": part.text, "thought": True}
+                           | ({"thoughtSignature": part.signature} if part.signature else {}))
+            else:
+                signature = part.signature  # belongs to the next part
+            continue
+        if type(part) is Text:
+            wire: dict[str, Any] = {"text": part.text}
+        elif type(part) is ToolCall:
+            wire = {"functionCall": {"name": part.name, "args": part.arguments}}
+        elif type(part) is ToolResult:
+            name = next((c.name for c in calls if c.id == part.call_id), part.name)
+            key = "error" if part.is_error else "output"
+            wire = {"functionResponse": {"name": name, "response": {key: part.content}}}
+        elif type(part) is Image:
+            wire = _image(part)
+        else:  # pragma: no cover
+            raise TypeError(f"unknown part {part!r}")
+        if signature:
+            wire["thoughtSignature"], signature = signature, None
+        out.append(wire)
+    return out
+
+
+def map_messages(system: str, messages: Sequence[Message]
+                 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``(systemInstruction or None, contents)`` in Gemini's shape."""
+    system_text, entries = plan_history(system, messages, NAME)
+    contents: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
+    for entry in entries:
+        role = "model" if entry.role == "assistant" else "user"
+        if entry.role == "assistant":
+            calls = [p for p in entry.parts if type(p) is ToolCall]
+        parts = _render_parts(entry.parts, calls)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    instruction = {"parts": [{"text": system_text}]} if system_text else None
+    return instruction, contents
+
+
+def map_request(request: ModelRequest) -> dict[str, Any]:
+    """The complete ``generateContent`` request body (the model goes in the URL).
+
+    Parameters mapped into ``generationConfig``: ``max_tokens``,
+    ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``; others are ignored.
+    """
+    instruction, contents = map_messages(request.system, request.messages)
+    body: dict[str, Any] = {"contents": contents}
+    if instruction:
+        body["systemInstruction"] = instruction
+    if request.tools:
+        body["tools"] = map_tools(request.tools)
+    config = {wire: request.parameters[key] for key, wire in _CONFIG.items()
+              if request.parameters.get(key) is not None}
+    if isinstance(config.get("stopSequences"), str):
+        config["stopSequences"] = [config["stopSequences"]]
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _map_usage(usage: Any) -> Usage:
+    thoughts = count(usage, "thoughtsTokenCount")
+    return Usage(input_tokens=count(usage, "promptTokenCount")
+                 + count(usage, "toolUsePromptTokenCount"),
+                 output_tokens=count(usage, "candidatesTokenCount") + thoughts,
+                 cached_input_tokens=count(usage, "cachedContentTokenCount"),
+                 reasoning_tokens=thoughts)
+
+
+def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]:
+    parts: list[Part] = []
+    n = 0
+    for i, wp in enumerate(wire_parts):
+        at = f"{where}[{i}]"
+        if not isinstance(wp, dict):
+            raise MalformedResponseError(f"{at} is not an object", provider=NAME)
+        signature = opt_str(wp, "thoughtSignature")
+        if wp.get("thought") is True:
+            text = require(wp, "text", str, at, NAME) if "text" in wp else ""
+            parts.append(Thinking(text=text, signature=signature, provider=NAME))
+            continue
+        if signature:
+            parts.append(Thinking(text="", signature=signature, provider=NAME))
+        if "text" in wp:
+            parts.append(Text(text=require(wp, "text", str, at, NAME)))
+        elif "functionCall" in wp:
+            call = require(wp, "functionCall", dict, at, NAME)
+            n += 1
+            args, raw, invalid = parse_arguments(call.get("args", {}))
+            parts.append(ToolCall(id=opt_str(call, "id") or f"{id_prefix}_{n}",
+                                  name=require(call, "name", str, f"{at}.functionCall", NAME),
+                                  arguments=args, raw_arguments=raw, invalid=invalid))
+        elif "inlineData" in wp:
+            data = require(wp, "inlineData", dict, at, NAME)
+            parts.append(Image(media_type=opt_str(data, "mimeType") or "image/png",
+                               data=require(data, "data", str, f"{at}.inlineData", NAME)))
+        else:
+            kinds = sorted(str(k) for k in wp if k != "thoughtSignature")
+            raise MalformedResponseError(f"unknown part kind {kinds} at {at}", provider=NAME)
+    return parts
+
+
+def _body_digest(body: Any) -> str:
+    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()[:12]
+
+
+def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelResponse:
+    """A ``generateContent`` response body in neutral form (``raw`` is ``body``).
+
+    ``turn`` numbers the generated call ids (see the module doc). A prompt
+    blocked before any candidate is a ``refusal`` with no parts.
+    """
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=NAME)
+    usage = _map_usage(body.get("usageMetadata"))
+    common = {"usage": usage, "provider": NAME, "model": opt_str(body, "modelVersion") or "",
+              "response_id": opt_str(body, "responseId"), "raw": body}
+    candidates = body.get("candidates")
+    if not candidates:
+        if opt_str(body.get("promptFeedback"), "blockReason"):
+            return ModelResponse(parts=(), stop_reason="refusal", **common)
+        raise MalformedResponseError("response has no candidates", provider=NAME)
+    candidate = require({"c": candidates}, "c", list, "body", NAME)[0]
+    if not isinstance(candidate, dict):
+        raise MalformedResponseError("candidates[0] is not an object", provider=NAME)
+    reason = opt_str(candidate, "finishReason")
+    content = candidate.get("content")
+    if reason is not None and (content is None or
+                               (isinstance(content, dict) and "parts" not in content)):
+        # blocked, or the token limit spent on thinking before any part: an empty answer
+        wire_parts: list[Any] = []
+    else:
+        content = require(candidate, "content", dict, "candidates[0]", NAME)
+        wire_parts = require(content, "parts", list, "candidates[0].content", NAME)
+    prefix = f"gemini_t{turn}" if turn is not None else f"gemini_{_body_digest(body)}"
+    parts = _read_parts(wire_parts, "candidates[0].content.parts", prefix)
+    stop = _FINISH_REASON_MAP.get(reason or "STOP", "other")
+    if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
+        stop = "tool_use"
+    return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop, **common)
+
+
+def _result(response: Any) -> tuple[str, bool]:
+    if isinstance(response, dict) and set(response) in ({"output"}, {"error"}):
+        value, is_error = next(iter(response.values())), "error" in response
+    else:
+        value, is_error = response, False
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text, is_error
+
+
+def _unmap_response(wp: dict[str, Any], at: str, open_calls: list[ToolCall]) -> Message:
+    fr = wp["functionResponse"]
+    if not isinstance(fr, dict):
+        raise FormatError(f"gemini {at}.functionResponse: expected an object")
+    name = wire_str(fr, "name", f"{at}.functionResponse", NAME)
+    call = next((c for c in open_calls if c.name == name), None)
+    if call is not None:
+        open_calls.remove(call)
+    text, is_error = _result(fr.get("response"))
+    call_id = call.id if call else opt_str(fr, "id") or f"gemini_{at}"
+    return Message(role="tool", parts=(ToolResult(call_id=call_id, name=name, content=text,
+                                                  is_error=is_error),))
+
+
+def _unmap_media(wp: dict[str, Any], key: str, at: str) -> Image:
+    data = wp[key]
+    if not isinstance(data, dict):
+        raise FormatError(f"gemini {at}.{key}: expected an object")
+    media = wire_str(data, "mimeType", f"{at}.{key}", NAME) or "image/png"
+    if key == "inlineData":
+        return Image(media_type=media, data=wire_str(data, "data", f"{at}.{key}", NAME))
+    return Image(media_type=media, url=wire_str(data, "fileUri", f"{at}.{key}", NAME))
+
+
+def _unmap_user(wire_parts: list[dict[str, Any]], where: str,
+                open_calls: list[ToolCall]) -> list[Message]:
+    out: list[Message] = []
+    user: list[Part] = []
+    for j, wp in enumerate(wire_parts):
+        at = f"{where}[{j}]"
+        if "functionResponse" in wp:
+            out.append(_unmap_response(wp, at, open_calls))
+        elif "text" in wp:
+            user.append(Text(text=wire_str(wp, "text", at, NAME)))
+        elif "inlineData" in wp or "fileData" in wp:
+            user.append(_unmap_media(wp, "inlineData" if "inlineData" in wp else "fileData", at))
+        else:
+            raise FormatError(f"gemini {at}: unknown part {sorted(map(str, wp))}")
+    return out + ([Message(role="user", parts=tuple(user))] if user else [])
+
+
+def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Message]]:
+    """Gemini ``systemInstruction`` + ``contents`` back to ``(system text, neutral messages)``.
+
+    ``functionResponse`` parts are matched to the previous model turn's calls
+    by name and order; each becomes its own ``tool`` message. Raises
+    ``FormatError`` saying where for anything it cannot read.
+    """
+    if system_instruction is not None and not isinstance(system_instruction, dict):
+        raise FormatError("gemini systemInstruction: expected an object")
+    system = "".join(wire_str(p, "text", "systemInstruction.parts", NAME) for p in
+                     wire_list((system_instruction or {}).get("parts"),
+                               "systemInstruction.parts", NAME))
+    out: list[Message] = []
+    turn = 0
+    open_calls: list[ToolCall] = []
+    for i, content in enumerate(wire_list(contents, "contents", NAME)):
+        where = f"contents[{i}].parts"
+        wire_parts = wire_list(content.get("parts"), where, NAME)
+        if content.get("role") == "model":
+            turn += 1
+            try:
+                parts = _read_parts(wire_parts, where, f"gemini_t{turn}")
+            except MalformedResponseError as exc:
+                raise FormatError(str(exc)) from None
+            open_calls = [p for p in parts if type(p) is ToolCall]
+            out.append(Message(role="assistant", parts=tuple(parts), provider=NAME))
+        else:
+            out.extend(_unmap_user(wire_parts, where, open_calls))
+    return system, out
+
+
+@contextmanager
+def _translate_errors(secret: str | None = None) -> Iterator[None]:
+    """Turn httpx errors into turnlog ``ProviderError`` subclasses."""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
+    except httpx.HTTPError as exc:
+        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: "
+                                      f"{redact(str(exc), secret)}",
+                                      provider=NAME) from None
+
+
+class GeminiProvider:
+    """Gemini ``generateContent`` behind the neutral ``Provider`` interface.
+
+    The key comes from ``api_key`` or ``GEMINI_API_KEY``, the endpoint from
+    ``base_url`` or ``GEMINI_BASE_URL`` (default Google's public endpoint).
+    ``client`` / ``async_client`` may be an ``httpx.Client`` /
+    ``httpx.AsyncClient`` to reuse. ``max_retries`` retries failed
+    connections only (httpx's transport retries), never a request that got an
+    answer.
+    """
+
+    name = NAME
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
+                 client: httpx.Client | None = None,
+                 async_client: httpx.AsyncClient | None = None) -> None:
+        self.model = model or DEFAULT_MODEL
+        self._key = require_key(NAME, api_key)
+        self.base_url = (base_url or os.environ.get("GEMINI_BASE_URL")
+                         or DEFAULT_BASE_URL).rstrip("/")
+        self._timeout, self._retries = timeout, max_retries
+        self.client = client or httpx.Client(
+            timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
+        self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.aclose()
+
+    @property
+    def async_client(self) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient``, built on first use."""
+        if self._async_client is None:
+            self._async_client = httpx.AsyncClient(
+                timeout=self._timeout, transport=httpx.AsyncHTTPTransport(retries=self._retries))
+        return self._async_client
+
+    def _call(self, request: ModelRequest) -> tuple[str, dict[str, Any], str, int]:
+        model = (request.model or self.model).removeprefix("models/")
+        url = f"{self.base_url}/v1beta/models/{model}:generateContent"
+        turn = 1 + sum(1 for m in request.messages if m.role == "assistant")
+        return url, map_request(request), model, turn
+
+    def _finish(self, response: httpx.Response, model: str, turn: int) -> ModelResponse:
+        text = response.text
+        if response.status_code >= 400:
+            try:
+                data = parse_body(text, NAME)
+            except MalformedResponseError:
+                data = None
+            message = error_message(data, text[:200] or response.reason_phrase)
+            raise error_for_status(response.status_code, message, NAME, response.headers,
+                                   self._key)
+        return with_model(map_response(parse_body(text, NAME), turn=turn), model)
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
+        url, body, model, turn = self._call(request)
+        with _translate_errors(self._key):
+            response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})
+            response.read()
+        return self._finish(response, model, turn)
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        url, body, model, turn = self._call(request)
+        with _translate_errors(self._key):
+            response = await self.async_client.post(url, json=body,
+                                                    headers={"x-goog-api-key": self._key})
+            await response.aread()
+        return self._finish(response, model, turn)

@@ -1,0 +1,401 @@
+"""OpenAI Chat Completions adapter (official ``openai`` SDK).
+
+>>> from engine.messages import Message, ToolCall
+>>> msg = map_messages("", [Message(role="assistant", parts=(
+...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
+>>> msg["content"], msg["tool_calls"][0]["function"]
+(None, {'name': 'add', 'arguments': '{"a": 1}'})
+
+Rules the mapping keeps: one ``tool`` message per result, right after the
+assistant message that made the calls (an unanswered call gets an error
+result); ``content`` is ``null``, not ``""``, when an assistant message only
+calls tools; ``function.arguments`` is the JSON text the model produced
+(``raw_arguments``), so invalid arguments are shown back as they were. A
+failed result's content starts with ``Error:`` (added when it does not say so
+already), since the wire has no error flag. Text and tool calls of one
+assistant message cannot interleave on this wire: the text comes first.
+In responses, arguments that are invalid JSON, ``""`` or not an object are
+kept raw and the call is marked ``invalid``; ``reasoning_content`` (sent by
+some compatible servers) becomes ``Thinking`` and is never sent back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import (
+    FormatError,
+    MalformedResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+)
+from ..events import StopReason, ToolSpec
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage, text_of
+from ._common import (
+    count,
+    Entry,
+    data_url,
+    error_for_status,
+    error_message,
+    mark_cut_off,
+    opt_str,
+    parse_arguments,
+    parse_body,
+    parse_data_url,
+    plan_history,
+    redact,
+    require,
+    require_key,
+    wire_list,
+    wire_str,
+    with_model,
+)
+from .base import ModelRequest, ModelResponse
+
+try:
+    import openai as _sdk
+except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependency
+    raise ImportError("the OpenAI provider needs the `openai` package: "
+                      "pip install 'openai>=1.100'") from _exc
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "OpenAIProvider",
+    "map_messages",
+    "map_request",
+    "map_response",
+    "map_tools",
+    "unmap_messages",
+    "unmap_tools",
+    "wire_id",
+]
+
+NAME = "openai"
+DEFAULT_MODEL = "gpt-4o-mini"
+
+_FINISH_REASON_MAP: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+_PARAMS = {"max_tokens": "max_completion_tokens", "temperature": "temperature",
+           "top_p": "top_p", "seed": "seed", "stop": "stop"}
+
+
+def wire_id(call_id: str) -> str:
+    """A tool call id OpenAI accepts (1 to 40 characters); fitting ids pass unchanged.
+
+    Others become ``x_tl`` + 32 hex digits of their SHA-256: deterministic and,
+    in practice, collision-free (not reversible; ids OpenAI made always fit).
+
+    >>> wire_id("call_abc"), len(wire_id("x" * 64))
+    ('call_abc', 36)
+    """
+    if 0 < len(call_id) <= 40 and not call_id.startswith("x_tl"):
+        return call_id
+    return "x_tl" + hashlib.sha256(call_id.encode()).hexdigest()[:32]
+
+
+def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Chat Completions ``tools`` entries."""
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}} for t in tools]
+
+
+def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
+    """Chat Completions ``tools`` entries back to neutral specs."""
+    specs = []
+    for t in tools:
+        fn = t.get("function", t)
+        specs.append(ToolSpec(name=fn["name"], description=fn.get("description", ""),
+                              parameters=fn.get("parameters") or {"type": "object",
+                                                                  "properties": {}}))
+    return specs
+
+
+def _result_content(result: ToolResult) -> str:
+    if result.is_error and not result.content.lower().startswith("error"):
+        return f"Error: {result.content}" if result.content else "Error"
+    return result.content
+
+
+def _user(parts: list[Part]) -> dict[str, Any]:
+    if all(type(p) is Text for p in parts):
+        return {"role": "user", "content": "".join(p.text for p in parts)}
+    content = [{"type": "text", "text": p.text} if type(p) is Text
+               else {"type": "image_url", "image_url": {"url": data_url(p)}}
+               for p in parts if type(p) in (Text, Image)]
+    return {"role": "user", "content": content}
+
+
+def _assistant(parts: list[Part]) -> dict[str, Any] | None:
+    text = "".join(p.text for p in parts if type(p) is Text)
+    calls = [{"id": wire_id(p.id), "type": "function",
+              "function": {"name": p.name, "arguments": p.raw_arguments}}
+             for p in parts if type(p) is ToolCall]
+    if not text and not calls:
+        return None  # only thinking or images, which this wire cannot carry
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _render(entry: Entry) -> list[dict[str, Any]]:
+    if entry.role == "results":
+        return [{"role": "tool", "tool_call_id": wire_id(r.call_id), "content": _result_content(r)}
+                for r in entry.parts if type(r) is ToolResult]
+    if entry.role == "assistant":
+        message = _assistant(entry.parts)
+        return [message] if message else []
+    return [_user(entry.parts)]
+
+
+def map_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The Chat Completions ``messages`` list, the system text first as a ``system`` message."""
+    system_text, entries = plan_history(system, messages, NAME)
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system_text}] if system_text else []
+    for entry in entries:
+        wire.extend(_render(entry))
+    return wire
+
+
+def map_request(request: ModelRequest) -> dict[str, Any]:
+    """The complete Chat Completions request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (as ``max_completion_tokens``),
+    ``temperature``, ``top_p``, ``seed``, ``stop``; others are ignored.
+    """
+    body: dict[str, Any] = {"model": request.model,
+                            "messages": map_messages(request.system, request.messages)}
+    if request.tools:
+        body["tools"] = map_tools(request.tools)
+    for key, wire_key in _PARAMS.items():
+        if request.parameters.get(key) is not None:
+            body[wire_key] = request.parameters[key]
+    return body
+
+
+def _map_usage(usage: Any) -> Usage:
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(input_tokens=count(usage, "prompt_tokens"),
+                 output_tokens=count(usage, "completion_tokens"),
+                 cached_input_tokens=count(usage.get("prompt_tokens_details"), "cached_tokens"),
+                 reasoning_tokens=count(usage.get("completion_tokens_details"),
+                                        "reasoning_tokens"))
+
+
+def _tool_call(call: Any, where: str) -> ToolCall:
+    call_id = require(call, "id", str, where, NAME)
+    fn = call.get("function")
+    if call.get("type", "function") != "function" or not isinstance(fn, dict):
+        # an unsupported kind of call is kept and marked, never dropped
+        inner = call.get(str(call.get("type")))
+        name = (inner if isinstance(inner, dict) else fn if isinstance(fn, dict) else {}).get("name")
+        return ToolCall(id=call_id, name=str(name or call.get("type", "unknown")),
+                        raw_arguments=json.dumps(call, ensure_ascii=False),
+                        invalid=f"unsupported tool call type {call.get('type')!r}")
+    name = require(fn, "name", str, f"{where}.function", NAME)
+    args, raw, invalid = parse_arguments(fn.get("arguments", ""))
+    return ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw, invalid=invalid)
+
+
+def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
+    parts: list[Part] = []
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(Thinking(text=reasoning, provider=NAME))
+    content = message.get("content")
+    if isinstance(content, list):  # some compatible servers send content parts
+        content = "".join(t for c in content if isinstance(t := opt_str(c, "text"), str))
+    if isinstance(content, str) and content:
+        parts.append(Text(text=content))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        parts.append(Text(text=refusal))
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MalformedResponseError(f"{where}.tool_calls is not a list", provider=NAME)
+    parts.extend(_tool_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls))
+    return parts
+
+
+def map_response(body: dict[str, Any]) -> ModelResponse:
+    """A Chat Completions response body in neutral form (``raw`` is ``body``).
+
+    Raises ``MalformedResponseError`` for a body without choices or message.
+    """
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=NAME)
+    choices = require(body, "choices", list, "body", NAME)
+    if not choices:
+        raise MalformedResponseError("response has no choices (empty list)", provider=NAME)
+    message = require(choices[0], "message", dict, "choices[0]", NAME)
+    parts = _message_parts(message, "choices[0].message")
+    stop = _FINISH_REASON_MAP.get(opt_str(choices[0], "finish_reason") or "", "other")
+    if opt_str(message, "refusal"):
+        stop = "refusal"
+    if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
+        stop = "tool_use"
+    return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
+                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
+                         raw=body)
+
+
+def _unmap_user(content: Any, where: str) -> list[Part]:
+    if isinstance(content, str):
+        return [Text(text=content)] if content else []
+    parts: list[Part] = []
+    for j, item in enumerate(wire_list(content, f"{where}.content", NAME)):
+        kind, at = item.get("type"), f"{where}.content[{j}]"
+        if kind == "text":
+            parts.append(Text(text=wire_str(item, "text", at, NAME)))
+        elif kind == "image_url" and isinstance(item.get("image_url"), dict):
+            url = wire_str(item["image_url"], "url", f"{at}.image_url", NAME)
+            inline = parse_data_url(url)
+            parts.append(Image(media_type=inline[0], data=inline[1]) if inline else Image(url=url))
+        else:
+            raise FormatError(f"openai {at}: unknown content part type {kind!r}")
+    return parts
+
+
+def _unmap_assistant(msg: dict[str, Any], where: str) -> Message:
+    try:
+        parts = _message_parts(msg, where)
+    except MalformedResponseError as exc:
+        raise FormatError(str(exc).replace("response ", "transcript ")) from None
+    return Message(role="assistant", parts=tuple(parts), provider=NAME)
+
+
+def _unmap_tool(msg: dict[str, Any], where: str, names: dict[str, str]) -> Message:
+    call_id = wire_str(msg, "tool_call_id", where, NAME)
+    content = msg.get("content")
+    text = content if isinstance(content, str) else "".join(
+        p.text for p in _unmap_user(content, where) if type(p) is Text)
+    return Message(role="tool", parts=(ToolResult(
+        call_id=call_id, name=names.get(call_id, ""), content=text,
+        is_error=text.startswith("Error")),))
+
+
+def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
+    """A Chat Completions ``messages`` list back to ``(system text, neutral messages)``.
+
+    ``system`` and ``developer`` messages become the system text. A ``tool``
+    message whose content starts with ``Error`` is read as a failed result.
+    Raises ``FormatError`` saying where for anything it cannot read.
+    """
+    systems: list[str] = []
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for i, msg in enumerate(wire_list(messages, "messages", NAME)):
+        role, where = msg.get("role"), f"messages[{i}]"
+        if role in ("system", "developer"):
+            systems.append(text_of(_unmap_user(msg.get("content"), where)))
+        elif role == "user":
+            out.append(Message(role="user", parts=tuple(_unmap_user(msg.get("content"), where))))
+        elif role == "assistant":
+            out.append(_unmap_assistant(msg, where))
+            names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
+        elif role == "tool":
+            out.append(_unmap_tool(msg, where, names))
+        else:
+            raise FormatError(f"openai {where}: unknown role {role!r}")
+    return "\n\n".join(systems), out
+
+
+@contextmanager
+def _translate_errors(provider: str = NAME,
+                      secret: str | None = None) -> Iterator[None]:
+    """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
+    try:
+        yield
+    except _sdk.APIStatusError as exc:
+        message = error_message(exc.body, exc.message)
+        raise error_for_status(exc.status_code, message, provider, exc.response.headers,
+                               secret) from None
+    except _sdk.APITimeoutError:
+        raise ProviderTimeout("no answer before the timeout", provider=provider) from None
+    except _sdk.APIConnectionError as exc:
+        raise ProviderConnectionError(
+            f"cannot reach the API: {redact(exc.message, secret)}",
+            provider=provider) from None
+    except _sdk.OpenAIError as exc:
+        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+                            provider=provider) from None
+
+
+class OpenAIProvider:
+    """OpenAI Chat Completions behind the neutral ``Provider`` interface.
+
+    The key comes from ``api_key`` or ``OPENAI_API_KEY``, the endpoint from
+    ``base_url`` or ``OPENAI_BASE_URL``. SDK retries are off by default.
+    ``acomplete`` is ``complete`` on the SDK's async client.
+    """
+
+    name = NAME
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
+                 client: Any = None, async_client: Any = None) -> None:
+        self.model = model or DEFAULT_MODEL
+        self._options: dict[str, Any] = {}
+        if client is None or async_client is None:
+            self._options = {"api_key": require_key(NAME, api_key), "timeout": timeout,
+                             "base_url": base_url or os.environ.get("OPENAI_BASE_URL"),
+                             "max_retries": max_retries}
+        self.client = client or _sdk.OpenAI(**self._options)
+        self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
+
+    @property
+    def async_client(self) -> Any:
+        """The SDK's ``AsyncOpenAI`` client, built on first use."""
+        if self._async_client is None:
+            self._async_client = _sdk.AsyncOpenAI(**self._options)
+        return self._async_client
+
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body = map_request(request)
+        body["model"] = body["model"] or self.model
+        return body
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
+        body = self._body(request)
+        with _translate_errors(NAME, self._secret()):
+            raw = self.client.chat.completions.with_raw_response.create(**body)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        body = self._body(request)
+        with _translate_errors(NAME, self._secret()):
+            raw = await self.async_client.chat.completions.with_raw_response.create(**body)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])

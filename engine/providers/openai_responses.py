@@ -1,0 +1,342 @@
+"""OpenAI Responses API adapter (official ``openai`` SDK), provider name ``openai-responses``.
+
+The history is sent in full every time (``store: false``), as a list of input
+items: user and assistant ``message`` items, ``function_call`` items and
+``function_call_output`` items. Unlike Chat Completions, this wire keeps the
+order of an assistant's text and calls.
+
+>>> from engine.messages import Message, Text, ToolCall
+>>> [i.get("type", i.get("role")) for i in map_messages("", [
+...     Message(role="user", parts=(Text(text="hi"),)),
+...     Message(role="assistant", parts=(Text(text="Let me add."),
+...         ToolCall(id="c1", name="add", arguments={}, raw_arguments="{}")))])[1]]
+['user', 'assistant', 'function_call', 'function_call_output']
+
+(The last item answers the unanswered call with an error result; see
+``plan_history``.) Reasoning items come back as ``Thinking`` parts but are not
+sent again: replaying them needs their server-side item ids, which a
+stateless request does not have. Failed results' output starts with
+``Error`` (no error flag on this wire either). Ids go through
+``openai.wire_id``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import FormatError, MalformedResponseError, ProviderError, ServerError
+from ..events import StopReason, ToolSpec
+from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ._common import (
+    Entry,
+    count,
+    data_url,
+    mark_cut_off,
+    opt_str,
+    parse_arguments,
+    parse_body,
+    parse_data_url,
+    plan_history,
+    require,
+    require_key,
+    wire_list,
+    wire_str,
+    with_model,
+)
+from .base import ModelRequest, ModelResponse
+from .openai import _result_content, _sdk, _translate_errors, wire_id
+
+__all__ = [
+    "OpenAIResponsesProvider",
+    "map_messages",
+    "map_request",
+    "map_response",
+    "map_tools",
+    "unmap_messages",
+    "unmap_tools",
+]
+
+NAME = "openai-responses"
+_INCOMPLETE_MAP: dict[str, StopReason] = {"max_output_tokens": "max_tokens",
+                                          "content_filter": "refusal"}
+_PARAMS = {"max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p"}
+
+
+def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Responses ``tools`` (flat function tools)."""
+    return [{"type": "function", "name": t.name, "description": t.description,
+             "parameters": t.parameters} for t in tools]
+
+
+def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
+    """Responses function tools back to neutral specs (other tool types are skipped)."""
+    return [ToolSpec(name=t["name"], description=t.get("description") or "",
+                     parameters=t.get("parameters") or {"type": "object", "properties": {}})
+            for t in tools if t.get("type") == "function"]
+
+
+def _user(parts: list[Part]) -> dict[str, Any]:
+    if all(type(p) is Text for p in parts):
+        return {"role": "user", "content": "".join(p.text for p in parts)}
+    return {"role": "user", "content": [
+        {"type": "input_text", "text": p.text} if type(p) is Text
+        else {"type": "input_image", "image_url": data_url(p)}
+        for p in parts if type(p) in (Text, Image)]}
+
+
+def _assistant(parts: list[Part]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for part in parts:
+        if type(part) is Text:
+            if items and items[-1].get("role") == "assistant":
+                items[-1]["content"] += part.text  # adjacent texts are one message
+            else:
+                items.append({"role": "assistant", "content": part.text})
+        elif type(part) is ToolCall:
+            items.append({"type": "function_call", "call_id": wire_id(part.id),
+                          "name": part.name, "arguments": part.raw_arguments})
+    return items
+
+
+def _render(entry: Entry) -> list[dict[str, Any]]:
+    if entry.role == "results":
+        return [{"type": "function_call_output", "call_id": wire_id(r.call_id),
+                 "output": _result_content(r)} for r in entry.parts if type(r) is ToolResult]
+    if entry.role == "assistant":
+        return _assistant(entry.parts)
+    return [_user(entry.parts)]
+
+
+def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """``(instructions, input items)`` for the Responses API."""
+    instructions, entries = plan_history(system, messages, NAME)
+    return instructions, [item for entry in entries for item in _render(entry)]
+
+
+def map_request(request: ModelRequest) -> dict[str, Any]:
+    """The complete Responses API request body (stateless: ``store`` is false).
+
+    Parameters mapped: ``max_tokens`` (as ``max_output_tokens``), ``temperature``,
+    ``top_p``; others are ignored.
+    """
+    instructions, items = map_messages(request.system, request.messages)
+    body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
+    if instructions:
+        body["instructions"] = instructions
+    if request.tools:
+        body["tools"] = map_tools(request.tools)
+    for key, wire_key in _PARAMS.items():
+        if request.parameters.get(key) is not None:
+            body[wire_key] = request.parameters[key]
+    return body
+
+
+def _map_usage(usage: Any) -> Usage:
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(input_tokens=count(usage, "input_tokens"),
+                 output_tokens=count(usage, "output_tokens"),
+                 cached_input_tokens=count(usage.get("input_tokens_details"), "cached_tokens"),
+                 reasoning_tokens=count(usage.get("output_tokens_details"), "reasoning_tokens"))
+
+
+def _message(item: dict[str, Any], at: str) -> tuple[list[Part], bool]:
+    parts: list[Part] = []
+    refused = False
+    for j, c in enumerate(require(item, "content", list, at, NAME)):
+        kind = opt_str(c, "type")
+        if kind in ("output_text", "input_text", "text"):
+            parts.append(Text(text=require(c, "text", str, f"{at}.content[{j}]", NAME)))
+        elif kind == "refusal":
+            parts.append(Text(text=require(c, "refusal", str, f"{at}.content[{j}]", NAME)))
+            refused = True
+        else:
+            raise MalformedResponseError(f"unknown content type {kind!r} at {at}.content[{j}]",
+                                         provider=NAME)
+    return parts, refused
+
+
+def _item(item: Any, at: str) -> tuple[list[Part], bool]:
+    kind = require(item, "type", str, at, NAME)
+    if kind == "message":
+        return _message(item, at)
+    if kind == "function_call":
+        args, raw, invalid = parse_arguments(item.get("arguments", ""))
+        return [ToolCall(id=require(item, "call_id", str, at, NAME),
+                         name=require(item, "name", str, at, NAME),
+                         arguments=args, raw_arguments=raw, invalid=invalid)], False
+    if kind == "reasoning":
+        summary = item.get("summary") if isinstance(item.get("summary"), list) else []
+        text = "\n\n".join(t for s in summary if isinstance(t := opt_str(s, "text"), str))
+        return [Thinking(text=text, signature=opt_str(item, "encrypted_content"),
+                         provider=NAME)], False
+    raise MalformedResponseError(f"unknown output item type {kind!r} at {at}", provider=NAME)
+
+
+def map_response(body: dict[str, Any]) -> ModelResponse:
+    """A Responses API body in neutral form (``raw`` is ``body``).
+
+    A ``failed`` response is a ``ServerError``; unknown output items are a
+    ``MalformedResponseError`` naming them.
+    """
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=NAME)
+    if body.get("status") == "failed":
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        raise ServerError(f"response failed: {opt_str(error, 'message') or 'no reason given'}",
+                          provider=NAME)
+    parts: list[Part] = []
+    refused = False
+    for i, item in enumerate(require(body, "output", list, "body", NAME)):
+        item_parts, item_refused = _item(item, f"output[{i}]")
+        parts.extend(item_parts)
+        refused = refused or item_refused
+    stop: StopReason = "end_turn"
+    if body.get("status") == "incomplete":
+        reason = opt_str(body.get("incomplete_details"), "reason") or ""
+        stop = _INCOMPLETE_MAP.get(reason, "other")
+    if refused:
+        stop = "refusal"
+    if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
+        stop = "tool_use"
+    return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
+                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
+                         raw=body)
+
+
+def _content_parts(content: Any, at: str) -> list[Part]:
+    if isinstance(content, str):
+        return [Text(text=content)] if content else []
+    parts: list[Part] = []
+    for j, c in enumerate(wire_list(content, at, NAME)):
+        kind = c.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            parts.append(Text(text=wire_str(c, "text", f"{at}[{j}]", NAME)))
+        elif kind == "input_image":
+            url = wire_str(c, "image_url", f"{at}[{j}]", NAME)
+            inline = parse_data_url(url)
+            parts.append(Image(media_type=inline[0], data=inline[1]) if inline else Image(url=url))
+        else:
+            raise FormatError(f"{NAME} {at}[{j}]: unknown content type {kind!r}")
+    return parts
+
+
+def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
+    """Responses ``instructions`` + ``input`` items back to ``(system text, neutral messages)``.
+
+    Consecutive assistant messages and function calls form one assistant
+    message; each ``function_call_output`` becomes a ``tool`` message.
+    """
+    systems = [instructions] if isinstance(instructions, str) and instructions else []
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    turn: list[Part] = []
+
+    def close() -> None:
+        if turn:
+            out.append(Message(role="assistant", parts=tuple(turn), provider=NAME))
+            turn.clear()
+
+    for i, item in enumerate(wire_list(items, "input", NAME)):
+        at, kind, role = f"input[{i}]", item.get("type", "message"), item.get("role")
+        if kind == "function_call" or (kind == "message" and role == "assistant") \
+                or kind == "reasoning":
+            if kind == "message":
+                turn.extend(_content_parts(item.get("content"), f"{at}.content"))
+                continue
+            try:
+                parts, _ = _item(item, at)
+            except MalformedResponseError as exc:
+                raise FormatError(str(exc).replace("response ", "transcript ")) from None
+            names.update((p.id, p.name) for p in parts if type(p) is ToolCall)
+            turn.extend(parts)
+            continue
+        close()
+        if kind == "function_call_output":
+            call_id = wire_str(item, "call_id", at, NAME)
+            output = item.get("output")
+            text = output if isinstance(output, str) else "".join(
+                p.text for p in _content_parts(output, f"{at}.output") if type(p) is Text)
+            out.append(Message(role="tool", parts=(ToolResult(
+                call_id=call_id, name=names.get(call_id, ""), content=text,
+                is_error=text.startswith("Error")),)))
+        elif kind == "message" and role in ("system", "developer"):
+            systems.append("".join(p.text for p in _content_parts(item.get("content"), at)
+                                   if type(p) is Text))
+        elif kind == "message" and role == "user":
+            out.append(Message(role="user", parts=tuple(_content_parts(item.get("content"), at))))
+        else:
+            raise FormatError(f"{NAME} {at}: unknown item type {kind!r} (role {role!r})")
+    close()
+    return "\n\n".join(systems), out
+
+
+class OpenAIResponsesProvider:
+    """The OpenAI Responses API behind the neutral ``Provider`` interface.
+
+    Same keys and endpoint as ``OpenAIProvider`` (``OPENAI_API_KEY``,
+    ``OPENAI_BASE_URL``); ``name`` is ``openai-responses``.
+    """
+
+    name = NAME
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
+                 client: Any = None, async_client: Any = None) -> None:
+        from .openai import DEFAULT_MODEL
+
+        self.model = model or DEFAULT_MODEL
+        self._options: dict[str, Any] = {}
+        if client is None or async_client is None:
+            self._options = {"api_key": require_key("openai", api_key), "timeout": timeout,
+                             "base_url": base_url or os.environ.get("OPENAI_BASE_URL"),
+                             "max_retries": max_retries}
+        self.client = client or _sdk.OpenAI(**self._options)
+        self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
+
+    @property
+    def async_client(self) -> Any:
+        """The SDK's ``AsyncOpenAI`` client, built on first use."""
+        if self._async_client is None:
+            self._async_client = _sdk.AsyncOpenAI(**self._options)
+        return self._async_client
+
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body = map_request(request)
+        body["model"] = body["model"] or self.model
+        return body
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
+        body = self._body(request)
+        with _translate_errors(NAME, self._secret()):
+            raw = self.client.responses.with_raw_response.create(**body)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        body = self._body(request)
+        with _translate_errors(NAME, self._secret()):
+            raw = await self.async_client.responses.with_raw_response.create(**body)
+            text = raw.http_response.text
+        return with_model(map_response(parse_body(text, NAME)), body["model"])

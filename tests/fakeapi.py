@@ -1,0 +1,337 @@
+"""A loopback fake of the Anthropic, OpenAI and Gemini HTTP APIs, for tests.
+
+It listens on 127.0.0.1 on a free port in a background thread, speaks the
+three wire formats (and OpenAI's Responses API as ``openai-responses``),
+answers each request with the next scripted reply for that provider,
+records every request (headers and body), and refuses with HTTP 400 — in
+the real API's error shape — any request that breaks the
+rules in ``fakerules`` (unanswered tool calls, split tool results, empty
+text blocks, bad ids, unmatched function responses ...).
+
+Usage (the ``fake_api`` fixture starts and stops one per test)::
+
+    from tests.fakeapi import FakeAPI, reply, error_reply
+
+    fake = FakeAPI().start()
+    fake.script("openai", [reply("openai", tool_calls=[("add", {"a": 1, "b": 2})]),
+                           reply("openai", text="3")])
+    provider = OpenAIProvider("gpt-x", api_key="sk-test", base_url=fake.base_url("openai"))
+    ...
+    assert fake.refusals() == []            # every request was valid
+    fake.requests[0].body["messages"]        # what was sent
+    fake.stop()
+
+``with FakeAPI() as fake:`` starts and stops it too. To drive the CLI or any
+code that reads the environment, set ``OPENAI_BASE_URL`` /
+``ANTHROPIC_BASE_URL`` / ``GEMINI_BASE_URL`` to ``fake.base_url(provider)``
+and any non-empty key (``fake.env(provider, key)`` returns that mapping).
+
+Replies: ``reply(provider, text=..., tool_calls=[(name, args), ...],
+thinking=..., stop_reason=..., usage=...)`` builds a success body (``args``
+may be a str: sent as raw argument text); ``error_reply(provider, status,
+message, retry_after=None)`` an API error; ``Reply(raw=b"...")`` any bytes;
+``Reply(hang=2.0)`` answers nothing for that long (for timeouts). A plain
+dict in a script is sent as a 200 JSON body. When a provider's script runs
+out the fake answers 500 saying so. A request without the provider's key
+header gets 401.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
+
+__all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_reply", "fake_api", "reply"]
+
+PROVIDERS = ("anthropic", "openai", "gemini", "openai-responses")
+_CHECKS = {"anthropic": check_anthropic, "openai": check_openai, "gemini": check_gemini,
+           "openai-responses": check_responses}
+_GEMINI_PATH = re.compile(r"/v1beta/models/([^/:]+):generateContent")
+_ids = itertools.count(1)
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a JSON ``body`` or ``raw`` bytes, a status, headers, or a hang."""
+
+    body: Any = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None
+    hang: float | None = None
+
+
+@dataclass
+class Recorded:
+    """A request the fake received. ``refused`` is the broken rule when it answered 400."""
+
+    provider: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    refused: str | None = None
+
+
+def _anthropic(text, tool_calls, thinking, stop_reason, usage, model):
+    content: list[dict[str, Any]] = []
+    if thinking:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "sig-" + thinking[:8]})
+    if text:
+        content.append({"type": "text", "text": text})
+    for name, args in tool_calls:
+        content.append({"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name,
+                        "input": args})
+    return {"id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
+            "model": model, "content": content,
+            "stop_reason": stop_reason or ("tool_use" if tool_calls else "end_turn"),
+            "stop_sequence": None,
+            "usage": usage or {"input_tokens": 10, "output_tokens": 5,
+                               "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}
+
+
+def _openai(text, tool_calls, thinking, stop_reason, usage, model):
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{next(_ids):04d}", "type": "function",
+             "function": {"name": name, "arguments": args if isinstance(args, str)
+                          else json.dumps(args)}}
+            for name, args in tool_calls]
+    return {"id": f"chatcmpl-{next(_ids):04d}", "object": "chat.completion", "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": stop_reason or ("tool_calls" if tool_calls else "stop")}],
+            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def _gemini(text, tool_calls, thinking, stop_reason, usage, model):
+    parts: list[dict[str, Any]] = []
+    if thinking:
+        parts.append({"text": thinking, "thought": True})
+    if text:
+        parts.append({"text": text})
+    parts.extend({"functionCall": {"name": name, "args": args}} for name, args in tool_calls)
+    return {"candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": stop_reason or "STOP", "index": 0}],
+            "usageMetadata": usage or {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                                       "totalTokenCount": 15},
+            "modelVersion": model, "responseId": f"resp-{next(_ids):04d}"}
+
+
+def _responses(text, tool_calls, thinking, stop_reason, usage, model):
+    output: list[dict[str, Any]] = []
+    if thinking:
+        output.append({"type": "reasoning", "id": f"rs_{next(_ids):04d}",
+                       "summary": [{"type": "summary_text", "text": thinking}]})
+    if text:
+        output.append({"type": "message", "id": f"msg_{next(_ids):04d}", "role": "assistant",
+                       "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    for name, args in tool_calls:
+        output.append({"type": "function_call", "id": f"fc_{next(_ids):04d}",
+                       "call_id": f"call_{next(_ids):04d}", "name": name, "status": "completed",
+                       "arguments": args if isinstance(args, str) else json.dumps(args)})
+    body = {"id": f"resp_{next(_ids):04d}", "object": "response", "created_at": 0,
+            "model": model, "status": "completed", "output": output,
+            "usage": usage or {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}
+    if stop_reason:  # e.g. "max_output_tokens": an incomplete response
+        body["status"] = "incomplete"
+        body["incomplete_details"] = {"reason": stop_reason}
+    return body
+
+
+_BUILDERS = {"anthropic": _anthropic, "openai": _openai, "gemini": _gemini,
+             "openai-responses": _responses}
+
+
+def reply(provider: str, text: str | None = None,
+          tool_calls: Iterable[tuple[str, Any]] = (), *, thinking: str | None = None,
+          stop_reason: str | None = None, usage: dict[str, Any] | None = None,
+          model: str = "fake-model") -> dict[str, Any]:
+    """A success response body in ``provider``'s wire format.
+
+    >>> reply("openai", text="hi")["choices"][0]["message"]["content"]
+    'hi'
+    """
+    return _BUILDERS[provider](text, list(tool_calls), thinking, stop_reason, usage, model)
+
+
+_ERROR_TYPES = {
+    "anthropic": {400: "invalid_request_error", 401: "authentication_error",
+                  429: "rate_limit_error", 500: "api_error"},
+    "openai": {400: "invalid_request_error", 401: "invalid_request_error",
+               429: "rate_limit_exceeded", 500: "server_error"},
+    "gemini": {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED",
+               500: "INTERNAL"},
+}
+_ERROR_TYPES["openai-responses"] = _ERROR_TYPES["openai"]
+
+
+def error_body(provider: str, status: int, message: str) -> dict[str, Any]:
+    """An error body in ``provider``'s real shape."""
+    kind = _ERROR_TYPES[provider].get(status, _ERROR_TYPES[provider][500 if status >= 500 else 400])
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if provider in ("openai", "openai-responses"):
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return {"error": {"code": status, "message": message, "status": kind}}
+
+
+def error_reply(provider: str, status: int, message: str = "fake failure",
+                retry_after: float | None = None) -> Reply:
+    """An API error answer, with a ``retry-after`` header when given."""
+    headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+    return Reply(body=error_body(provider, status, message), status=status, headers=headers)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeAPI
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        fake = self.server.fake
+        path = self.path.split("?")[0]
+        provider = ("anthropic" if path == "/v1/messages" else
+                    "openai" if path == "/v1/chat/completions" else
+                    "openai-responses" if path == "/v1/responses" else
+                    "gemini" if _GEMINI_PATH.fullmatch(path) else None)
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if provider is None:
+            self._send(404, {"error": {"message": f"no such endpoint {path}"}})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode(errors="replace")
+        record = Recorded(provider, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        with fake.lock:
+            fake.requests.append(record)
+        if not self._authorised(provider):
+            self._send(401, error_body(provider, 401, "invalid x-api-key"))
+            return
+        record.refused = _CHECKS[provider](body)
+        if record.refused:
+            self._send(400, error_body(provider, 400, record.refused))
+            return
+        self._answer(fake.next_reply(provider))
+
+    def _authorised(self, provider: str) -> bool:
+        bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
+        if provider == "anthropic":  # SDK 2.x sends a bearer token, older ones x-api-key
+            return bool(self.headers.get("x-api-key") or bearer)
+        if provider in ("openai", "openai-responses"):
+            return bool(bearer)
+        return bool(self.headers.get("x-goog-api-key"))
+
+    def _answer(self, answer: Reply) -> None:
+        if answer.hang is not None:
+            self.server.fake.stopping.wait(answer.hang)
+            return
+        data = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
+        self._send(answer.status, data, answer.headers)
+
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up (a timeout test)
+            pass
+
+
+class FakeAPI:
+    """The fake server. ``start()`` it, ``script()`` replies, read ``requests``, ``stop()``."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self._scripts: dict[str, list[Reply]] = {p: [] for p in PROVIDERS}
+        self._server: _Server | None = None
+
+    def __enter__(self) -> FakeAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self, provider: str, key: str = "test-key") -> dict[str, str]:
+        """Environment variables that point ``provider``'s client at this fake."""
+        name = "OPENAI" if provider.startswith("openai") else provider.upper()
+        return {f"{name}_BASE_URL": self.base_url(provider), f"{name}_API_KEY": key}
+
+    def start(self) -> FakeAPI:
+        """Listen on 127.0.0.1 on a free port, in a daemon thread."""
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Release hanging requests and shut the server down."""
+        self.stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "call start() first"
+        return self._server.server_address[1]
+
+    def base_url(self, provider: str) -> str:
+        """The base URL to give ``provider``'s client (OpenAI's includes ``/v1``)."""
+        root = f"http://127.0.0.1:{self.port}"
+        return f"{root}/v1" if provider.startswith("openai") else root
+
+    def script(self, provider: str, replies: Sequence[Reply | dict[str, Any]]) -> None:
+        """Queue ``replies`` (bodies or ``Reply``) for ``provider``'s next requests."""
+        with self.lock:
+            self._scripts[provider].extend(r if isinstance(r, Reply) else Reply(body=r)
+                                           for r in replies)
+
+    def next_reply(self, provider: str) -> Reply:
+        with self.lock:
+            if self._scripts[provider]:
+                return self._scripts[provider].pop(0)
+        return Reply(body=error_body(provider, 500, f"fake API: no scripted {provider} reply left"),
+                     status=500)
+
+    def requests_for(self, provider: str) -> list[Recorded]:
+        """The requests ``provider``'s endpoint received, in order."""
+        return [r for r in self.requests if r.provider == provider]
+
+    def refusals(self) -> list[str]:
+        """The rules broken by refused requests (empty when every request was valid)."""
+        return [f"{r.provider}: {r.refused}" for r in self.requests if r.refused]
+
+
+@pytest.fixture
+def fake_api():
+    """A started ``FakeAPI``, stopped after the test. Import it into a conftest to use it."""
+    fake = FakeAPI().start()
+    yield fake
+    fake.stop()
