@@ -12,7 +12,8 @@ In the same run it times, warm, the median of several runs of:
   filtered   `turnlog audit --json --provider anthropic --since 2025-10-01 --tool search`
   ls         `turnlog ls --json`, in-process
 and prints each as a ratio to the baseline. Targets: audit within 5x of the
-baseline and under 3 s.
+baseline and under 3 s. The journal is opened with the engine's extension from
+the start, so generation pays for the projection triggers the audit reads.
 
     PYTHONPATH=. python bench/audit_bench.py                      # 10,000 conversations
     PYTHONPATH=. python bench/audit_bench.py --conversations 1000  # a quick run
