@@ -8,6 +8,9 @@
         ├── ConversationNotFound        no conversation with that id
         ├── ToolError                   tool registration or arguments
         ├── FormatError                 a transcript or script that no format understands
+        │   ├── UnknownEntryError       a transcript entry no format recognises (index, keys)
+        │   └── TranscriptOrderError    entries the lifecycle refuses in that order (index)
+        ├── ConversationExistsError     a new conversation's id is already taken
         ├── UnknownProviderError        a provider name turnlog does not know
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
@@ -38,6 +41,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConcurrencyError",
+    "ConversationExistsError",
     "ConversationNotFound",
     "CorruptEventError",
     "EngineError",
@@ -56,7 +60,9 @@ __all__ = [
     "ServerError",
     "StreamNotFoundError",
     "ToolError",
+    "TranscriptOrderError",
     "TurnlogError",
+    "UnknownEntryError",
     "UnknownProviderError",
 ]
 
@@ -92,6 +98,26 @@ class ToolError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class UnknownEntryError(FormatError):
+    """A transcript entry that no format recognises; ``index`` and ``keys`` say which."""
+
+    def __init__(self, message: str, *, index: int, keys: list[str] | None = None) -> None:
+        self.index, self.keys = index, keys
+        super().__init__(message)
+
+
+class TranscriptOrderError(FormatError):
+    """Transcript entries the lifecycle refuses in that order; ``index`` is the entry."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(message)
+
+
+class ConversationExistsError(EngineError):
+    """A new conversation was asked for under an id the journal already holds."""
 
 
 class UnknownProviderError(EngineError):
