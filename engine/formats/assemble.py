@@ -24,7 +24,9 @@ Rules (what an imported history becomes):
 - when the transcript's last entry leaves a final answer (an assistant
   message without tool calls), ``conversation_completed`` ends it;
   otherwise the conversation stays open (awaiting the model, or tools) so
-  ``turnlog resume`` can continue it. Turnlog events are taken as they are.
+  ``turnlog resume`` can continue it. A final answer followed by a new user
+  message completed its run (``conversation_completed`` before the user
+  message). Turnlog events are taken as they are.
 """
 
 from __future__ import annotations
@@ -181,9 +183,16 @@ class _Assembler:
             call_id=call.id, name=call.name, reason="duplicate", content=item.content,
             arguments=call.arguments), item.recorded_at, item.index))
 
+    def _complete(self, item: Item) -> None:
+        self._apply(ConversationCompleted(final_content=self.builder.final_content),
+                    item.recorded_at, item.index)
+
     def other(self, item: Item) -> None:
         self.flush()
         if item.kind == "user":
+            if self.builder.lifecycle is Lifecycle.ANSWERED:
+                # a final answer followed by a new request: that run completed
+                self._complete(item)
             self._apply(UserMessage(parts=item.parts, timestamp=item.timestamp,
                                     context=item.context), item.recorded_at, item.index)
         else:
@@ -213,6 +222,5 @@ def assemble(started: ConversationStarted, items: list[Item]
             asm.other(item)
     asm.flush()
     if items and items[-1].kind != "event" and asm.builder.lifecycle is Lifecycle.ANSWERED:
-        asm._apply(ConversationCompleted(final_content=asm.builder.final_content),
-                   items[-1].recorded_at, items[-1].index)
+        asm._complete(items[-1])
     return asm.events, asm.stamps, asm.builder

@@ -76,7 +76,8 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     try:
         doc = json.loads(text)
     except ValueError as whole:
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        # JSONL lines end at "\n" only: str.splitlines would also split inside strings at U+0085 etc.
+        lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
         if len(lines) < 2:
             raise FormatError(f"{source}: not JSON: {whole}") from None
         doc = []
