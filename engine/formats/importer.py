@@ -7,7 +7,7 @@
 ...     {"role": "assistant", "content": "Generated Patent Claims: 1. A method"},
 ...     {"input": "refine claim 1", "context": "patent_streaming"}], conversation_id="c1")
 >>> r.conversation_id, r.events, r.formats
-('c1', 4, {'api': 2, 'orchestrator': 1})
+('c1', 5, {'api': 2, 'orchestrator': 1})
 
 The file (``read_transcript``) is a JSON array of entries, JSONL (one entry
 per line), a request body (``{"messages": [...], "system"?}`` for OpenAI or

@@ -254,7 +254,7 @@ def test_cli_import_prints_the_documented_json_fields(tmp_path, db_path):
     result = invoke("import", path, "--db", db_path, "--id", "m1", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["conversation_id"] == "m1" and data["events"] == 4
+    assert data["conversation_id"] == "m1" and data["events"] == 5
     assert data["formats"] == {"api": 2, "orchestrator": 1}
 
 
@@ -282,7 +282,7 @@ def test_cli_export_then_import_as_a_subprocess(tmp_path, db_path):
                             str(db_path), "--id", "m2", "--json"], env=env, capture_output=True,
                            text=True)
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["events"] == 4
+    assert json.loads(again.stdout)["events"] == 5
     assert lineage_events_equal(db_path, "m", "m2")
 
 
