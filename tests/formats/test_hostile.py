@@ -1,0 +1,95 @@
+"""Hostile input only ever gets typed errors, and a refused import leaves the journal byte-identical."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.errors import FormatError, TurnlogError
+from engine.formats.importer import import_entries, import_file, read_transcript
+from journal import Journal
+from tests.conftest import FixedClock
+
+scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+           | st.text(max_size=20) | st.integers(10_000, 100_000).map(lambda n: "x" * n))
+anything = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=10)
+keys = st.sampled_from(["role", "content", "timestamp", "input", "context", "parts", "type",
+                        "tool_calls", "tool_call_id", "payload", "text", "functionCall",
+                        "functionResponse", "id", "name", "input", "tool_use_id", "source",
+                        "arguments", "function", "seq", "recorded_at", "version"])
+values = st.sampled_from(["user", "assistant", "system", "tool", "model", "text", "tool_use",
+                          "tool_result", "image", "thinking", "user_message", "model_responded",
+                          "tool_completed", "conversation_started",
+                          "AI ACTION (Turn 1): Executing X with parameters: a: 1",
+                          "TOOL RESPONSE (Turn 1): SUCCESS", "2025-08-27T21:40:00Z"]) | anything
+# entries built from the keys and values real formats use, so detection gets past the first check
+shaped = st.recursive(st.dictionaries(keys, values, max_size=5),
+                      lambda inner: st.dictionaries(keys, values | inner | st.lists(inner, max_size=3),
+                                                    max_size=5), max_leaves=8)
+entries = st.lists(shaped | anything, min_size=1, max_size=6)
+
+
+def deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+def snapshot(path):
+    wal = path.with_name(path.name + "-wal")
+    return path.read_bytes(), wal.read_bytes() if wal.exists() else None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(entries)
+def test_any_json_entries_import_or_fail_typed_leaving_the_journal_untouched(tmp_path, entries):
+    path = tmp_path / "j.db"
+    journal = Journal(str(path), clock=FixedClock())
+    try:
+        import_entries(journal, [{"role": "user", "content": "seed"}], conversation_id="seed")
+        before = snapshot(path)
+        try:
+            import_entries(journal, entries, conversation_id="new")
+        except TurnlogError as exc:
+            assert str(exc)
+            assert snapshot(path) == before
+            assert [s.stream_id for s in journal.streams()] == ["seed"]
+    finally:
+        journal.close()
+        for p in tmp_path.iterdir():
+            p.unlink()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_read_or_fail_with_a_format_error(data):
+    try:
+        read_transcript(data)
+    except FormatError as exc:
+        assert str(exc)
+
+
+def test_invalid_utf8_deep_nesting_and_huge_strings_are_typed_errors(tmp_path, db_path, journal):
+    import_entries(journal, [{"role": "user", "content": "seed"}], conversation_id="seed")
+    before = snapshot(db_path)
+    cases = {
+        "utf8.json": b'[{"role": "user", "content": "caf\xe9"}]',
+        "deep.json": deep(100_000).encode(),
+        "deepentry.json": json.dumps([{"role": "user", "content": [[[[[]]]]]}]).encode(),
+        "huge.json": json.dumps([{"role": "robot", "content": "x" * 1_000_000}]).encode(),
+        "scalar.json": b"42",
+        "empty.json": b"",
+        "emptylist.json": b"[]",
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        try:
+            import_file(journal, path)
+        except FormatError as exc:
+            assert len(str(exc)) < 2_000, name  # a huge entry is named, not echoed
+        else:
+            raise AssertionError(f"{name} was imported")
+        assert snapshot(db_path) == before, name
