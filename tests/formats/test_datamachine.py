@@ -26,7 +26,7 @@ from engine.formats.datamachine import (
 from engine.messages import Text, ToolCall
 from engine.state import fold
 from engine.texts import duplicate_message, result_content
-from tests.strategies import json_values, names
+from tests.strategies import names
 
 # --- the reference's examples, verbatim ------------------------------------------
 
