@@ -190,7 +190,12 @@ def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[di
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Messages API request body for ``request``."""
+    """The complete Messages API request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (default ``DEFAULT_MAX_TOKENS``, the API
+    requires one), ``temperature``, ``top_p``, ``top_k``, ``stop``; others are
+    ignored.
+    """
     system, messages = map_messages(request.system, request.messages)
     params = request.parameters
     body: dict[str, Any] = {"model": request.model, "messages": messages,
@@ -365,6 +370,17 @@ class AnthropicProvider:
                              "max_retries": max_retries}
         self.client = client or _sdk.Anthropic(**self._options)
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
 
     @property
     def async_client(self) -> Any:
@@ -384,6 +400,8 @@ class AnthropicProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         body, extra = self._body(request)
         with _translate_errors(self._secret()):
             raw = self.client.messages.with_raw_response.create(**body, **extra)

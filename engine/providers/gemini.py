@@ -44,6 +44,7 @@ from ..errors import (
     FormatError,
     MalformedResponseError,
     ProviderConnectionError,
+    ProviderError,
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
@@ -220,7 +221,11 @@ def map_messages(system: str, messages: Sequence[Message]
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete ``generateContent`` request body (the model goes in the URL)."""
+    """The complete ``generateContent`` request body (the model goes in the URL).
+
+    Parameters mapped into ``generationConfig``: ``max_tokens``,
+    ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``; others are ignored.
+    """
     instruction, contents = map_messages(request.system, request.messages)
     body: dict[str, Any] = {"contents": contents}
     if instruction:
@@ -438,6 +443,17 @@ class GeminiProvider:
         self.client = client or httpx.Client(
             timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.aclose()
 
     @property
     def async_client(self) -> httpx.AsyncClient:
@@ -467,6 +483,8 @@ class GeminiProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         url, body, model, turn = self._call(request)
         with _translate_errors(self._key):
             response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})

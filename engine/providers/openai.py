@@ -15,7 +15,8 @@ failed result's content starts with ``Error:`` (added when it does not say so
 already), since the wire has no error flag. Text and tool calls of one
 assistant message cannot interleave on this wire: the text comes first.
 In responses, arguments that are invalid JSON, ``""`` or not an object are
-kept raw and the call is marked ``invalid``.
+kept raw and the call is marked ``invalid``; ``reasoning_content`` (sent by
+some compatible servers) becomes ``Thinking`` and is never sent back.
 """
 
 from __future__ import annotations
@@ -168,7 +169,11 @@ def map_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Chat Completions request body for ``request``."""
+    """The complete Chat Completions request body for ``request``.
+
+    Parameters mapped: ``max_tokens`` (as ``max_completion_tokens``),
+    ``temperature``, ``top_p``, ``seed``, ``stop``; others are ignored.
+    """
     body: dict[str, Any] = {"model": request.model,
                             "messages": map_messages(request.system, request.messages)}
     if request.tools:
@@ -350,6 +355,17 @@ class OpenAIProvider:
                              "max_retries": max_retries}
         self.client = client or _sdk.OpenAI(**self._options)
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
 
     @property
     def async_client(self) -> Any:
@@ -368,6 +384,8 @@ class OpenAIProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         body = self._body(request)
         with _translate_errors(NAME, self._secret()):
             raw = self.client.chat.completions.with_raw_response.create(**body)

@@ -26,7 +26,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError, MalformedResponseError, ServerError
+from ..errors import FormatError, MalformedResponseError, ProviderError, ServerError
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
@@ -116,7 +116,11 @@ def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[di
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
-    """The complete Responses API request body (stateless: ``store`` is false)."""
+    """The complete Responses API request body (stateless: ``store`` is false).
+
+    Parameters mapped: ``max_tokens`` (as ``max_output_tokens``), ``temperature``,
+    ``top_p``; others are ignored.
+    """
     instructions, items = map_messages(request.system, request.messages)
     body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
     if instructions:
@@ -292,6 +296,17 @@ class OpenAIResponsesProvider:
                              "max_retries": max_retries}
         self.client = client or _sdk.OpenAI(**self._options)
         self._async_client = async_client
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built."""
+        if self._async_client is not None:
+            await self._async_client.close()
 
     @property
     def async_client(self) -> Any:
@@ -310,6 +325,8 @@ class OpenAIResponsesProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
         body = self._body(request)
         with _translate_errors(NAME, self._secret()):
             raw = self.client.responses.with_raw_response.create(**body)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from engine.errors import RateLimitError
+from engine.errors import ProviderError, RateLimitError
 from engine.messages import Message, Text
 from tests.fakeapi import error_reply, reply
 from tests.providerkit import make_provider, request
@@ -33,3 +33,19 @@ def test_async_errors_are_translated_too(fake_api, name):
     with pytest.raises(RateLimitError) as info:
         asyncio.run(make_provider(name, fake_api).acomplete(request(HISTORY)))
     assert info.value.retry_after == 2.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_providers_close_their_clients(fake_api, name):
+    fake_api.script(name, [reply(name, text="a"), reply(name, text="b")])
+    provider = make_provider(name, fake_api)
+
+    async def both() -> None:
+        await provider.acomplete(request(HISTORY))
+        await provider.aclose()
+
+    asyncio.run(both())
+    provider.complete(request(HISTORY))
+    provider.close()
+    with pytest.raises(ProviderError, match="closed"):
+        provider.complete(request(HISTORY))
