@@ -44,7 +44,7 @@ _OPENAI_KEYS = {"tool_calls", "tool_call_id", "name", "refusal", "function_call"
 def _content_list(content: list[Any]) -> str | None:
     if not all(isinstance(b, dict) for b in content):
         return None
-    kinds = {b.get("type") for b in content}
+    kinds = {b.get("type") if isinstance(b.get("type"), str) else None for b in content}
     if kinds & _ANTHROPIC_BLOCKS:
         return "anthropic"
     if kinds & _OPENAI_PARTS:

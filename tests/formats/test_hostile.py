@@ -31,6 +31,55 @@ shaped = st.recursive(st.dictionaries(keys, values, max_size=5),
                                                     max_size=5), max_leaves=8)
 entries = st.lists(shaped | anything, min_size=1, max_size=6)
 
+VALID = [
+    [{"role": "user", "content": "q", "timestamp": "2025-08-27T21:40:00.000Z"},
+     {"role": "assistant", "content": "a"}, {"input": "r", "context": "c"}],
+    [{"role": "system", "content": "s"}, {"role": "user", "content": "w?"},
+     {"role": "assistant", "content": None, "tool_calls": [
+         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}]},
+     {"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "assistant", "content": "done"}],
+    [{"role": "user", "content": [{"type": "text", "text": "look"}]},
+     {"role": "assistant", "content": [{"type": "thinking", "thinking": "h", "signature": "s"},
+                                       {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}],
+    [{"role": "user", "parts": [{"text": "q"}]},
+     {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]},
+     {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"output": "5"}}}]}],
+    [{"role": "user", "content": "go"},
+     {"role": "assistant", "content": "AI ACTION (Turn 1): Executing F with parameters: a: 1"},
+     {"role": "user", "content": "TOOL RESPONSE (Turn 1): SUCCESS: ok\n\n{\"a\":1}"}],
+    [{"type": "conversation_started", "payload": {"conversation_id": "x", "provider": "p",
+                                                  "model": "m"}},
+     {"type": "user_message", "recorded_at": "2026-01-01T00:00:00.000000Z",
+      "payload": {"parts": [{"type": "text", "text": "hi"}]}}],
+]
+
+
+def _paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*path, i))
+
+
+@st.composite
+def mutated(draw):
+    """A valid transcript with one to three values replaced by anything, or keys dropped."""
+    doc = json.loads(json.dumps(draw(st.sampled_from(VALID))))
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from([p for p in _paths(doc) if p]))
+        parent = doc
+        for step in path[:-1]:
+            parent = parent[step]
+        if isinstance(parent, dict) and draw(st.booleans()):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = draw(anything | values)
+    return doc
+
 
 def deep(n: int) -> str:
     return "[" * n + "]" * n
@@ -43,7 +92,7 @@ def snapshot(path):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
-@given(entries)
+@given(entries | mutated())
 def test_any_json_entries_import_or_fail_typed_leaving_the_journal_untouched(tmp_path, entries):
     path = tmp_path / "j.db"
     journal = Journal(str(path), clock=FixedClock())
