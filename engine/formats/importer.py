@@ -67,6 +67,34 @@ def _decode_text(data: bytes, source: str) -> str:
         raise FormatError(f"{source}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads(text: str) -> Any:
+    # NaN and Infinity are not JSON; the journal could not store them faithfully
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _parse(text: str, source: str) -> Any:
+    """One JSON document, or JSONL (one per line)."""
+    try:
+        return _loads(text)
+    except ValueError as whole:
+        problem = f"{source}: not JSON: {whole}"
+    # JSONL lines end at "\n" only: str.splitlines would also split inside strings at U+0085 etc.
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    if len(lines) < 2:
+        raise FormatError(problem)
+    doc = []
+    for n, line in lines:
+        try:
+            doc.append(_loads(line))
+        except ValueError as exc:
+            raise FormatError(f"{source} line {n}: not JSON: {exc}") from None
+    return doc
+
+
 def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list[Any], dict[str, Any]]:
     """``(entries, envelope)`` from a file's bytes; ``envelope`` holds a request body's system.
 
@@ -74,18 +102,7 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     """
     text = _decode_text(data, source) if isinstance(data, bytes) else data
     try:
-        doc = json.loads(text)
-    except ValueError as whole:
-        # JSONL lines end at "\n" only: str.splitlines would also split inside strings at U+0085 etc.
-        lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
-        if len(lines) < 2:
-            raise FormatError(f"{source}: not JSON: {whole}") from None
-        doc = []
-        for n, line in lines:
-            try:
-                doc.append(json.loads(line))
-            except ValueError as exc:
-                raise FormatError(f"{source} line {n}: not JSON: {exc}") from None
+        doc = _parse(text, source)
     except RecursionError:
         raise FormatError(f"{source}: JSON nested too deeply") from None
     if isinstance(doc, list):

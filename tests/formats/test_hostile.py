@@ -142,3 +142,15 @@ def test_invalid_utf8_deep_nesting_and_huge_strings_are_typed_errors(tmp_path, d
         else:
             raise AssertionError(f"{name} was imported")
         assert snapshot(db_path) == before, name
+
+
+def test_nan_and_infinity_and_deep_jsonl_lines_are_format_errors():
+    for data, where in ((b'[{"role": "user", "content": NaN}]', "NaN"),
+                        (b'{"a": 1}\n' + deep(100_000).encode() + b"\n", "nested too deeply"),
+                        (b'{"a": Infinity}\n{"b": 1}\n', "line 1")):
+        try:
+            read_transcript(data)
+        except FormatError as exc:
+            assert where in str(exc)
+        else:
+            raise AssertionError(data[:20])

@@ -296,3 +296,24 @@ def lineage_events_equal(db_path, a, b):
             r.recorded_at for r in j.read(b)]
     finally:
         j.close()
+
+
+def test_cli_export_writes_every_format_and_refuses_an_unknown_conversation(tmp_path, db_path):
+    path = tmp_path / "dm.json"
+    path.write_text(json.dumps([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "AI ACTION (Turn 1): Executing Add with parameters: a: 1"},
+        {"role": "user", "content": "TOOL RESPONSE (Turn 1): SUCCESS: ok"},
+        {"role": "assistant", "content": "done"}]))
+    assert invoke("import", path, "--db", db_path, "--id", "d").exit_code == 0
+    dm = invoke("export", "d", "--db", db_path, "--format", "datamachine")
+    assert dm.exit_code == 0 and json.loads(dm.output) == json.loads(path.read_text())
+    openai = json.loads(invoke("export", "d", "--db", db_path, "--format", "openai").output)
+    assert [m["role"] for m in openai["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(invoke("export", "d", "--db", db_path, "--format", "gemini").output)["contents"]
+    assert "## Assistant (turn 2)" in invoke("export", "d", "--db", db_path, "--format",
+                                              "markdown").output
+    lines = invoke("export", "d", "--db", db_path, "--format", "jsonl").output.splitlines()
+    assert [json.loads(line)["type"] for line in lines][-1] == "conversation_completed"
+    missing = invoke("export", "nope", "--db", db_path, "--format", "jsonl")
+    assert missing.exit_code == 2 and "nope" in missing.output
