@@ -175,6 +175,8 @@ def _datamachine(entry: dict[str, Any], index: int) -> list[Item]:
     original, stamp = _stamp(entry.get("timestamp"), index)
     call = extract_tool_call(entry)
     if call is not None:
+        # a value the text cut off is stored as the text shows it ("first 50 chars..."):
+        # the full value is gone, and the journal holds JSON, not markers
         arguments = {k: f"{v.prefix}..." if type(v) is Truncated else v
                      for k, v in call.parameters.items()}
         raw = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))

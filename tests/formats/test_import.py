@@ -317,3 +317,21 @@ def test_cli_export_writes_every_format_and_refuses_an_unknown_conversation(tmp_
     assert [json.loads(line)["type"] for line in lines][-1] == "conversation_completed"
     missing = invoke("export", "nope", "--db", db_path, "--format", "jsonl")
     assert missing.exit_code == 2 and "nope" in missing.output
+
+
+def test_conversation_start_with_rest_writes_all_events_in_one_transaction_or_none(journal):
+    from engine.conversation import Conversation
+    from engine.errors import InvalidTransition
+    from engine.events import ConversationStarted
+
+    started = ConversationStarted(conversation_id="s", provider="p", model="m")
+    bad = ToolCompleted(call_id="x", name="f", success=True, content="ok")
+    with pytest.raises(InvalidTransition):
+        Conversation.start(journal, started, rest=[UserMessage.of("hi"), bad])
+    assert list(journal.streams()) == []
+    conv = Conversation.start(journal, started, "2025-01-01T00:00:00.000000Z",
+                              rest=[UserMessage.of("hi")],
+                              rest_recorded_at=["2025-01-02T00:00:00.000000Z"])
+    assert conv.last_seq == 2
+    assert [r.recorded_at for r in journal.read("s")] == ["2025-01-01T00:00:00.000000Z",
+                                                         "2025-01-02T00:00:00.000000Z"]
