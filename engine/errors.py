@@ -8,6 +8,9 @@
         ├── ConversationNotFound        no conversation with that id
         ├── ToolError                   tool registration or arguments
         ├── FormatError                 a transcript or script that no format understands
+        │   ├── UnknownEntryError       a transcript entry no format recognises (index, keys)
+        │   └── TranscriptOrderError    entries the lifecycle refuses in that order (index)
+        ├── ConversationExistsError     a new conversation's id is already taken
         ├── AuditError                  an audit that cannot be computed as asked
         │   ├── BadFilterError          a filter value turnlog cannot read (e.g. --since)
         │   └── PriceTableError         a price table file that is missing or malformed
@@ -43,6 +46,7 @@ __all__ = [
     "BadFilterError",
     "BadRequestError",
     "ConcurrencyError",
+    "ConversationExistsError",
     "ConversationNotFound",
     "CorruptEventError",
     "EngineError",
@@ -62,7 +66,9 @@ __all__ = [
     "ServerError",
     "StreamNotFoundError",
     "ToolError",
+    "TranscriptOrderError",
     "TurnlogError",
+    "UnknownEntryError",
     "UnknownProviderError",
 ]
 
@@ -98,6 +104,26 @@ class ToolError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class UnknownEntryError(FormatError):
+    """A transcript entry that no format recognises; ``index`` and ``keys`` say which."""
+
+    def __init__(self, message: str, *, index: int, keys: list[str] | None = None) -> None:
+        self.index, self.keys = index, keys
+        super().__init__(message)
+
+
+class TranscriptOrderError(FormatError):
+    """Transcript entries the lifecycle refuses in that order; ``index`` is the entry."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(message)
+
+
+class ConversationExistsError(EngineError):
+    """A new conversation was asked for under an id the journal already holds."""
 
 
 class AuditError(EngineError):
