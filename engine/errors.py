@@ -10,6 +10,12 @@
         ├── TranscriptLockContention    another runner wrote the same conversation at the same time
         ├── RunnerError                 an external runner handed back a result that cannot be recorded
         ├── FormatError                 a transcript or script that no format understands
+        │   ├── UnknownEntryError       a transcript entry no format recognises (index, keys)
+        │   └── TranscriptOrderError    entries the lifecycle refuses in that order (index)
+        ├── ConversationExistsError     a new conversation's id is already taken
+        ├── AuditError                  an audit that cannot be computed as asked
+        │   ├── BadFilterError          a filter value turnlog cannot read (e.g. --since)
+        │   └── PriceTableError         a price table file that is missing or malformed
         ├── UnknownProviderError        a provider name turnlog does not know
         ├── ReplayError ...             (replay.errors) fork points, recordings, ``Divergence``
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
@@ -38,9 +44,12 @@ from journal.errors import (
 )
 
 __all__ = [
+    "AuditError",
     "AuthenticationError",
+    "BadFilterError",
     "BadRequestError",
     "ConcurrencyError",
+    "ConversationExistsError",
     "ConversationNotFound",
     "CorruptEventError",
     "EngineError",
@@ -50,6 +59,7 @@ __all__ = [
     "JournalError",
     "MalformedResponseError",
     "NotAJournalError",
+    "PriceTableError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
@@ -61,7 +71,9 @@ __all__ = [
     "RunnerError",
     "ToolError",
     "TranscriptLockContention",
+    "TranscriptOrderError",
     "TurnlogError",
+    "UnknownEntryError",
     "UnknownProviderError",
 ]
 
@@ -108,6 +120,38 @@ class RunnerError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class UnknownEntryError(FormatError):
+    """A transcript entry that no format recognises; ``index`` and ``keys`` say which."""
+
+    def __init__(self, message: str, *, index: int, keys: list[str] | None = None) -> None:
+        self.index, self.keys = index, keys
+        super().__init__(message)
+
+
+class TranscriptOrderError(FormatError):
+    """Transcript entries the lifecycle refuses in that order; ``index`` is the entry."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(message)
+
+
+class ConversationExistsError(EngineError):
+    """A new conversation was asked for under an id the journal already holds."""
+
+
+class AuditError(EngineError):
+    """An audit that cannot be computed as asked."""
+
+
+class BadFilterError(AuditError):
+    """A filter value that cannot be read (a ``--since`` that is not a date, say)."""
+
+
+class PriceTableError(AuditError):
+    """A price table that cannot be read; the message names the file and the entry."""
 
 
 class UnknownProviderError(EngineError):

@@ -24,11 +24,11 @@ import uuid
 from typing import Any
 
 from engine.conversation import Conversation, load_state
-from engine.errors import InvalidTransition
+from engine.errors import ConversationExistsError, InvalidTransition
 from engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
 from journal import Journal
 
-from .errors import ForkPointError, ReplayError
+from .errors import ForkPointError
 from .rebuild import rebuild
 
 __all__ = ["fork", "fork_started"]
@@ -82,13 +82,13 @@ def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | N
 
     Raises ``ConversationNotFound``, ``ForkPointError`` (no such seq, or a
     user message where the parent was waiting for something else, e.g. tool
-    results) or ``ReplayError`` (``new_id`` already exists); on any error the
+    results) or ``ConversationExistsError`` (``new_id`` is taken); on any error the
     journal is left as it was.
     """
     new_id = new_id or f"{conversation_id}.fork{at_seq}-{uuid.uuid4().hex[:8]}"
     if journal.last_seq(new_id):
-        raise ReplayError(f"cannot fork into {new_id!r}: {journal.path} already has that "
-                          "conversation")
+        raise ConversationExistsError(f"cannot fork into {new_id!r}: conversation {new_id!r} "
+                                      f"already exists in {journal.path}")
     started = fork_started(
         journal, conversation_id, at_seq, new_id, provider=provider, model=model, system=system,
         mode=mode, max_turns=max_turns, tools=tools, duplicate_policy=duplicate_policy,

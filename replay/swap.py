@@ -35,7 +35,7 @@ from typing import Any, Literal
 import msgspec
 
 from engine.canonical import canonical_json
-from engine.errors import InvalidEventError
+from engine.errors import ConversationExistsError, InvalidEventError
 from engine.events import (
     ConversationStarted,
     ModelResponded,
@@ -193,15 +193,16 @@ def swap(journal: Journal, conversation_id: str, provider: Any, *, model: str | 
     (the loop's tool registry). Returns the new conversation's id and status;
     a provider that refuses a request leaves it ``failed`` (recorded as
     ``model_failed`` + ``conversation_failed``). Raises ``ConversationNotFound``
-    for an unknown source, ``ReplayError`` for an unknown policy, a taken
-    ``new_id`` or a source without user input.
+    for an unknown source, ``ReplayError`` for an unknown policy or a source
+    without user input, ``ConversationExistsError`` for a taken ``new_id``.
     """
     source_state = rebuild(journal, conversation_id)
     swap_tools = SwapTools(journal, conversation_id, tools)
     model = model or getattr(provider, "model", None) or source_state.model
     new_id = new_id or new_replay_id(conversation_id, provider.name)
     if journal.last_seq(new_id):
-        raise ReplayError(f"cannot replay into {new_id!r}: {journal.path} already has it")
+        raise ConversationExistsError(f"cannot replay into {new_id!r}: conversation "
+                                      f"{new_id!r} already exists in {journal.path}")
     runs = user_runs(journal, conversation_id)
     if not runs:
         raise ReplayError(f"conversation {conversation_id!r} has no user message to replay")

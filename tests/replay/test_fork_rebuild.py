@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.conversation import Conversation
-from engine.errors import ConversationNotFound
+from engine.errors import ConversationExistsError, ConversationNotFound
 from engine.events import ConversationStarted, ToolCompleted, UserMessage, encode_event
 from engine.state import StateBuilder, fold
 from journal import Journal
@@ -113,7 +113,7 @@ def test_fork_with_a_message_where_tools_are_pending_is_refused_atomically(journ
 
 def test_fork_into_an_existing_id_is_refused(journal):
     record(journal, [ConversationStarted(conversation_id="p", provider="s", model="m")])
-    with pytest.raises(ReplayError, match="already has"):
+    with pytest.raises(ConversationExistsError, match="already exists"):
         fork(journal, "p", 1, new_id="p")
 
 

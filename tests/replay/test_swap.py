@@ -8,6 +8,7 @@ from functools import partial
 import pytest
 
 from engine.demo import demo_tools
+from engine.errors import ConversationExistsError
 from engine.loop import run
 from engine.providers.scripted import ScriptedProvider
 from replay import diff, rebuild, replay
@@ -106,6 +107,6 @@ def test_swap_bad_input_is_refused_before_anything_is_written(journal, fake_api)
     before = journal.last_seq("oa"), len(list(journal.streams()))
     with pytest.raises(ReplayError, match="unknown tool policy 'sometimes'"):
         swap(journal, "oa", ScriptedProvider([]), tools="sometimes")
-    with pytest.raises(ReplayError, match="already has"):
+    with pytest.raises(ConversationExistsError, match="already exists"):
         swap(journal, "oa", ScriptedProvider([]), new_id="oa")
     assert (journal.last_seq("oa"), len(list(journal.streams()))) == before
