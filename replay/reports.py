@@ -6,7 +6,7 @@ projection, never a source of truth: ``events`` stays the only record of
 conversations)::
 
     replay_reports(run_id TEXT, run_at TEXT, conversation_id TEXT, ok INTEGER,
-                   skipped TEXT, seq INTEGER, reason TEXT, divergence TEXT /* JSON */)
+                   skipped TEXT, divergence_seq INTEGER, reason TEXT, divergence TEXT /* JSON */)
 
 The audit reads the latest run (``max(run_at)``) if the table exists.
 """
@@ -35,7 +35,7 @@ _CREATE = f"""CREATE TABLE IF NOT EXISTS {REPORTS_TABLE} (
     conversation_id TEXT NOT NULL,
     ok INTEGER NOT NULL,
     skipped TEXT,
-    seq INTEGER,
+    divergence_seq INTEGER,
     reason TEXT,
     divergence TEXT CHECK (divergence IS NULL OR json_valid(divergence)),
     PRIMARY KEY (run_id, conversation_id)

@@ -83,3 +83,19 @@ def test_replay_usage_errors_exit_2(db_path):
         result = invoke(*args, db=db_path)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.stderr, (args, result.stderr)
+
+
+def test_audit_reports_the_divergences_of_the_last_replay_all(db_path):
+    from engine.duplicates import is_duplicate, register_predicate
+
+    register_predicate("audit_rule", lambda name, args, state: is_duplicate(
+        DuplicatePolicy(), state.call_index, state.call_count, name, args))
+    record(db_path, duplicate_policy=DuplicatePolicy(rule="custom", custom="audit_rule"))
+    assert invoke("replay", "--all", db=db_path).exit_code == 0
+    register_predicate("audit_rule", lambda name, args, state: False)
+    result, out = invoke_json("replay", "--all", db=db_path)
+    assert result.exit_code == 1 and out["diverged"] == ["demo"]
+    seq = out["results"][0]["divergence"]["seq"]
+    result, audit = invoke_json("audit", db=db_path)
+    assert audit["divergences"]["diverged"] == [{"conversation_id": "demo", "seq": seq}]
+    assert audit["divergences"]["checked"] == 1

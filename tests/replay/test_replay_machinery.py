@@ -149,7 +149,7 @@ def test_replay_all_reports_every_conversation_and_records_the_run(recorded, db_
     report = replay_all(recorded, driver=miniloop.driver)
     assert report.ok and [r.conversation_id for r in report.results] == ["c1", "c2"]
     rows = latest_report(str(db_path))
-    assert [(r["conversation_id"], r["ok"], r["seq"]) for r in rows] == [("c1", 1, None),
+    assert [(r["conversation_id"], r["ok"], r["divergence_seq"]) for r in rows] == [("c1", 1, None),
                                                                         ("c2", 1, None)]
     assert recorded.verify().ok  # the report table is beside the events, never in them
 
@@ -162,5 +162,5 @@ def test_replay_all_collects_divergences_and_the_latest_run_wins(recorded, db_pa
     report = replay_all(recorded, driver=miniloop.driver)
     assert not report.ok and [r.conversation_id for r in report.divergences] == ["c1"]
     [row] = latest_report(str(db_path))
-    assert row["ok"] == 0 and row["seq"] == report.divergences[0].divergence.seq
+    assert row["ok"] == 0 and row["divergence_seq"] == report.divergences[0].divergence.seq
     assert row["run_id"] == report.run_id
