@@ -148,28 +148,60 @@ def _live_tools(tool_sets: tuple[str, ...]):
 @click.option("--provider", default=None, help="Continue with this provider (default: the parent's).")
 @click.option("--model", default=None, help="Continue with this model (default: the parent's).")
 @click.option("--system", default=None, help="Replace the system directive.")
-@click.option("--message", default=None, help="Record this user message right after the fork.")
+@click.option("--message", default=None,
+              help="Continue at once: record this user message and run the loop on the fork.")
+@click.option("--no-run", is_flag=True, help="With --message: record it, do not run the model.")
+@click.option("--script", type=click.Path(dir_okay=False), default=None,
+              help="With --message and a scripted provider: the script file.")
+@click.option("--tool-set", "tool_sets", multiple=True, metavar="demo|MODULE:ATTR",
+              help="With --message: the tools the run may call (default: demo).")
 @click.option("--id", "new_id", default=None, help="The new conversation's id.")
 @db_option
 @json_option
 @translate_errors
 def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | None,
-         system: str | None, message: str | None, new_id: str | None, db_path: str,
-         as_json: bool) -> None:
+         system: str | None, message: str | None, no_run: bool, script: str | None,
+         tool_sets: tuple[str, ...], new_id: str | None, db_path: str, as_json: bool) -> None:
     """Start a new conversation sharing ID's first SEQ events (nothing is copied).
+
+    With --message the fork continues at once: the message is recorded and
+    the loop runs with the fork's provider and model (exit 1 if that run fails).
 
     Example:
 
         turnlog fork c-1a2b --at 6 --model gpt-4.1 --message "Try another way"
     """
+    run = message is not None and not no_run
     with journal_for(db_path) as journal:
+        if run:  # build the provider and tools first: bad usage must write nothing
+            from engine.cli.run import _provider, _tools
+
+            from .rebuild import rebuild
+
+            if not 1 <= at_seq <= journal.last_seq(conversation_id):  # the fork's own error
+                fork_conversation(journal, conversation_id, at_seq)
+            parent = rebuild(journal, conversation_id, at_seq)
+            chosen = _provider(provider or parent.provider, model or parent.model, script)
+            tools = _tools(tool_sets)
         fid = fork_conversation(journal, conversation_id, at_seq, new_id=new_id,
                                 provider=provider, model=model, system=system, message=message)
+        result = None
+        if run:
+            from engine.loop import Loop
+
+            result = Loop(journal, chosen, tools).resume(fid)
+    out = {"conversation_id": fid, "parent": conversation_id, "fork_seq": at_seq}
+    if result is not None:
+        out.update(status=result.status, final_content=result.final_content, error=result.error)
     if as_json:
-        emit({"conversation_id": fid, "parent": conversation_id, "fork_seq": at_seq})
-        return
-    click.echo(f"{fid}  fork of {conversation_id} at seq {at_seq}")
-    click.echo(f"next: turnlog show {fid}   turnlog diff {conversation_id} {fid}")
+        emit(out)
+    else:
+        click.echo(f"{fid}  fork of {conversation_id} at seq {at_seq}"
+                   + (f"  {result.status}: {result.final_content or result.error or ''}"
+                      if result is not None else ""))
+        click.echo(f"next: turnlog show {fid}   turnlog diff {conversation_id} {fid}")
+    if result is not None and result.status != "completed":
+        fail(1)
 
 
 @click.command()

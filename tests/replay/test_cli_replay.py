@@ -99,3 +99,39 @@ def test_audit_reports_the_divergences_of_the_last_replay_all(db_path):
     result, audit = invoke_json("audit", db=db_path)
     assert audit["divergences"]["diverged"] == [{"conversation_id": "demo", "seq": seq}]
     assert audit["divergences"]["checked"] == 1
+
+
+def test_fork_with_a_message_continues_at_once_with_another_model(db_path, tmp_path):
+    record(db_path)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "Rome is sunny too."}]}))
+    result, out = invoke_json("fork", "demo", "--at", "2", "--id", "f", "--model", "m-2",
+                              "--message", "And Rome?", "--script", str(script), db=db_path)
+    assert result.exit_code == 0, result.output
+    assert (out["conversation_id"], out["parent"], out["fork_seq"], out["status"]) == (
+        "f", "demo", 2, "completed")
+    assert out["final_content"] == "Rome is sunny too."
+    with Journal(db_path) as journal:
+        types = [e.type for e in journal.read("f")]
+        assert types[:2] == ["conversation_started", "user_message"]
+        assert types[-1] == "conversation_completed" and journal.verify().ok
+        responded = [json.loads(e.payload) for e in journal.read("f")
+                     if e.type == "model_responded"]
+        assert responded[0]["model"] == "m-2"
+
+
+def test_fork_that_cannot_run_writes_nothing_and_exits_2(db_path):
+    record(db_path)
+    result = invoke("fork", "demo", "--at", "2", "--id", "f", "--message", "hi", db=db_path)
+    assert result.exit_code == 2 and "--script" in result.stderr
+    with Journal(db_path) as journal:
+        assert journal.last_seq("f") == 0
+    result, out = invoke_json("fork", "demo", "--at", "2", "--id", "f", "--message", "hi",
+                              "--no-run", db=db_path)
+    assert result.exit_code == 0 and "status" not in out
+
+
+def test_fork_with_a_message_at_a_missing_seq_says_so(db_path):
+    record(db_path)
+    result = invoke("fork", "demo", "--at", "999", "--message", "hi", db=db_path)
+    assert result.exit_code == 2 and "cannot fork 'demo' at seq 999" in result.stderr
