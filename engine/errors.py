@@ -6,6 +6,7 @@
         ├── InvalidTransition           an event the lifecycle does not accept here
         ├── InvalidEventError           an event that cannot be built or decoded
         ├── ConversationNotFound        no conversation with that id
+        ├── ConversationExists          a new conversation was given an id already in use
         ├── ToolError                   tool registration or arguments
         ├── TranscriptLockContention    another runner wrote the same conversation at the same time
         ├── RunnerError                 an external runner handed back a result that cannot be recorded
@@ -40,6 +41,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConcurrencyError",
+    "ConversationExists",
     "ConversationNotFound",
     "CorruptEventError",
     "EngineError",
@@ -88,6 +90,10 @@ class InvalidEventError(EngineError):
 
 class ConversationNotFound(EngineError):
     """No conversation with that id exists in the journal."""
+
+
+class ConversationExists(EngineError):
+    """A new conversation was given the id of one already in the journal."""
 
 
 class ToolError(EngineError):
