@@ -56,22 +56,24 @@ class Conversation:
 
     @classmethod
     def start(cls, journal: Journal, started: ConversationStarted,
-              recorded_at: str | None = None, *, then: Sequence[Event] = ()) -> Conversation:
+              recorded_at: str | None = None, *, rest: Sequence[Event] = (),
+              rest_recorded_at: Sequence[str | None] | None = None) -> Conversation:
         """Record ``started`` as the first event of a new stream.
-
-        ``then`` (e.g. the first user message) is appended in the same
-        transaction, so a crash never leaves a started conversation without it.
 
         For a fork (``started.fork`` set) the parent's history up to the fork
         seq is folded first and the journal links the new stream to the
-        parent's hash there; no parent event is copied.
+        parent's hash there; no parent event is copied. ``rest`` are events
+        appended in the same transaction (an import writes a whole history
+        at once, or nothing).
         """
         fork: ForkRef | None = started.fork
         builder = (_lineage_builder(journal, fork.conversation_id, fork.seq)
                    if fork else StateBuilder())
         conv = cls(journal, started.conversation_id, builder, 0)
         parent = (fork.conversation_id, fork.seq) if fork else None
-        conv._append([started, *then], [recorded_at] + [None] * len(then), parent)
+        rest = list(rest)
+        conv._append([started, *rest], [recorded_at, *(rest_recorded_at or [None] * len(rest))],
+                     parent)
         return conv
 
     @classmethod

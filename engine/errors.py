@@ -6,11 +6,16 @@
         ├── InvalidTransition           an event the lifecycle does not accept here
         ├── InvalidEventError           an event that cannot be built or decoded
         ├── ConversationNotFound        no conversation with that id
-        ├── ConversationExists          a new conversation was given an id already in use
         ├── ToolError                   tool registration or arguments
         ├── TranscriptLockContention    another runner wrote the same conversation at the same time
         ├── RunnerError                 an external runner handed back a result that cannot be recorded
         ├── FormatError                 a transcript or script that no format understands
+        │   ├── UnknownEntryError       a transcript entry no format recognises (index, keys)
+        │   └── TranscriptOrderError    entries the lifecycle refuses in that order (index)
+        ├── ConversationExistsError     a new conversation's id is already taken
+        ├── AuditError                  an audit that cannot be computed as asked
+        │   ├── BadFilterError          a filter value turnlog cannot read (e.g. --since)
+        │   └── PriceTableError         a price table file that is missing or malformed
         ├── UnknownProviderError        a provider name turnlog does not know
         └── ProviderError               a model provider failed; ``retryable`` says whether to retry
             ├── AuthenticationError     401/403: the key is missing or wrong
@@ -38,10 +43,12 @@ from journal.errors import (
 )
 
 __all__ = [
+    "AuditError",
     "AuthenticationError",
+    "BadFilterError",
     "BadRequestError",
     "ConcurrencyError",
-    "ConversationExists",
+    "ConversationExistsError",
     "ConversationNotFound",
     "CorruptEventError",
     "EngineError",
@@ -51,18 +58,21 @@ __all__ = [
     "JournalError",
     "MalformedResponseError",
     "NotAJournalError",
+    "PriceTableError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
+    "RunnerError",
     "SchemaTooNewError",
     "ScriptExhaustedError",
     "ServerError",
     "StreamNotFoundError",
-    "RunnerError",
     "ToolError",
     "TranscriptLockContention",
+    "TranscriptOrderError",
     "TurnlogError",
+    "UnknownEntryError",
     "UnknownProviderError",
 ]
 
@@ -92,10 +102,6 @@ class ConversationNotFound(EngineError):
     """No conversation with that id exists in the journal."""
 
 
-class ConversationExists(EngineError):
-    """A new conversation was given the id of one already in the journal."""
-
-
 class ToolError(EngineError):
     """A tool that cannot be registered, or arguments that do not fit its schema."""
 
@@ -113,6 +119,38 @@ class RunnerError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class UnknownEntryError(FormatError):
+    """A transcript entry that no format recognises; ``index`` and ``keys`` say which."""
+
+    def __init__(self, message: str, *, index: int, keys: list[str] | None = None) -> None:
+        self.index, self.keys = index, keys
+        super().__init__(message)
+
+
+class TranscriptOrderError(FormatError):
+    """Transcript entries the lifecycle refuses in that order; ``index`` is the entry."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(message)
+
+
+class ConversationExistsError(EngineError):
+    """A new conversation was asked for under an id the journal already holds."""
+
+
+class AuditError(EngineError):
+    """An audit that cannot be computed as asked."""
+
+
+class BadFilterError(AuditError):
+    """A filter value that cannot be read (a ``--since`` that is not a date, say)."""
+
+
+class PriceTableError(AuditError):
+    """A price table that cannot be read; the message names the file and the entry."""
 
 
 class UnknownProviderError(EngineError):

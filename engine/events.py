@@ -156,10 +156,15 @@ class ConversationStarted(Event, tag="conversation_started"):
 
 
 class UserMessage(Event, tag="user_message"):
-    """A user's message. ``timestamp`` keeps an imported entry's original time."""
+    """A user's message. ``timestamp`` keeps an imported entry's original time.
+
+    ``context`` is the optional context of an orchestrator-format request
+    (``{"input", "context"}``), kept apart from the text the model reads.
+    """
 
     parts: tuple[Part, ...]
     timestamp: str | None = None
+    context: str | None = None
 
     @classmethod
     def of(cls, text: str) -> UserMessage:

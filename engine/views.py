@@ -1,6 +1,201 @@
-"""SQL projections the engine adds to a journal (none yet; the audit views arrive here)."""
+"""SQL views over the journal's ``events``, so plain SQL answers audit questions.
 
-__all__ = ["EXTENSIONS"]
+The engine registers them as a journal :class:`~journal.Extension`: opening a
+journal through the engine (every ``turnlog`` command does) creates them in
+the same migration transaction as the schema. They are views, not tables:
+``events`` stays the only source of truth and nothing here can drift from it.
+One index, ``events_by_type (type, stream_id, seq)``, lets a view read only
+the events of its types (an index is a projection too: SQLite rebuilds it
+from ``events`` whenever asked). The same migration installs the audit's
+trigger-maintained projection tables (``engine.projections``).
+
+Views (columns are documented in README.md, "SQL views"):
+
+- ``conversations``: one row per conversation (stream whose seq 1 is
+  ``conversation_started``): provider, model, status, own turns and tokens,
+  lineage.
+- ``messages``: user, assistant and tool messages in order, with their text.
+- ``model_calls``: every model response or failure, with usage and errors.
+- ``tool_calls``: every tool call's outcome (succeeded, failed, refused).
+
+Example, with nothing but ``sqlite3 turnlog.db``::
+
+    SELECT tool, count(*), sum(outcome = 'failed') FROM tool_calls GROUP BY tool;
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from journal import Extension, Journal, JournalError
+
+from . import projections
+
+__all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly"]
+
+#: The status a conversation is in after an event of each type (anything else: active).
+STATUS_SQL = """CASE {type}
+    WHEN 'conversation_completed' THEN 'completed'
+    WHEN 'conversation_failed' THEN 'failed'
+    WHEN 'turn_limit_reached' THEN 'halted'
+    WHEN 'conversation_halted' THEN 'halted'
+    ELSE 'active' END"""
+
+_TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")
+
+
+def _own_tokens(column: str) -> str:
+    return (f"coalesce((SELECT sum(json_extract(r.payload, '$.usage.{column}')) FROM events r "
+            f"WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id), 0) AS {column}")
+
+
+# A fork whose only own event is its start is in the state its parent was in at the fork
+# point; otherwise the last own event decides (one level of forks, the common case).
+# Each stream's last event is found by an index lookup per conversation, not by grouping
+# every event, so listing 10,000 conversations does not read a million index entries.
+_CONVERSATIONS = f"""CREATE VIEW conversations AS
+SELECT
+    s.stream_id AS conversation_id,
+    json_extract(s.payload, '$.provider') AS provider,
+    json_extract(s.payload, '$.model') AS model,
+    coalesce(json_extract(s.payload, '$.mode'), 'chat') AS mode,
+    {STATUS_SQL.format(type='''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
+        THEN (SELECT p.type FROM events p
+              WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
+        ELSE z.type END''')} AS status,
+    (SELECT count(*) FROM events r
+     WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
+    {", ".join(_own_tokens(c) for c in _TOKENS)},
+    z.seq AS events,
+    s.recorded_at AS started_at,
+    z.recorded_at AS updated_at,
+    z.type AS last_event,
+    l.parent_stream_id AS parent,
+    l.parent_seq AS fork_seq,
+    json_extract(s.payload, '$.replay_of.conversation_id') AS replay_of,
+    z.position AS last_position
+FROM events AS s
+JOIN events AS z ON z.stream_id = s.stream_id
+    AND z.seq = (SELECT max(m.seq) FROM events AS m WHERE m.stream_id = s.stream_id)
+LEFT JOIN stream_links AS l ON l.stream_id = s.stream_id
+WHERE s.type = 'conversation_started' AND s.seq = 1"""
+
+# The conversation's provider/model stand in when a response does not name its own
+# (coalesce is lazy in SQLite, so the start event is only read when needed).
+_STARTED = "(SELECT json_extract(s.payload, '$.{0}') FROM events s WHERE s.stream_id = e.stream_id AND s.seq = 1)"
+
+_MODEL_CALLS = f"""CREATE VIEW model_calls AS
+SELECT
+    e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
+    json_extract(e.payload, '$.turn') AS turn,
+    coalesce(nullif(json_extract(e.payload, '$.provider'), ''), {_STARTED.format('provider')}) AS provider,
+    coalesce(nullif(json_extract(e.payload, '$.model'), ''), {_STARTED.format('model')}) AS model,
+    e.type = 'model_responded' AS ok,
+    CASE WHEN e.type = 'model_responded'
+         THEN coalesce(json_extract(e.payload, '$.stop_reason'), 'end_turn') END AS stop_reason,
+    coalesce(json_extract(e.payload, '$.usage.input_tokens'), 0) AS input_tokens,
+    coalesce(json_extract(e.payload, '$.usage.output_tokens'), 0) AS output_tokens,
+    coalesce(json_extract(e.payload, '$.usage.cached_input_tokens'), 0) AS cached_input_tokens,
+    coalesce(json_extract(e.payload, '$.usage.cache_write_tokens'), 0) AS cache_write_tokens,
+    coalesce(json_extract(e.payload, '$.usage.reasoning_tokens'), 0) AS reasoning_tokens,
+    json_extract(e.payload, '$.latency_ms') AS latency_ms,
+    CASE WHEN e.type = 'model_responded'
+         THEN coalesce(json_extract(e.payload, '$.source'), 'provider') END AS source,
+    (SELECT count(*) FROM json_each(e.payload, '$.parts') AS p
+     WHERE json_extract(p.value, '$.type') = 'tool_call') AS tool_calls,
+    json_extract(e.payload, '$.error_type') AS error_type,
+    json_extract(e.payload, '$.message') AS error,
+    json_extract(e.payload, '$.status') AS http_status
+FROM events AS e
+WHERE e.type IN ('model_responded', 'model_failed')"""
+
+_TOOL_CALLS = """CREATE VIEW tool_calls AS
+SELECT
+    e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
+    json_extract(e.payload, '$.call_id') AS call_id,
+    json_extract(e.payload, '$.name') AS tool,
+    CASE WHEN e.type = 'tool_call_rejected' THEN 'refused'
+         WHEN json_extract(e.payload, '$.success') THEN 'succeeded'
+         ELSE 'failed' END AS outcome,
+    json_extract(e.payload, '$.reason') AS refused_reason,
+    json_extract(e.payload, '$.duration_ms') AS duration_ms,
+    json_extract(e.payload, '$.error') AS error,
+    json_extract(e.payload, '$.content') AS content,
+    CASE WHEN e.type = 'tool_completed'
+         THEN coalesce(json_extract(e.payload, '$.source'), 'live') END AS source,
+    CASE WHEN e.type = 'tool_call_rejected'
+         THEN coalesce(json_extract(e.payload, '$.arguments'), '{}')
+         ELSE (SELECT coalesce(json_extract(t.payload, '$.arguments'), '{}') FROM events AS t
+               WHERE t.type = 'tool_started' AND t.stream_id = e.stream_id AND t.seq < e.seq
+                 AND json_extract(t.payload, '$.call_id') = json_extract(e.payload, '$.call_id')
+               ORDER BY t.seq DESC LIMIT 1) END AS arguments
+FROM events AS e
+WHERE e.type IN ('tool_completed', 'tool_call_rejected')"""
+
+_MESSAGES = """CREATE VIEW messages AS
+SELECT
+    e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
+    CASE e.type WHEN 'user_message' THEN 'user' WHEN 'model_responded' THEN 'assistant'
+         ELSE 'tool' END AS role,
+    CASE WHEN e.type IN ('user_message', 'model_responded')
+         THEN (SELECT group_concat(json_extract(p.value, '$.text'), '')
+               FROM json_each(e.payload, '$.parts') AS p
+               WHERE json_extract(p.value, '$.type') = 'text')
+         ELSE json_extract(e.payload, '$.content') END AS text,
+    json_extract(e.payload, '$.turn') AS turn,
+    nullif(json_extract(e.payload, '$.provider'), '') AS provider,
+    nullif(json_extract(e.payload, '$.model'), '') AS model,
+    json_extract(e.payload, '$.call_id') AS call_id,
+    json_extract(e.payload, '$.name') AS tool,
+    CASE WHEN e.type = 'tool_completed' THEN NOT json_extract(e.payload, '$.success')
+         WHEN e.type = 'tool_call_rejected' THEN 1 ELSE 0 END AS is_error,
+    json_extract(e.payload, '$.parts') AS parts
+FROM events AS e
+WHERE e.type IN ('user_message', 'model_responded', 'tool_completed', 'tool_call_rejected')"""
+
+#: View name -> its CREATE VIEW statement.
+VIEWS: dict[str, str] = {
+    "conversations": _CONVERSATIONS,
+    "messages": _MESSAGES,
+    "model_calls": _MODEL_CALLS,
+    "tool_calls": _TOOL_CALLS,
+}
+
+_INDEX = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, stream_id, seq)"
+
+
+def _migrate(db: Database, from_version: int) -> None:
+    """Create (or, from an older version, recreate) the index, every view and the projections."""
+    db.execute(_INDEX)
+    if from_version == 0:
+        projections.install(db)
+    for name, sql in VIEWS.items():
+        db.execute(f"DROP VIEW IF EXISTS {name}")
+        db.execute(sql)
+
+
+#: The audit views as a journal extension (bump ``version`` when a view changes).
+VIEWS_EXTENSION = Extension(name="engine.views", version=1, migrate=_migrate)
 
 #: Journal schema extensions the engine registers when it opens a journal.
-EXTENSIONS: tuple = ()
+EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)
+
+
+def connect_readonly(path: str) -> sqlite3.Connection:
+    """A read-only SQLite connection to the journal at ``path``, its views created first.
+
+    For queries over the views (``turnlog audit``, ``ls``, ``tail``): it can
+    never write to ``events``; temporary tables live in memory.
+    """
+    Journal(path, extensions=EXTENSIONS).close()  # checks the file and migrates the views
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True,
+                               isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA temp_store = MEMORY")
+    except sqlite3.Error as exc:
+        raise JournalError(f"cannot open {path} for reading: {exc}") from exc
+    return conn

@@ -20,7 +20,6 @@ a first user message ``OPENING``. Sampling parameters go through
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,16 +41,14 @@ from ._common import (
     mark_cut_off,
     opt_str,
     parse_arguments,
-    parse_body,
     parse_data_url,
     plan_history,
     redact,
     require,
-    require_key,
     wire_list,
     wire_str,
-    with_model,
 )
+from ._sdk import SDKProvider
 from .base import ModelRequest, ModelResponse
 
 try:
@@ -347,71 +344,31 @@ def _translate_errors(secret: str | None = None) -> Iterator[None]:
                             provider=NAME) from None
 
 
-class AnthropicProvider:
+class AnthropicProvider(SDKProvider):
     """The Anthropic Messages API behind the neutral ``Provider`` interface.
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``, the endpoint from
-    ``base_url`` or ``ANTHROPIC_BASE_URL`` (the SDK's own variable). The SDK's
-    retries are off by default (``max_retries=0``): the loop decides.
-    ``complete`` is synchronous; ``acomplete`` is the same call on the SDK's
-    async client (built on first use, or passed as ``async_client``).
+    ``base_url`` or ``ANTHROPIC_BASE_URL`` (the SDK's own variable). See
+    ``SDKProvider`` for retries, closing and ``acomplete``.
     """
 
-    name = NAME
+    name = key_owner = NAME
+    base_url_env = "ANTHROPIC_BASE_URL"
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None,
-                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
-                 client: Any = None, async_client: Any = None) -> None:
-        self.model = model or DEFAULT_MODEL
-        self._options: dict[str, Any] = {}
-        if client is None or async_client is None:
-            self._options = {"api_key": require_key(NAME, api_key), "timeout": timeout,
-                             "base_url": base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                             "max_retries": max_retries}
-        self.client = client or _sdk.Anthropic(**self._options)
-        self._async_client = async_client
-        self._closed = False
+    def _client_classes(self) -> tuple[type, type]:
+        return _sdk.Anthropic, _sdk.AsyncAnthropic
 
-    def close(self) -> None:
-        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
-        self._closed = True
-        self.client.close()
-
-    async def aclose(self) -> None:
-        """Close the async client, if one was built."""
-        if self._async_client is not None:
-            await self._async_client.close()
-
-    @property
-    def async_client(self) -> Any:
-        """The SDK's ``AsyncAnthropic`` client, built on first use."""
-        if self._async_client is None:
-            self._async_client = _sdk.AsyncAnthropic(**self._options)
-        return self._async_client
-
-    def _secret(self) -> str | None:
-        return self._options.get("api_key") or getattr(self.client, "api_key", None)
-
-    def _body(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         body = map_request(request)
-        body["model"] = body["model"] or self.model
         sampling = {k: body.pop(k) for k in _SAMPLING if k in body}
-        return body, {"extra_body": sampling or None}
+        return {**body, "extra_body": sampling or None}
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
-        if self._closed:
-            raise ProviderError("the provider was closed", provider=self.name)
-        body, extra = self._body(request)
-        with _translate_errors(self._secret()):
-            raw = self.client.messages.with_raw_response.create(**body, **extra)
-            text = raw.http_response.text
-        return with_model(map_response(parse_body(text, NAME)), body["model"])
+    def _endpoint(self, client: Any) -> Any:
+        return client.messages
 
-    async def acomplete(self, request: ModelRequest) -> ModelResponse:
-        """``complete`` on the async client."""
-        body, extra = self._body(request)
-        with _translate_errors(self._secret()):
-            raw = await self.async_client.messages.with_raw_response.create(**body, **extra)
-            text = raw.http_response.text
-        return with_model(map_response(parse_body(text, NAME)), body["model"])
+    def _map_body(self, body: dict[str, Any]) -> ModelResponse:
+        return map_response(body)
+
+    def _errors(self, secret: str | None) -> Any:
+        return _translate_errors(secret)

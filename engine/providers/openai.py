@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -46,16 +45,14 @@ from ._common import (
     mark_cut_off,
     opt_str,
     parse_arguments,
-    parse_body,
     parse_data_url,
     plan_history,
     redact,
     require,
-    require_key,
     wire_list,
     wire_str,
-    with_model,
 )
+from ._sdk import SDKProvider
 from .base import ModelRequest, ModelResponse
 
 try:
@@ -334,68 +331,29 @@ def _translate_errors(provider: str = NAME,
                             provider=provider) from None
 
 
-class OpenAIProvider:
+class OpenAIProvider(SDKProvider):
     """OpenAI Chat Completions behind the neutral ``Provider`` interface.
 
     The key comes from ``api_key`` or ``OPENAI_API_KEY``, the endpoint from
-    ``base_url`` or ``OPENAI_BASE_URL``. SDK retries are off by default.
-    ``acomplete`` is ``complete`` on the SDK's async client.
+    ``base_url`` or ``OPENAI_BASE_URL``. See ``SDKProvider`` for retries,
+    closing and ``acomplete``.
     """
 
-    name = NAME
+    name = key_owner = NAME
+    base_url_env = "OPENAI_BASE_URL"
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None,
-                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
-                 client: Any = None, async_client: Any = None) -> None:
-        self.model = model or DEFAULT_MODEL
-        self._options: dict[str, Any] = {}
-        if client is None or async_client is None:
-            self._options = {"api_key": require_key(NAME, api_key), "timeout": timeout,
-                             "base_url": base_url or os.environ.get("OPENAI_BASE_URL"),
-                             "max_retries": max_retries}
-        self.client = client or _sdk.OpenAI(**self._options)
-        self._async_client = async_client
-        self._closed = False
+    def _client_classes(self) -> tuple[type, type]:
+        return _sdk.OpenAI, _sdk.AsyncOpenAI
 
-    def close(self) -> None:
-        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
-        self._closed = True
-        self.client.close()
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        return map_request(request)
 
-    async def aclose(self) -> None:
-        """Close the async client, if one was built."""
-        if self._async_client is not None:
-            await self._async_client.close()
+    def _endpoint(self, client: Any) -> Any:
+        return client.chat.completions
 
-    @property
-    def async_client(self) -> Any:
-        """The SDK's ``AsyncOpenAI`` client, built on first use."""
-        if self._async_client is None:
-            self._async_client = _sdk.AsyncOpenAI(**self._options)
-        return self._async_client
+    def _map_body(self, body: dict[str, Any]) -> ModelResponse:
+        return map_response(body)
 
-    def _secret(self) -> str | None:
-        return self._options.get("api_key") or getattr(self.client, "api_key", None)
-
-    def _body(self, request: ModelRequest) -> dict[str, Any]:
-        body = map_request(request)
-        body["model"] = body["model"] or self.model
-        return body
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
-        if self._closed:
-            raise ProviderError("the provider was closed", provider=self.name)
-        body = self._body(request)
-        with _translate_errors(NAME, self._secret()):
-            raw = self.client.chat.completions.with_raw_response.create(**body)
-            text = raw.http_response.text
-        return with_model(map_response(parse_body(text, NAME)), body["model"])
-
-    async def acomplete(self, request: ModelRequest) -> ModelResponse:
-        """``complete`` on the async client."""
-        body = self._body(request)
-        with _translate_errors(NAME, self._secret()):
-            raw = await self.async_client.chat.completions.with_raw_response.create(**body)
-            text = raw.http_response.text
-        return with_model(map_response(parse_body(text, NAME)), body["model"])
+    def _errors(self, secret: str | None) -> Any:
+        return _translate_errors(NAME, secret)

@@ -22,11 +22,10 @@ stateless request does not have. Failed results' output starts with
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError, MalformedResponseError, ProviderError, ServerError
+from ..errors import FormatError, MalformedResponseError, ServerError
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
@@ -36,17 +35,14 @@ from ._common import (
     mark_cut_off,
     opt_str,
     parse_arguments,
-    parse_body,
     parse_data_url,
     plan_history,
     require,
-    require_key,
     wire_list,
     wire_str,
-    with_model,
 )
 from .base import ModelRequest, ModelResponse
-from .openai import _result_content, _sdk, _translate_errors, wire_id
+from .openai import OpenAIProvider, _result_content, _translate_errors, wire_id
 
 __all__ = [
     "OpenAIResponsesProvider",
@@ -274,7 +270,7 @@ def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
     return "\n\n".join(systems), out
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(OpenAIProvider):
     """The OpenAI Responses API behind the neutral ``Provider`` interface.
 
     Same keys and endpoint as ``OpenAIProvider`` (``OPENAI_API_KEY``,
@@ -283,60 +279,14 @@ class OpenAIResponsesProvider:
 
     name = NAME
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None,
-                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
-                 client: Any = None, async_client: Any = None) -> None:
-        from .openai import DEFAULT_MODEL
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        return map_request(request)
 
-        self.model = model or DEFAULT_MODEL
-        self._options: dict[str, Any] = {}
-        if client is None or async_client is None:
-            self._options = {"api_key": require_key("openai", api_key), "timeout": timeout,
-                             "base_url": base_url or os.environ.get("OPENAI_BASE_URL"),
-                             "max_retries": max_retries}
-        self.client = client or _sdk.OpenAI(**self._options)
-        self._async_client = async_client
-        self._closed = False
+    def _endpoint(self, client: Any) -> Any:
+        return client.responses
 
-    def close(self) -> None:
-        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
-        self._closed = True
-        self.client.close()
+    def _map_body(self, body: dict[str, Any]) -> ModelResponse:
+        return map_response(body)
 
-    async def aclose(self) -> None:
-        """Close the async client, if one was built."""
-        if self._async_client is not None:
-            await self._async_client.close()
-
-    @property
-    def async_client(self) -> Any:
-        """The SDK's ``AsyncOpenAI`` client, built on first use."""
-        if self._async_client is None:
-            self._async_client = _sdk.AsyncOpenAI(**self._options)
-        return self._async_client
-
-    def _secret(self) -> str | None:
-        return self._options.get("api_key") or getattr(self.client, "api_key", None)
-
-    def _body(self, request: ModelRequest) -> dict[str, Any]:
-        body = map_request(request)
-        body["model"] = body["model"] or self.model
-        return body
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
-        if self._closed:
-            raise ProviderError("the provider was closed", provider=self.name)
-        body = self._body(request)
-        with _translate_errors(NAME, self._secret()):
-            raw = self.client.responses.with_raw_response.create(**body)
-            text = raw.http_response.text
-        return with_model(map_response(parse_body(text, NAME)), body["model"])
-
-    async def acomplete(self, request: ModelRequest) -> ModelResponse:
-        """``complete`` on the async client."""
-        body = self._body(request)
-        with _translate_errors(NAME, self._secret()):
-            raw = await self.async_client.responses.with_raw_response.create(**body)
-            text = raw.http_response.text
-        return with_model(map_response(parse_body(text, NAME)), body["model"])
+    def _errors(self, secret: str | None) -> Any:
+        return _translate_errors(NAME, secret)

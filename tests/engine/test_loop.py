@@ -416,12 +416,12 @@ def test_recorded_request_digests_equal_the_requests_own_digest(journal):
 
 
 def test_starting_a_conversation_with_an_id_in_use_is_a_typed_error(journal):
-    from engine.errors import ConversationExists
+    from engine.errors import ConversationExistsError
 
     loop = Loop(journal, ScriptedProvider([{"text": "a"}]))
     loop.start("hi", conversation_id="dup")
     before = journal.last_seq("dup")
-    with pytest.raises(ConversationExists, match="'dup' already exists"):
+    with pytest.raises(ConversationExistsError, match="'dup' already exists"):
         loop.start("again", conversation_id="dup")
     assert journal.last_seq("dup") == before
 

@@ -1,0 +1,265 @@
+"""Figures across conversations, computed with SQL over the journal's views.
+
+``audit(conn, query, prices)`` answers: how many conversations, in which
+status, with which provider and model; how many turns and tokens; how each
+tool fared (calls, failures, duplicates prevented, refusals by reason,
+median and p95 duration); which model errors occurred; what the runs cost
+(estimated from a :class:`~engine.prices.PriceTable`); and which divergences
+the last recorded replay found. Nothing is folded in Python: a handful of
+grouped queries over ``conversations``, ``model_calls`` and ``tool_calls``
+(see ``engine.views``) does the work, scoped by a temporary table of the
+conversations the filters select.
+
+>>> from engine.views import connect_readonly  # doctest: +SKIP
+>>> audit(connect_readonly("turnlog.db"), AuditQuery(provider="openai"))["conversations"]  # doctest: +SKIP
+12
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ._audit_sql import EVENTS, PROJECTIONS, Source
+from .errors import BadFilterError
+from .messages import Usage
+from .prices import PriceTable
+from .projections import in_step
+
+__all__ = ["REPLAY_REPORTS", "STATUSES", "AuditQuery", "audit", "check_query", "parse_since"]
+
+#: The statuses a conversation can be in (``conversations.status``).
+STATUSES = ("active", "completed", "failed", "halted")
+
+#: The table a replay run may record its results in; ``audit`` reports its last run.
+#: Columns read: ``run_at`` (ISO timestamp of the run; the greatest is the last run),
+#: ``conversation_id``, ``ok`` (1/0) and ``divergence_seq`` (NULL when ok).
+REPLAY_REPORTS = "replay_reports"
+
+_RELATIVE = re.compile(r"^(\d+)([dhm])$")
+
+
+class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Which conversations an audit covers; ``None`` means no filter.
+
+    ``since`` is a normalised timestamp (see :func:`parse_since`): conversations
+    started at or after it. ``tool`` keeps conversations that called that tool
+    and narrows the tool figures to it. ``top`` is how many of the most
+    expensive conversations to list (0: all).
+    """
+
+    since: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    status: str | None = None
+    tool: str | None = None
+    top: int = 10
+
+
+def parse_since(text: str, now: dt.datetime | None = None) -> str:
+    """``2025-01-31``, ``2025-01-31T12:00:00Z`` (any ISO form) or ``7d``/``12h``/``30m`` ago,
+    as the journal's timestamp format.
+
+    >>> parse_since("2025-01-31")
+    '2025-01-31T00:00:00.000000Z'
+    >>> parse_since("2d", now=dt.datetime(2025, 1, 3, tzinfo=dt.UTC))
+    '2025-01-01T00:00:00.000000Z'
+    """
+    rel = _RELATIVE.match(text.strip())
+    if rel:
+        unit = {"d": "days", "h": "hours", "m": "minutes"}[rel.group(2)]
+        when = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(**{unit: int(rel.group(1))})
+    else:
+        try:
+            when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise BadFilterError(
+                f"--since {text!r} is not a date: use 2025-01-31, 2025-01-31T12:00:00Z "
+                f"or 7d / 12h / 30m") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def check_query(query: AuditQuery) -> None:
+    """Refuse filter values no conversation can match for a reason worth telling the user."""
+    if query.status is not None and query.status not in STATUSES:
+        raise BadFilterError(f"--status {query.status!r} is not one of {', '.join(STATUSES)}")
+
+
+def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
+          prices: PriceTable | None = None, source: Source | None = None) -> dict[str, Any]:
+    """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
+
+    ``conn`` is a connection to a journal that has the engine's views and
+    projections (``engine.views.connect_readonly``). Figures come from the
+    projection tables when they are in step with ``events``, else from
+    ``events`` itself (``source`` forces one; the report's ``source`` says
+    which). Only temporary tables are written.
+    """
+    check_query(query)
+    prices = prices or PriceTable.default()
+    src = source or (PROJECTIONS if in_step(conn) else EVENTS)
+    _scope(conn, query, src)
+    report: dict[str, Any] = _conversations(conn)
+    # Unfiltered, every event is in scope: skip the per-event scope check.
+    unfiltered = (query.since, query.provider, query.model, query.status, query.tool) == (None,) * 5
+    in_scope = "" if unfiltered else src.in_scope
+    report["turns"] = conn.execute(src.turns.format(in_scope=in_scope)).fetchone()[0]
+    calls = conn.execute(src.calls.format(in_scope=in_scope)).fetchall()
+    report["tokens"] = _tokens(calls)
+    report["model_failures"] = dict(conn.execute(src.failures.format(in_scope=in_scope)).fetchall())
+    and_tool, params = (src.and_tool, (query.tool,)) if query.tool else ("", ())
+    report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope, and_tool=and_tool),
+                                          params))
+    report["source"] = src.name
+    report["cost"] = _cost(calls, prices, query.top)
+    report["divergences"] = _divergences(conn)
+    report["filters"] = {k: v for k, v in msgspec.to_builtins(query).items() if k != "top"}
+    conn.execute("DROP TABLE temp.audit_scope")
+    return report
+
+
+def _scope(conn: sqlite3.Connection, query: AuditQuery, src: Source) -> None:
+    where, params = [], []
+    for column in ("provider", "model", "status"):
+        value = getattr(query, column)
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if query.since is not None:
+        where.append("started_at >= ?")
+        params.append(query.since)
+    if query.tool is not None:
+        where.append(f"conversation_id IN ({src.tool_users})")
+        params.append(query.tool)
+    conn.execute("DROP TABLE IF EXISTS temp.audit_scope")
+    conn.execute(
+        "CREATE TEMP TABLE audit_scope (conversation_id TEXT PRIMARY KEY, provider TEXT, "
+        "model TEXT, status TEXT) WITHOUT ROWID")
+    conn.execute(
+        "INSERT INTO temp.audit_scope SELECT conversation_id, provider, model, status "
+        f"FROM conversations {'WHERE ' + ' AND '.join(where) if where else ''}", params)
+
+
+def _conversations(conn: sqlite3.Connection) -> dict[str, Any]:
+    by_status = dict.fromkeys(STATUSES, 0)
+    for status, n in conn.execute(
+            "SELECT status, count(*) FROM temp.audit_scope GROUP BY status"):
+        by_status[status] = n
+    by_model = [
+        {"provider": p, "model": m, "conversations": n, "by_status": {
+            s: c for s, c in zip(STATUSES, counts)}}
+        for p, m, n, *counts in conn.execute(
+            "SELECT provider, model, count(*), "
+            + ", ".join(f"sum(status = '{s}')" for s in STATUSES)
+            + " FROM temp.audit_scope GROUP BY provider, model ORDER BY provider, model")]
+    return {"conversations": sum(by_status.values()), "by_status": by_status,
+            "by_provider_model": by_model}
+
+
+_TOKEN_KINDS = ("input", "output", "cached_input", "cache_write", "reasoning")
+
+
+def _tokens(calls: list[tuple]) -> dict[str, Any]:
+    totals = [0] * len(_TOKEN_KINDS)
+    per: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * (1 + len(_TOKEN_KINDS)))
+    for _cid, provider, model, _day, responses, *tokens in calls:
+        row = per[(provider, model)]
+        row[0] += responses
+        for i, n in enumerate(tokens):
+            row[i + 1] += n
+            totals[i] += n
+    return {
+        **dict(zip(_TOKEN_KINDS, totals)),
+        "by_provider_model": [
+            {"provider": p, "model": m, "responses": row[0], **dict(zip(_TOKEN_KINDS, row[1:]))}
+            for (p, m), row in sorted(per.items())],
+    }
+
+
+def _tools(rows: Iterable[tuple]) -> dict[str, dict[str, Any]]:
+    """Per tool: calls by outcome, refusals by reason, median and p95 duration."""
+    outcomes: Counter[tuple[str, str, str]] = Counter()
+    durations: dict[str, list[float]] = defaultdict(list)
+    for name, refused, success, reason, ms in rows:
+        if refused:
+            outcomes[(name, "refused", reason or "")] += 1
+            continue
+        outcomes[(name, "succeeded" if success else "failed", "")] += 1
+        if ms is not None:
+            durations[name].append(ms)
+    tools: dict[str, dict[str, Any]] = {}
+    for (name, outcome, reason), n in sorted(outcomes.items()):
+        t = tools.setdefault(name, {
+            "calls": 0, "succeeded": 0, "failures": 0, "refused": 0, "duplicates_prevented": 0,
+            "refused_by_reason": {}, "median_ms": None, "p95_ms": None})
+        t["calls"] += n
+        if outcome == "refused":
+            t["refused"] += n
+            t["refused_by_reason"][reason] = n
+            if reason == "duplicate":
+                t["duplicates_prevented"] += n
+        else:
+            t["succeeded" if outcome == "succeeded" else "failures"] += n
+    for name, values in durations.items():
+        values.sort()
+        n = len(values)
+        # median: the mean of the two middle values; p95: the nearest rank
+        tools[name]["median_ms"] = (values[(n - 1) // 2] + values[n // 2]) / 2
+        tools[name]["p95_ms"] = values[-(-95 * n // 100) - 1]
+    return dict(sorted(tools.items()))
+
+
+def _cost(calls: list[tuple], prices: PriceTable, top: int) -> dict[str, Any]:
+    per_model: dict[tuple[str, str], list] = {}
+    per_conv: dict[str, list] = {}
+    for cid, provider, model, day, _responses, inp, out, cached, written, _reasoning in calls:
+        usage = Usage(input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
+                      cache_write_tokens=written)
+        cost = prices.cost(provider or "", model or "", day, usage)
+        for acc in (per_model.setdefault((provider, model), [0.0, 0]),
+                    per_conv.setdefault(cid, [0.0, 0])):
+            if cost is None:
+                acc[1] += 1  # unpriced units make the figure unknown, never zero
+            else:
+                acc[0] += cost
+    priced = [v[0] for v in per_model.values() if not v[1]]
+    unpriced = sorted((p, m) for (p, m), v in per_model.items() if v[1])
+    ranked = sorted(per_conv.items(), key=lambda kv: (kv[1][1] == 0, kv[1][0]), reverse=True)
+    return {
+        "currency": prices.currency,
+        "prices": prices.source,
+        "total": round(sum(priced), 6),
+        "complete": not unpriced,
+        "unpriced": [{"provider": p, "model": m} for p, m in unpriced],
+        "by_provider_model": [
+            {"provider": p, "model": m, "cost": None if v[1] else round(v[0], 6)}
+            for (p, m), v in sorted(per_model.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))],
+        "conversations": [
+            {"conversation_id": cid, "cost": None if v[1] else round(v[0], 6)}
+            for cid, v in (ranked if top == 0 else ranked[:top])],
+    }
+
+
+def _divergences(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """The last recorded replay run's findings, or ``None`` when replays record nothing."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')",
+                          (REPLAY_REPORTS,)).fetchone()
+    if not exists:
+        return None
+    rows = conn.execute(
+        f"SELECT run_at, conversation_id, ok, divergence_seq FROM {REPLAY_REPORTS} "
+        f"WHERE run_at = (SELECT max(run_at) FROM {REPLAY_REPORTS}) ORDER BY conversation_id"
+    ).fetchall()
+    if not rows:
+        return None
+    return {"run_at": rows[0][0], "checked": len(rows),
+            "diverged": [{"conversation_id": cid, "seq": seq}
+                         for _run, cid, ok, seq in rows if not ok]}

@@ -1,0 +1,141 @@
+"""A conversation's events as a timeline people can read (``turnlog show``).
+
+One line (or a few) per event, grouped by turn: what the user said, what
+the model answered and which tools it called with which arguments, each
+tool's result or why it was refused, model failures, usage per turn, and
+how the run ended. Long values are cut at ``width`` characters unless
+``full`` is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["header", "timeline"]
+
+_WIDTH = 200
+
+
+def _clip(text: str, full: bool, width: int = _WIDTH) -> str:
+    text = text if full else " ".join(text.split())  # a clipped line stays one line
+    if full or len(text) <= width:
+        return text
+    return f"{text[:width]}… ({len(text):,} chars, --full for all)"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _indent(text: str, prefix: str) -> str:
+    return text.replace("\n", "\n" + prefix)
+
+
+def header(info: dict[str, Any], started: dict[str, Any], full: bool) -> list[str]:
+    """The lines above the timeline: identity, status, lineage, system prompt, tools."""
+    lines = [f"conversation {info['conversation_id']}  {started.get('provider')}/"
+             f"{started.get('model')}  mode={started.get('mode', 'chat')}  "
+             f"status={info['status']}  turns={info['turn_count']}  events={info['events']}"]
+    fork = started.get("fork")
+    if fork:
+        lines.append(f"  fork of {fork['conversation_id']} at seq {fork['seq']} "
+                     f"(turnlog show {fork['conversation_id']} for the shared history)")
+    replay = started.get("replay_of")
+    if replay:
+        lines.append(f"  replay of {replay['conversation_id']} "
+                     f"(recorded tools: {replay.get('tools', 'recorded')})")
+    for child in info.get("forks", ()):
+        lines.append(f"  forked as {child['conversation_id']} at seq {child['fork_seq']}")
+    for child in info.get("replays", ()):
+        lines.append(f"  replayed as {child}")
+    if started.get("system"):
+        lines.append("  system: " + _indent(_clip(started["system"], full), "          "))
+    tools = [t["name"] for t in started.get("tools", ())]
+    if tools:
+        lines.append("  tools: " + ", ".join(tools))
+    return lines
+
+
+def _usage(u: dict[str, Any]) -> str:
+    extra = "".join(f", {label} {u[k]:,}" for k, label in
+                    (("cached_input_tokens", "cached"), ("cache_write_tokens", "cache write"),
+                     ("reasoning_tokens", "reasoning")) if u.get(k))
+    return f"usage: input {u.get('input_tokens', 0):,}{extra}; output {u.get('output_tokens', 0):,}"
+
+
+def _parts(parts: Iterable[dict[str, Any]], full: bool) -> list[str]:
+    lines = []
+    for p in parts:
+        kind = p.get("type")
+        if kind == "text":
+            lines.append("      " + _indent(_clip(p["text"], full), "      "))
+        elif kind == "thinking":
+            lines.append("      (thinking) " + _clip(p.get("text", ""), full))
+        elif kind == "tool_call":
+            bad = f"  INVALID: {p['invalid']}" if p.get("invalid") else ""
+            args = p.get("raw_arguments") if p.get("invalid") else _json(p.get("arguments", {}))
+            lines.append(f"      -> {p['name']}({_clip(args or '', full)})  [{p['id']}]{bad}")
+        elif kind == "image":
+            lines.append(f"      (image {p.get('media_type', '')})")
+    return lines
+
+
+def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
+    at = f"{seq:>4}  "
+    match type_:
+        case "conversation_started":
+            return [f"{at}started"]
+        case "user_message":
+            text = "".join(x.get("text", "") for x in p.get("parts", ()) if x.get("type") == "text")
+            return [f"{at}user: " + _indent(_clip(text, full), "        ")]
+        case "model_requested":
+            who = "/".join(x for x in (p.get("provider"), p.get("model")) if x)
+            return [f"--- turn {p['turn']}" + (f"  ({who})" if who else "")]
+        case "model_responded":
+            who = "/".join(x for x in (p.get("provider"), p.get("model")) if x)
+            took = f" in {p['latency_ms']:,.0f} ms" if p.get("latency_ms") is not None else ""
+            source = f" [{p['source']}]" if p.get("source", "provider") != "provider" else ""
+            lines = [f"{at}model{' ' + who if who else ''} (turn {p['turn']}, "
+                     f"stop: {p.get('stop_reason', 'end_turn')}{took}){source}:"]
+            lines += _parts(p.get("parts", ()), full)
+            lines.append("      " + _usage(p.get("usage", {})))
+            return lines
+        case "model_failed":
+            status = f" (HTTP {p['status']})" if p.get("status") else ""
+            retry = ", retryable" if p.get("retryable") else ""
+            return [f"{at}MODEL FAILED {p['error_type']}{status}{retry}: {_clip(p['message'], full)}"]
+        case "tool_started":
+            dup = "  (duplicate let through: observe-only policy)" if p.get("duplicate") else ""
+            return [f"{at}tool {p['name']} started  [{p['call_id']}]{dup}"]
+        case "tool_completed":
+            took = f" in {p['duration_ms']:,.0f} ms" if p.get("duration_ms") is not None else ""
+            source = f" [{p['source']}]" if p.get("source", "live") != "live" else ""
+            if p["success"]:
+                return [f"{at}tool {p['name']} ok{took}{source}: {_clip(p['content'], full)}"]
+            return [f"{at}tool {p['name']} FAILED{took}{source}: "
+                    f"{_clip(p.get('error') or p['content'], full)}"]
+        case "tool_call_rejected":
+            args = f" {_clip(_json(p['arguments']), full)}" if p.get("arguments") else ""
+            return [f"{at}tool {p['name']} REFUSED ({p['reason']}){args}  [{p['call_id']}]",
+                    f"      sent back: {_clip(p['content'], full)}"]
+        case "turn_limit_reached":
+            pending = ", the model still wanted tools" if p.get("pending_tool_calls") else ""
+            return [f"{at}HALTED: turn limit {p['max_turns']} reached after "
+                    f"{p['turn_count']} turns{pending}"]
+        case "conversation_halted":
+            return [f"{at}HALTED: {p['reason']} ({p.get('refusals', 0)} refusals)"]
+        case "conversation_completed":
+            return [f"{at}completed: {_clip(p.get('final_content', ''), full)}"]
+        case "conversation_failed":
+            return [f"{at}FAILED: {_clip(p['error'], full)}"]
+    return [f"{at}{type_} {_clip(_json(p), full)}"]
+
+
+def timeline(events: Iterable[dict[str, Any]], full: bool = False) -> list[str]:
+    """The timeline lines of ``events`` (dicts with ``seq``, ``type``, ``payload``)."""
+    lines: list[str] = []
+    for e in events:
+        lines += _event(e["seq"], e["type"], e["payload"], full)
+    return lines

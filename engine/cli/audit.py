@@ -1,0 +1,131 @@
+"""``turnlog audit``: figures across conversations, from SQL over the journal's views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from engine.audit import STATUSES, AuditQuery, audit, check_query, parse_since
+from engine.prices import PriceTable
+from engine.views import connect_readonly
+
+from ._common import db_option, emit, journal_for, json_option, translate_errors
+
+__all__ = ["audit_command"]
+
+
+@click.command("audit")
+@click.option("--since", help="Conversations started on or after this date "
+              "(2025-01-31, an ISO timestamp, or 7d / 12h / 30m ago).")
+@click.option("--provider", help="Only conversations with this provider.")
+@click.option("--model", help="Only conversations with this model.")
+@click.option("--status", help=f"Only conversations in this status ({', '.join(STATUSES)}).")
+@click.option("--tool", help="Only conversations that called this tool; tool figures for it alone.")
+@click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
+              help="A price table (TOML) instead of turnlog's default engine/prices.toml.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many of the most expensive conversations to list (0: all).")
+@db_option
+@json_option
+@translate_errors
+def audit_command(since: str | None, provider: str | None, model: str | None,
+                  status: str | None, tool: str | None, prices_file: str | None, top: int,
+                  db_path: str, as_json: bool) -> None:
+    """Figures across conversations: status, turns, tokens, tools, failures, cost.
+
+    Cost is estimated from a price table per model and token kind, at the
+    rates in effect on the day of each call; models without a price are
+    listed as unpriced, never counted as free.
+
+    Example:
+
+        turnlog audit --since 7d --provider openai --json
+    """
+    query = AuditQuery(since=parse_since(since) if since is not None else None,
+                       provider=provider, model=model, status=status, tool=tool, top=top)
+    check_query(query)
+    prices = PriceTable.load(prices_file) if prices_file else PriceTable.default()
+    with journal_for(db_path):  # refuses a missing or foreign file before anything else
+        pass
+    conn = connect_readonly(db_path)
+    try:
+        report = audit(conn, query, prices)
+    finally:
+        conn.close()
+    if as_json:
+        emit(report)
+    else:
+        click.echo(render(report))
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return ["  " + fmt.format(*headers).rstrip(), *("  " + fmt.format(*r).rstrip() for r in cells)]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.4f}".rstrip("0").rstrip(".") if v else "0"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _cost_cell(costs: dict, key: tuple[str, str]) -> Any:
+    if key not in costs:
+        return 0.0  # no model call at all: nothing was spent
+    return "unpriced" if costs[key] is None else costs[key]
+
+
+def render(r: dict[str, Any]) -> str:
+    """The human-readable audit: a few aligned tables."""
+    lines = [f"conversations: {r['conversations']:,}   turns: {r['turns']:,}   "
+             + "   ".join(f"{s}: {n:,}" for s, n in r["by_status"].items())]
+    tokens = {(t["provider"], t["model"]): t for t in r["tokens"]["by_provider_model"]}
+    costs = {(c["provider"], c["model"]): c["cost"] for c in r["cost"]["by_provider_model"]}
+    lines += ["", "by provider/model:"] + _table(
+        ["provider/model", "convs", "responses", "input", "cached", "output", "cost"],
+        [[f"{m['provider']}/{m['model']}", m["conversations"],
+          tokens.get((m["provider"], m["model"]), {}).get("responses", 0),
+          tokens.get((m["provider"], m["model"]), {}).get("input", 0),
+          tokens.get((m["provider"], m["model"]), {}).get("cached_input", 0),
+          tokens.get((m["provider"], m["model"]), {}).get("output", 0),
+          _cost_cell(costs, (m["provider"], m["model"]))]
+         for m in r["by_provider_model"]])
+    if r["tools"]:
+        lines += ["", "tools:"] + _table(
+            ["tool", "calls", "ok", "failed", "refused", "duplicates", "median ms", "p95 ms"],
+            [[name, t["calls"], t["succeeded"], t["failures"], t["refused"],
+              t["duplicates_prevented"], t["median_ms"], t["p95_ms"]]
+             for name, t in r["tools"].items()])
+        reasons = [f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(t["refused_by_reason"].items()))
+                   for name, t in r["tools"].items() if t["refused_by_reason"]]
+        if reasons:
+            lines += ["  refused by reason: " + "; ".join(reasons)]
+    if r["model_failures"]:
+        lines += ["", "model failures: " + ", ".join(
+            f"{k or 'unknown'} {v}" for k, v in r["model_failures"].items())]
+    cost = r["cost"]
+    lines += ["", f"estimated cost: {cost['total']:,.4f} {cost['currency']}"
+              + ("" if cost["complete"] else "  (priced models only)")
+              + f"   prices: {cost['prices']}"]
+    if cost["unpriced"]:
+        lines += ["  unpriced: " + ", ".join(f"{u['provider']}/{u['model']}" for u in cost["unpriced"])]
+    if cost["conversations"]:
+        lines += ["  most expensive: " + ", ".join(
+            f"{c['conversation_id']} {_cell(c['cost']) if c['cost'] is not None else 'unpriced'}"
+            for c in cost["conversations"])]
+    div = r["divergences"]
+    if div is not None:
+        lines += ["", f"last replay ({div['run_at']}): {div['checked']} checked, "
+                  f"{len(div['diverged'])} diverged"
+                  + "".join(f"\n  {d['conversation_id']} at seq {d['seq']}" for d in div["diverged"])]
+    return "\n".join(lines)
+
+
+COMMANDS = [audit_command]

@@ -1,0 +1,72 @@
+"""``turnlog import`` and ``turnlog export``: transcripts in, every format out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from engine.formats.detect import FORMATS
+from engine.formats.exporter import EXPORT_FORMATS, export_conversation
+from engine.formats.importer import import_file
+
+from ._common import CLIError, db_option, emit, journal_for, json_option, translate_errors
+
+__all__ = ["export", "import_"]
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS),
+              help="Read every entry as this format (default: detect each entry).")
+@click.option("--id", "conversation_id", help="The new conversation's id (default: imp-…).")
+@db_option
+@json_option
+@translate_errors
+def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: str,
+            as_json: bool) -> None:
+    """Import a transcript as one new conversation (atomic: all of it or nothing).
+
+    FILE is a JSON array, JSONL, a provider request body or `turnlog export
+    --format jsonl` output; entries may mix API, orchestrator, OpenAI,
+    Anthropic, Gemini, Data Machine and turnlog formats.
+
+    Example:
+
+        turnlog import history.json --id support-42 --json
+    """
+    if not Path(file).is_file():
+        raise CLIError(f"no such file: {file}")
+    with journal_for(db_path, must_exist=False) as journal:
+        result = import_file(journal, file, fmt=fmt, conversation_id=conversation_id)
+    if as_json:
+        emit(result)
+        return
+    formats = ", ".join(f"{k} {v}" for k, v in sorted(result.formats.items()))
+    click.echo(f"imported {result.conversation_id}: {result.events} events "
+               f"({formats}); status {result.status}")
+
+
+@click.command()
+@click.argument("conversation_id")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
+              help="The output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@db_option
+@translate_errors
+def export(conversation_id: str, fmt: str, output: str | None, db_path: str) -> None:
+    """Export a conversation as provider messages, JSONL events, Data Machine text or Markdown.
+
+    Example:
+
+        turnlog export support-42 --format anthropic -o messages.json
+    """
+    with journal_for(db_path) as journal:
+        text = export_conversation(journal, conversation_id, fmt)
+    if output:
+        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+COMMANDS = [export, import_]

@@ -1,0 +1,91 @@
+"""Which format one transcript entry is in, decided from that entry alone.
+
+>>> detect_entry({"role": "user", "content": "hi", "timestamp": "2025-08-27T21:40:00.000Z"})
+'api'
+>>> detect_entry({"input": "draft claims", "context": "patent_streaming"})
+'orchestrator'
+>>> detect_entry({"role": "assistant", "content": "AI ACTION (Turn 1): Executing Add with parameters: a: 1"})
+'datamachine'
+>>> detect_entry({"role": "model", "parts": [{"text": "hi"}]})
+'gemini'
+>>> detect_entry({"what": 1}) is None
+True
+
+A list of text blocks (``[{"type": "text", "text": "hi"}]``) is valid for
+both OpenAI and Anthropic and means the same in both; ``detect_entry``
+answers ``anthropic`` for it and the importer lets it join a neighbouring
+OpenAI run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import EVENT_TYPES
+from .datamachine import duplicate_tool_name, extract_tool_call, extract_tool_response
+
+__all__ = ["AMBIGUOUS_TEXT", "FORMATS", "PROVIDER_FORMATS", "detect_entry"]
+
+#: Every entry format the importer reads.
+FORMATS = ("api", "orchestrator", "openai", "anthropic", "gemini", "datamachine", "turnlog")
+#: The formats read with a provider's own ``unmap_messages``.
+PROVIDER_FORMATS = ("openai", "anthropic", "gemini")
+#: Marker for a text-block list both OpenAI and Anthropic accept.
+AMBIGUOUS_TEXT = "anthropic?"
+
+_API_KEYS = {"role", "content", "timestamp"}
+_ORCH_KEYS = {"input", "context", "timestamp"}
+_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "image",
+                     "document"}
+_OPENAI_PARTS = {"image_url", "input_audio", "refusal", "file"}
+_OPENAI_KEYS = {"tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio"}
+
+
+def _content_list(content: list[Any]) -> str | None:
+    if not all(isinstance(b, dict) for b in content):
+        return None
+    kinds = {b.get("type") if isinstance(b.get("type"), str) else None for b in content}
+    if kinds & _ANTHROPIC_BLOCKS:
+        return "anthropic"
+    if kinds & _OPENAI_PARTS:
+        return "openai"
+    if kinds <= {"text"}:
+        return AMBIGUOUS_TEXT
+    return None
+
+
+def _role_entry(entry: dict[str, Any]) -> str | None:
+    role, content = entry.get("role"), entry.get("content")
+    if role in ("tool", "developer", "function") and "parts" not in entry:
+        return "openai"
+    if role == "assistant" and (entry.keys() & _OPENAI_KEYS):
+        return "openai"
+    if role == "user" and "tool_call_id" in entry:
+        return "openai"
+    if isinstance(content, list):
+        return _content_list(content)
+    if not isinstance(content, str) or role not in ("user", "assistant", "system"):
+        return None
+    if entry.keys() - _API_KEYS:
+        return "openai" if entry.keys() <= _API_KEYS | _OPENAI_KEYS else None
+    if (extract_tool_call(entry) or extract_tool_response(entry)
+            or duplicate_tool_name(entry)):
+        return "datamachine"
+    return "api"
+
+
+def detect_entry(entry: Any) -> str | None:
+    """The format of ``entry`` (one of ``FORMATS``, or ``AMBIGUOUS_TEXT``), or ``None``."""
+    if not isinstance(entry, dict):
+        return None
+    kind = entry.get("type")
+    if isinstance(kind, str) and kind in EVENT_TYPES and "role" not in entry:
+        return "turnlog"
+    if "parts" in entry and "content" not in entry and entry.get("role") in (
+            None, "user", "model", "function"):
+        return "gemini"
+    if "input" in entry and "role" not in entry:
+        return "orchestrator" if entry.keys() <= _ORCH_KEYS else None
+    if "role" in entry:
+        return _role_entry(entry)
+    return None

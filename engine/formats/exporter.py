@@ -1,0 +1,109 @@
+"""Export a conversation: provider request messages, turnlog JSONL, Data Machine text, Markdown.
+
+>>> from journal import Journal
+>>> from engine.formats.importer import import_entries
+>>> j = Journal(":memory:")
+>>> _ = import_entries(j, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+...                    conversation_id="c1")
+>>> print(export_conversation(j, "c1", "datamachine"))
+[
+  {
+    "role": "user",
+    "content": "hi"
+  },
+  {
+    "role": "assistant",
+    "content": "hello"
+  }
+]
+
+Formats:
+
+- ``openai`` / ``anthropic`` / ``gemini``: the messages of a request, made by
+  the providers' own ``map_messages`` (``{"messages": [...]}``, plus
+  ``"system"`` for Anthropic; ``{"contents": [...], "systemInstruction"?}``
+  for Gemini), ready to merge with a model and tools and re-importable;
+- ``jsonl``: every event of the conversation's lineage, one
+  ``{"seq", "type", "version", "recorded_at", "payload"}`` object per line —
+  re-importable as the same events (a fork's own restart event is left out,
+  so the history reads as one conversation);
+- ``datamachine``: the reference's role/content messages as a JSON array
+  (``engine.formats.datamachine.render_events``), byte-exact texts;
+- ``markdown``: a readable transcript.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from journal import Journal
+
+from ..conversation import load_state
+from ..events import ConversationStarted, Event, decode_event
+from .datamachine import render_events
+from .markdown import render_markdown
+
+__all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_events"]
+
+#: The formats ``export_conversation`` writes.
+EXPORT_FORMATS = ("openai", "anthropic", "gemini", "jsonl", "datamachine", "markdown")
+
+
+def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
+    load_state(journal, conversation_id)  # ConversationNotFound for an unknown id
+    out = []
+    for row in journal.lineage(conversation_id):
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"stream {row.stream_id!r} seq {row.seq}")
+        if out and type(event) is ConversationStarted and event.fork is not None:
+            continue
+        out.append((row, event))
+    return out
+
+
+def lineage_events(journal: Journal, conversation_id: str) -> list[Event]:
+    """The conversation's events, forks folded over their parents (fork restarts left out)."""
+    return [event for _, event in _rows(journal, conversation_id)]
+
+
+def export_data(journal: Journal, conversation_id: str, fmt: str) -> Any:
+    """The export of ``conversation_id`` in ``fmt`` as JSON-ready data (``markdown``: text)."""
+    if fmt in ("openai", "anthropic", "gemini"):
+        state = load_state(journal, conversation_id)
+        if fmt == "openai":
+            from ..providers.openai import map_messages
+
+            return {"messages": map_messages(state.system, state.messages)}
+        if fmt == "anthropic":
+            from ..providers.anthropic import map_messages as anthropic_map
+
+            system, messages = anthropic_map(state.system, state.messages)
+            return {"system": system, "messages": messages} if system else {"messages": messages}
+        from ..providers.gemini import map_messages as gemini_map
+
+        instruction, contents = gemini_map(state.system, state.messages)
+        return ({"systemInstruction": instruction, "contents": contents} if instruction
+                else {"contents": contents})
+    if fmt == "jsonl":
+        return [{"seq": row.seq, "type": row.type, "version": row.version,
+                 "recorded_at": row.recorded_at, "payload": json.loads(row.payload)}
+                for row, _ in _rows(journal, conversation_id)]
+    if fmt == "datamachine":
+        return render_events(lineage_events(journal, conversation_id))
+    if fmt == "markdown":
+        return render_markdown(lineage_events(journal, conversation_id))
+    from ..errors import FormatError
+
+    raise FormatError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+
+
+def export_conversation(journal: Journal, conversation_id: str, fmt: str) -> str:
+    """The export of ``conversation_id`` in ``fmt`` as text (see the module doc)."""
+    data = export_data(journal, conversation_id, fmt)
+    if fmt == "markdown":
+        return data
+    if fmt == "jsonl":
+        return "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+                       for line in data)
+    return json.dumps(data, ensure_ascii=False, indent=2)

@@ -1,0 +1,372 @@
+"""Import a transcript — any supported format, mixed entries allowed — as one conversation.
+
+>>> from journal import Journal
+>>> j = Journal(":memory:")
+>>> r = import_entries(j, [
+...     {"role": "user", "content": "draft 5 claims", "timestamp": "2025-08-27T21:40:00.000Z"},
+...     {"role": "assistant", "content": "Generated Patent Claims: 1. A method"},
+...     {"input": "refine claim 1", "context": "patent_streaming"}], conversation_id="c1")
+>>> r.conversation_id, r.events, r.formats
+('c1', 5, {'api': 2, 'orchestrator': 1})
+
+The file (``read_transcript``) is a JSON array of entries, JSONL (one entry
+per line), a request body (``{"messages": [...], "system"?}`` for OpenAI or
+Anthropic, ``{"contents": [...], "systemInstruction"?}`` for Gemini), or
+``turnlog show --json`` output. Each entry's format is detected on its own
+(``engine.formats.detect``) unless ``fmt`` forces one. OpenAI, Anthropic and
+Gemini entries are read with the providers' own ``unmap_messages``; a run of
+consecutive entries of one provider format is read together, so tool
+results find their calls' names.
+
+Import is atomic: every entry is normalised and the whole history folded
+through the lifecycle (``engine.formats.assemble``) before one journal
+transaction writes it all. An entry no format recognises raises
+``UnknownEntryError`` (its index and keys); a history the lifecycle refuses
+raises ``TranscriptOrderError`` (the entry index). Either way nothing is
+written. System messages, wherever they stand, become the conversation's
+system text (joined by blank lines).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from journal import Journal, StreamNotFoundError
+
+from ..conversation import Conversation
+from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
+from ..events import EVENT_TYPES, ConversationStarted, decode_event
+from ..messages import Message, Text, ToolCall, ToolResult
+from .assemble import Item, assemble
+from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
+from .detect import AMBIGUOUS_TEXT, FORMATS, PROVIDER_FORMATS, detect_entry
+
+__all__ = ["ImportResult", "import_entries", "import_file", "read_transcript"]
+
+
+class ImportResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What an import wrote: the conversation, its event count and entries per format."""
+
+    conversation_id: str
+    events: int
+    formats: dict[str, int]
+    status: str = "active"
+
+
+def _decode_text(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{source}: not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads(text: str) -> Any:
+    # NaN and Infinity are not JSON; the journal could not store them faithfully
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _parse(text: str, source: str) -> Any:
+    """One JSON document, or JSONL (one per line)."""
+    try:
+        return _loads(text)
+    except ValueError as whole:
+        problem = f"{source}: not JSON: {whole}"
+    # JSONL lines end at "\n" only: str.splitlines would also split inside strings at U+0085 etc.
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    if len(lines) < 2:
+        raise FormatError(problem)
+    doc = []
+    for n, line in lines:
+        try:
+            doc.append(_loads(line))
+        except ValueError as exc:
+            raise FormatError(f"{source} line {n}: not JSON: {exc}") from None
+    return doc
+
+
+def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list[Any], dict[str, Any]]:
+    """``(entries, envelope)`` from a file's bytes; ``envelope`` holds a request body's system.
+
+    Raises ``FormatError`` saying where for text that is not UTF-8, JSON or JSONL.
+    """
+    text = _decode_text(data, source) if isinstance(data, bytes) else data
+    try:
+        doc = _parse(text, source)
+    except RecursionError:
+        raise FormatError(f"{source}: JSON nested too deeply") from None
+    if isinstance(doc, list):
+        return doc, {}
+    if isinstance(doc, dict):
+        for key in ("messages", "contents", "events"):
+            if isinstance(doc.get(key), list):
+                return doc[key], {k: v for k, v in doc.items() if k in ("system", "systemInstruction")}
+        return [doc], {}
+    raise FormatError(f"{source}: expected a JSON array or object of entries, "
+                      f"got {type(doc).__name__}")
+
+
+def _stamp(value: Any, index: int) -> tuple[str | None, str | None]:
+    """``(original timestamp, journal recorded_at)`` from an entry's ``timestamp``."""
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        raise FormatError(f"entry {index}: timestamp must be a string, got {type(value).__name__}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value, None  # kept on the event; the journal records the import time
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        moment = moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return value, None
+    return value, moment.isoformat(timespec="microseconds")[:26] + "Z"
+
+
+def _keys(entry: Any) -> list[str]:
+    return sorted(map(str, entry)) if isinstance(entry, dict) else []
+
+
+def _unknown(entry: Any, index: int, fmt: str | None = None) -> UnknownEntryError:
+    what = (f"keys {_keys(entry)}" if isinstance(entry, dict)
+            else f"a JSON {type(entry).__name__}")
+    if isinstance(entry, dict) and "role" in entry:
+        what += f", role {str(entry.get('role'))[:40]!r}"
+    expected = f"a {fmt} entry" if fmt else f"an entry in one of: {', '.join(FORMATS)}"
+    return UnknownEntryError(f"entry {index}: unknown entry ({what}); expected {expected}",
+                             index=index, keys=_keys(entry))
+
+
+# --- one entry at a time ------------------------------------------------------
+
+
+def _api(entry: dict[str, Any], index: int) -> list[Item]:
+    role, content = entry.get("role"), entry.get("content")
+    if role not in ("user", "assistant", "system") or not isinstance(content, str):
+        raise _unknown(entry, index, "api")
+    original, stamp = _stamp(entry.get("timestamp"), index)
+    if role == "system":
+        return [Item("system", index, content=content)]
+    return [Item(role, index, (Text(text=content),), original, stamp)]
+
+
+def _orchestrator(entry: dict[str, Any], index: int) -> list[Item]:
+    request, context = entry.get("input"), entry.get("context")
+    if not isinstance(request, str) or not (context is None or isinstance(context, str)) or (
+            entry.keys() - {"input", "context", "timestamp"}):
+        raise _unknown(entry, index, "orchestrator")
+    original, stamp = _stamp(entry.get("timestamp"), index)
+    return [Item("user", index, (Text(text=request),), original, stamp, context=context)]
+
+
+def _datamachine(entry: dict[str, Any], index: int) -> list[Item]:
+    original, stamp = _stamp(entry.get("timestamp"), index)
+    call = extract_tool_call(entry)
+    if call is not None:
+        # a value the text cut off is stored as the text shows it ("first 50 chars..."):
+        # the full value is gone, and the journal holds JSON, not markers
+        arguments = {k: f"{v.prefix}..." if type(v) is Truncated else v
+                     for k, v in call.parameters.items()}
+        raw = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        part = ToolCall(id=f"dm_{index}", name=call.tool_name, arguments=arguments,
+                        raw_arguments=raw)
+        return [Item("assistant", index, (part,), original, stamp, provider="",
+                     turn_hint=call.turn or None)]
+    response = extract_tool_response(entry)
+    if response is not None:
+        return [Item("result", index, timestamp=original, recorded_at=stamp,
+                     content=response.content, success=response.success, data=response.data,
+                     error=response.error)]
+    if duplicate_tool_name(entry) is not None:
+        return [Item("duplicate", index, timestamp=original, recorded_at=stamp,
+                     content=entry["content"])]
+    return _api(entry, index)
+
+
+def _turnlog(entry: dict[str, Any], index: int) -> list[Item]:
+    payload = entry.get("payload", entry)
+    kind = entry.get("type")
+    if not isinstance(payload, dict) or kind not in EVENT_TYPES:
+        raise _unknown(entry, index, "turnlog")
+    payload = {**payload, "type": kind}
+    version = entry.get("version", 1)
+    try:
+        event = decode_event(kind, version if isinstance(version, int) else 1,
+                             json.dumps(payload), where=f"entry {index}")
+    except (CorruptEventError, TypeError, ValueError) as exc:
+        raise FormatError(f"entry {index}: not a valid turnlog {kind!r} event: {exc}") from None
+    _, stamp = _stamp(entry.get("recorded_at"), index)
+    return [Item("event", index, recorded_at=stamp, event=event)]
+
+
+_SINGLE = {"api": _api, "orchestrator": _orchestrator, "datamachine": _datamachine,
+           "turnlog": _turnlog}
+
+
+# --- runs of provider entries ---------------------------------------------------
+
+
+def _unmap(fmt: str, entries: list[Any], envelope: dict[str, Any]) -> tuple[str, list[Message]]:
+    if fmt == "openai":
+        from ..providers.openai import unmap_messages
+
+        return unmap_messages(entries)
+    if fmt == "anthropic":
+        from ..providers.anthropic import unmap_messages
+
+        return unmap_messages(envelope.get("system") or "", entries)
+    from ..providers.gemini import unmap_messages
+
+    return unmap_messages(envelope.get("systemInstruction"), entries)
+
+
+def _message_items(message: Message, index: int, entry: Any) -> list[Item]:
+    original, stamp = _stamp(entry.get("timestamp"), index)
+    if message.role == "tool":
+        return [Item("result", index, timestamp=original, recorded_at=stamp, call_id=p.call_id,
+                     name=p.name, content=p.content, success=not p.is_error,
+                     error=p.content if p.is_error else None)
+                for p in message.parts if type(p) is ToolResult]
+    if message.role == "system":
+        return [Item("system", index, content="".join(
+            p.text for p in message.parts if type(p) is Text))]
+    return [Item(message.role, index, message.parts, original, stamp,
+                 provider=message.provider or "")]
+
+
+def _read_run(fmt: str, entries: list[Any], envelope: dict[str, Any], where: str
+              ) -> tuple[str, list[Message]]:
+    try:
+        return _unmap(fmt, entries, envelope)
+    except FormatError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        # the provider's reader met a shape it does not check; still the input's fault
+        raise FormatError(f"{where}: not a readable {fmt} message "
+                          f"({type(exc).__name__}: {exc})") from None
+
+
+def _provider_run(fmt: str, run: list[tuple[int, Any]]) -> list[Item]:
+    counts = [(index, entry, len(_read_run(fmt, [entry], {}, f"entry {index}")[1]))
+              for index, entry in run]
+    system, messages = _read_run(fmt, [e for _, e in run], {}, f"entries {run[0][0]}-{run[-1][0]}")
+    items: list[Item] = []
+    if system:
+        items.append(Item("system", run[0][0], content=system))
+    at = 0
+    for index, entry, n in counts:
+        for message in messages[at:at + n]:
+            items.extend(_message_items(message, index, entry))
+        at += n
+    return items
+
+
+def _envelope_system(envelope: dict[str, Any]) -> list[Item]:
+    if "system" in envelope:
+        text, _ = _read_run("anthropic", [], {"system": envelope["system"]}, "system")
+    elif "systemInstruction" in envelope:
+        text, _ = _read_run("gemini", [], envelope, "systemInstruction")
+    else:
+        return []
+    return [Item("system", 0, content=text)] if text else []
+
+
+def normalise(entries: Sequence[Any], fmt: str | None = None,
+              envelope: dict[str, Any] | None = None) -> tuple[list[Item], dict[str, int]]:
+    """Every entry as ``Item``s, in order, and how many entries each format had."""
+    envelope = envelope or {}
+    if fmt is not None and fmt not in FORMATS:
+        raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    detected: list[tuple[int, Any, str]] = []
+    for index, entry in enumerate(entries):
+        kind = fmt or detect_entry(entry)
+        if kind == AMBIGUOUS_TEXT:
+            kind = "openai" if detected and detected[-1][2] == "openai" else "anthropic"
+        if kind is None or (fmt is not None and not isinstance(entry, dict)):
+            raise _unknown(entry, index, fmt)
+        detected.append((index, entry, kind))
+    items: list[Item] = _envelope_system(envelope)
+    counts: dict[str, int] = {}
+    run: list[tuple[int, Any]] = []
+    for pos, (index, entry, kind) in enumerate(detected):
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind in PROVIDER_FORMATS:
+            run.append((index, entry))
+            nxt = detected[pos + 1][2] if pos + 1 < len(detected) else None
+            if nxt != kind:
+                items.extend(_provider_run(kind, run))
+                run = []
+        else:
+            items.extend(_SINGLE[kind](entry, index))
+    return items, counts
+
+
+def _started(items: list[Item], conversation_id: str, formats: dict[str, int]
+             ) -> tuple[ConversationStarted, str | None]:
+    """The first event (a turnlog ``conversation_started`` entry, or a new one) and its stamp."""
+    systems = [i.content for i in items if i.kind == "system" and i.content.strip()]
+    first = next((i for i in items if i.kind != "system"), None)
+    if first is not None and type(first.event) is ConversationStarted:
+        items.remove(first)
+        started = msgspec.structs.replace(first.event, conversation_id=conversation_id, fork=None)
+        if systems:
+            started = msgspec.structs.replace(
+                started, system="\n\n".join([started.system, *systems]).strip())
+        return started, first.recorded_at
+    return ConversationStarted(conversation_id=conversation_id, provider="imported", model="",
+                               system="\n\n".join(systems),
+                               metadata={"imported_formats": sorted(formats)}), (
+        first.recorded_at if first else None)
+
+
+def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None = None,
+                   conversation_id: str | None = None,
+                   envelope: dict[str, Any] | None = None) -> ImportResult:
+    """Import ``entries`` as one new conversation (atomic; see the module doc).
+
+    ``conversation_id`` defaults to a fresh ``imp-…`` id; an id the journal
+    already has raises ``ConversationExistsError``.
+    """
+    if not isinstance(entries, Sequence) or isinstance(entries, (str, bytes)):
+        raise FormatError("a transcript is a list of entries")
+    if not entries:
+        raise FormatError("the transcript has no entries")
+    items, formats = normalise(entries, fmt, envelope)
+    cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
+    try:
+        journal.stream(cid)
+    except StreamNotFoundError:
+        pass
+    else:
+        raise ConversationExistsError(f"conversation {cid!r} already exists in {journal.path}")
+    started, stamps0 = _started(items, cid, formats)
+    events, stamps, builder = assemble(started, [i for i in items if i.kind != "system"])
+    stamps[0] = stamps0
+    Conversation.start(journal, started, stamps[0], rest=events[1:], rest_recorded_at=stamps[1:])
+    return ImportResult(conversation_id=cid, events=len(events), formats=formats,
+                        status=builder.state().status)
+
+
+def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
+                conversation_id: str | None = None) -> ImportResult:
+    """Read ``path`` (``read_transcript``) and ``import_entries`` it."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    entries, envelope = read_transcript(data, str(path))
+    return import_entries(journal, entries, fmt=fmt, conversation_id=conversation_id,
+                          envelope=envelope)

@@ -1,0 +1,102 @@
+"""A conversation as a readable Markdown transcript (for people, not for re-import)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from ..events import (
+    ConversationCompleted,
+    ConversationFailed,
+    ConversationHalted,
+    ConversationStarted,
+    Event,
+    ModelFailed,
+    ModelResponded,
+    ToolCallRejected,
+    ToolCompleted,
+    TurnLimitReached,
+    UserMessage,
+)
+from ..messages import Image, Text, Thinking, ToolCall
+
+__all__ = ["render_markdown"]
+
+
+def _fence(text: str, lang: str = "") -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
+
+
+def _parts(parts: Iterable) -> list[str]:
+    out = []
+    for part in parts:
+        if type(part) is Text:
+            out.append(part.text)
+        elif type(part) is Thinking:
+            out.append(_quote(f"(thinking) {part.text}"))
+        elif type(part) is ToolCall:
+            args = json.dumps(part.arguments, ensure_ascii=False, indent=2)
+            out.append(f"**Tool call** `{part.name}` (id `{part.id}`)\n\n{_fence(args, 'json')}")
+        elif type(part) is Image:
+            out.append(f"*[image {part.media_type}{' ' + part.url if part.url else ''}]*")
+    return out
+
+
+def _event(event: Event) -> list[str]:
+    match event:
+        case ConversationStarted():
+            head = [f"# Conversation `{event.conversation_id}`", "",
+                    f"- provider: {event.provider or '—'}, model: {event.model or '—'}, "
+                    f"mode: {event.mode}"]
+            if event.system:
+                head += ["", "## System", "", event.system]
+            return head
+        case UserMessage():
+            ctx = [f"*context: {event.context}*"] if event.context else []
+            when = f" — {event.timestamp}" if event.timestamp else ""
+            return [f"## User{when}", "", *_parts(event.parts), *ctx]
+        case ModelResponded():
+            who = "/".join(x for x in (event.provider, event.model) if x)
+            return [f"## Assistant (turn {event.turn}{', ' + who if who else ''})", "",
+                    *_parts(event.parts)]
+        case ToolCompleted():
+            status = "ok" if event.success else "failed"
+            return [f"**Tool result** `{event.name}` ({status})", "", _fence(event.content)]
+        case ToolCallRejected():
+            return [f"**Tool call refused** `{event.name}` ({event.reason})", "",
+                    _fence(event.content)]
+        case ModelFailed():
+            return [f"*model failed on turn {event.turn}: {event.error_type}: {event.message}*"]
+        case TurnLimitReached():
+            return [f"*turn limit reached ({event.max_turns})*"]
+        case ConversationHalted():
+            return [f"*halted: {event.reason}*"]
+        case ConversationCompleted():
+            return ["---", "*completed*"]
+        case ConversationFailed():
+            return ["---", f"*failed: {event.error}*"]
+    return []
+
+
+def render_markdown(events: Iterable[Event]) -> str:
+    """The events as Markdown: a heading per message, tool calls and results fenced.
+
+    >>> print(render_markdown([UserMessage.of("hi")]))
+    ## User
+    <BLANKLINE>
+    hi
+    <BLANKLINE>
+    """
+    blocks = []
+    for event in events:
+        lines = _event(event)
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

@@ -1,0 +1,121 @@
+"""Narrow projection tables of model and tool calls, kept in step with ``events`` by triggers.
+
+``turnlog audit`` must answer in seconds over millions of events, and parsing
+every JSON payload each time costs more than that. So the engine's journal
+extension keeps two narrow tables, one row per event of their kind, with the
+few numbers the audit needs already extracted:
+
+- ``_audit_model_calls``: one row per ``model_responded``/``model_failed``
+  (position, conversation, day, ok, token counts, error type);
+- ``_audit_tool_calls``: one row per ``tool_completed``/``tool_call_rejected``
+  (position, conversation, tool, outcome, refusal reason, duration).
+
+They are projections, never a second source of truth: an ``AFTER INSERT``
+trigger fills them in the same transaction as the event (so they cannot lag
+behind it), the migration builds them from ``events`` when first installed,
+triggers refuse UPDATE and DELETE on them as on ``events``, and
+:func:`in_step` checks cheaply (counts and last positions) that they cover
+exactly the events they project; the audit falls back to reading ``events``
+when they do not (a journal edited by hand, say).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlite_utils import Database
+
+__all__ = ["MODEL_CALLS", "TOOL_CALLS", "in_step", "install", "rebuild"]
+
+MODEL_CALLS = "_audit_model_calls"
+TOOL_CALLS = "_audit_tool_calls"
+
+_MODEL_TYPES = "('model_responded', 'model_failed')"
+_TOOL_TYPES = "('tool_completed', 'tool_call_rejected')"
+
+# The same JSON paths as the model_calls and tool_calls views, over a row named {e}.
+_MODEL_ROW = """{e}.position, {e}.stream_id, substr({e}.recorded_at, 1, 10),
+    {e}.type = 'model_responded',
+    coalesce(json_extract({e}.payload, '$.usage.input_tokens'), 0),
+    coalesce(json_extract({e}.payload, '$.usage.output_tokens'), 0),
+    coalesce(json_extract({e}.payload, '$.usage.cached_input_tokens'), 0),
+    coalesce(json_extract({e}.payload, '$.usage.cache_write_tokens'), 0),
+    coalesce(json_extract({e}.payload, '$.usage.reasoning_tokens'), 0),
+    json_extract({e}.payload, '$.error_type')"""
+
+_TOOL_ROW = """{e}.position, {e}.stream_id, json_extract({e}.payload, '$.name'),
+    CASE WHEN {e}.type = 'tool_call_rejected' THEN 'refused'
+         WHEN json_extract({e}.payload, '$.success') THEN 'succeeded' ELSE 'failed' END,
+    json_extract({e}.payload, '$.reason'),
+    json_extract({e}.payload, '$.duration_ms')"""
+
+_TABLES = [
+    f"""CREATE TABLE {MODEL_CALLS} (
+        position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, day TEXT NOT NULL,
+        ok INTEGER NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+        cached_input_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
+        reasoning_tokens INTEGER NOT NULL, error_type TEXT)""",
+    f"""CREATE TABLE {TOOL_CALLS} (
+        position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, tool TEXT,
+        outcome TEXT NOT NULL, reason TEXT, duration_ms REAL)""",
+]
+# No secondary indexes: every append pays for them, and a scan of these narrow tables is
+# already fast enough for the audit (a filtered audit checks scope per row).
+
+
+def install(db: Database) -> None:
+    """Create the tables, fill them from ``events`` and add the triggers (inside the migration)."""
+    for sql in _TABLES:
+        db.execute(sql)
+    db.execute(f"INSERT INTO {MODEL_CALLS} SELECT {_MODEL_ROW.format(e='e')} "
+               f"FROM events AS e WHERE e.type IN {_MODEL_TYPES}")
+    db.execute(f"INSERT INTO {TOOL_CALLS} SELECT {_TOOL_ROW.format(e='e')} "
+               f"FROM events AS e WHERE e.type IN {_TOOL_TYPES}")
+    for table, types, row in ((MODEL_CALLS, _MODEL_TYPES, _MODEL_ROW),
+                              (TOOL_CALLS, _TOOL_TYPES, _TOOL_ROW)):
+        db.execute(f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
+                   f"WHEN NEW.type IN {types} "
+                   f"BEGIN INSERT INTO {table} VALUES ({row.format(e='NEW')}); END")
+        for operation in ("UPDATE", "DELETE"):
+            db.execute(
+                f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, '{table} is a projection of events: "
+                f"{operation} is not allowed'); END")
+
+
+def in_step(conn: sqlite3.Connection) -> bool:
+    """Whether both tables hold exactly one row per projected event (counts and last positions).
+
+    Cheap: every figure comes from an index, no payload is read.
+    """
+    for table, types in ((MODEL_CALLS, _MODEL_TYPES), (TOOL_CALLS, _TOOL_TYPES)):
+        projected = conn.execute(f"SELECT count(*), max(position) FROM {table}").fetchone()
+        source = conn.execute(
+            f"SELECT count(*), max(position) FROM events WHERE type IN {types}").fetchone()
+        if projected != source:
+            return False
+    return True
+
+
+def rebuild(path: str) -> None:
+    """Drop and rebuild both projection tables from ``events`` in one transaction.
+
+    For a journal whose projections are out of step (``in_step`` is false):
+    the audit is right without them, only slower.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in (MODEL_CALLS, TOOL_CALLS):
+                for suffix in ("project", "refuse_update", "refuse_delete"):
+                    conn.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            install(Database(conn))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()

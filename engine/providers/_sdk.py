@@ -1,0 +1,119 @@
+"""What the SDK-backed providers share: clients, keys, closing, and the call itself.
+
+Each subclass says which SDK client classes to build, how to turn a
+``ModelRequest`` into the SDK call's keyword arguments, which SDK method to
+call, how to read the response body and how to translate the SDK's errors;
+the sync and async paths are the same code.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager
+from typing import Any
+
+from ..errors import ProviderError
+from ._common import parse_body, require_key, with_model
+from .base import ModelRequest, ModelResponse
+
+__all__ = ["SDKProvider"]
+
+
+class SDKProvider:
+    """Base of a provider that calls an official SDK (``anthropic``, ``openai``).
+
+    The key comes from ``api_key`` or the SDK's environment variable (checked
+    by ``require_key``, which names it), the endpoint from ``base_url`` or
+    ``base_url_env``. The SDK's retries are off by default (``max_retries=0``):
+    the loop decides. The async client is built on first use of ``acomplete``.
+    """
+
+    name: str
+    key_owner: str
+    base_url_env: str
+    default_model: str
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, max_retries: int = 0,
+                 client: Any = None, async_client: Any = None) -> None:
+        self.model = model or self.default_model
+        self._options: dict[str, Any] = {}
+        if client is None or async_client is None:
+            self._options = {"api_key": require_key(self.key_owner, api_key), "timeout": timeout,
+                             "base_url": base_url or os.environ.get(self.base_url_env),
+                             "max_retries": max_retries}
+        sync_class, _ = self._client_classes()
+        self.client = client or sync_class(**self._options)
+        self._async_client = async_client
+        self._closed = False
+
+    # --- what a subclass says --------------------------------------------------
+
+    def _client_classes(self) -> tuple[type, type]:
+        """The SDK's sync and async client classes."""
+        raise NotImplementedError
+
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The SDK call's keyword arguments for ``request`` (``model`` filled in)."""
+        raise NotImplementedError
+
+    def _endpoint(self, client: Any) -> Any:
+        """The SDK resource whose ``with_raw_response.create`` makes the call."""
+        raise NotImplementedError
+
+    def _map_body(self, body: dict[str, Any]) -> ModelResponse:
+        """The neutral response for a parsed response body."""
+        raise NotImplementedError
+
+    def _errors(self, secret: str | None) -> AbstractContextManager[None]:
+        """A context manager turning the SDK's errors into ``ProviderError``s."""
+        raise NotImplementedError
+
+    # --- shared ----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client; later calls refuse."""
+        self._closed = True
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client, if one was built (the sync client stays usable)."""
+        if self._async_client is not None:
+            await self._async_client.close()
+
+    @property
+    def async_client(self) -> Any:
+        """The SDK's async client, built on first use."""
+        if self._async_client is None:
+            _, async_class = self._client_classes()
+            self._async_client = async_class(**self._options)
+        return self._async_client
+
+    def _secret(self) -> str | None:
+        return self._options.get("api_key") or getattr(self.client, "api_key", None)
+
+    def _prepare(self, request: ModelRequest) -> dict[str, Any]:
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
+        kwargs = self._kwargs(request)
+        kwargs["model"] = kwargs.get("model") or self.model
+        return kwargs
+
+    def _finish(self, text: str, model: str) -> ModelResponse:
+        return with_model(self._map_body(parse_body(text, self.name)), model)
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+        kwargs = self._prepare(request)
+        with self._errors(self._secret()):
+            raw = self._endpoint(self.client).with_raw_response.create(**kwargs)
+            text = raw.http_response.text
+        return self._finish(text, kwargs["model"])
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` on the async client."""
+        kwargs = self._prepare(request)
+        with self._errors(self._secret()):
+            raw = await self._endpoint(self.async_client).with_raw_response.create(**kwargs)
+            text = raw.http_response.text
+        return self._finish(text, kwargs["model"])

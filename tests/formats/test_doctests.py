@@ -1,0 +1,17 @@
+"""The examples in engine.formats' docstrings run and hold."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["context", "datamachine", "detect", "exporter", "importer", "markdown"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_hold(name):
+    module = importlib.import_module(f"engine.formats.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
