@@ -56,17 +56,14 @@ class Conversation:
     @classmethod
     def start(cls, journal: Journal, started: ConversationStarted,
               recorded_at: str | None = None, *, rest: Sequence[Event] = (),
-              rest_recorded_at: Sequence[str | None] | None = None,
-              then: Sequence[Event] = ()) -> Conversation:
+              rest_recorded_at: Sequence[str | None] | None = None) -> Conversation:
         """Record ``started`` as the first event of a new stream.
 
         For a fork (``started.fork`` set) the parent's history up to the fork
         seq is folded first and the journal links the new stream to the
         parent's hash there; no parent event is copied. ``rest`` are events
         appended in the same transaction (an import writes a whole history
-        at once, or nothing); ``then`` is the same for events stamped by the
-        journal's clock (the loop's first user message, so a crash never
-        leaves a started conversation without it).
+        at once, or nothing).
         """
         fork: ForkRef | None = started.fork
         builder = (_lineage_builder(journal, fork.conversation_id, fork.seq)
@@ -74,8 +71,8 @@ class Conversation:
         conv = cls(journal, started.conversation_id, builder, 0)
         parent = (fork.conversation_id, fork.seq) if fork else None
         rest = list(rest)
-        stamps = [recorded_at, *(rest_recorded_at or [None] * len(rest)), *[None] * len(then)]
-        conv._append([started, *rest, *then], stamps, parent)
+        conv._append([started, *rest], [recorded_at, *(rest_recorded_at or [None] * len(rest))],
+                     parent)
         return conv
 
     @classmethod

@@ -44,7 +44,7 @@ from journal import ConcurrencyError, Journal
 from .conversation import Conversation
 from .directives import Directives
 from .duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
-from .errors import EngineError, ProviderError, TranscriptLockContention
+from .errors import ConversationExistsError, EngineError, ProviderError, TranscriptLockContention
 from .events import (
     ConversationCompleted,
     ConversationFailed,
@@ -138,9 +138,13 @@ class Loop:
                 mode=mode, max_turns=max_turns, system=text, directives=layers,
                 tools=self.tools.specs(), duplicate_policy=duplicate_policy or DuplicatePolicy(),
                 parameters=dict(parameters or {}), metadata=dict(metadata or {}))
+        if self.journal.last_seq(started.conversation_id):
+            raise ConversationExistsError(
+                f"conversation {started.conversation_id!r} already exists in {self.journal.path}; "
+                "use send() to add a message or resume() to finish it")
         then = [UserMessage.of(prompt)] if prompt is not None else []
         try:
-            conv = Conversation.start(self.journal, started, then=then)
+            conv = Conversation.start(self.journal, started, rest=then)
         except ConcurrencyError as exc:
             raise self._contention(started.conversation_id, exc) from exc
         return self.drive(conv, single_turn=single_turn)

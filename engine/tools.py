@@ -69,36 +69,34 @@ _ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
 def _doc_parts(doc: str | None) -> tuple[str, dict[str, str]]:
-    """The description (first paragraph) and per-argument descriptions of a docstring."""
+    """The description (first paragraph) and per-argument descriptions of a docstring.
+
+    Arguments come from a Google-style ``Args:`` section: ``name: text`` or
+    ``name (type): text``, continued on more deeply indented lines.
+    """
     lines = inspect.cleandoc(doc or "").splitlines()
-    description: list[str] = []
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    description = " ".join(line.strip() for line in lines[:end])
     args: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and lines[i].strip():
-        description.append(lines[i].strip())
-        i += 1
-    current = None
-    in_args = False
-    for line in lines[i:]:
+    in_args, current, indent = False, None, None
+    for line in lines[end:]:
         if _ARGS_HEADER.match(line):
-            in_args = True
+            in_args, current, indent = True, None, None
             continue
-        if in_args:
-            if not line.strip():
-                current = None
-                continue
-            if not line.startswith((" ", "\t")):
-                in_args = False
-                continue
-            m = _ARG_LINE.match(line)
-            if m and (current is None or len(line) - len(line.lstrip()) <= args.get("_i", 99)):
-                current = m.group(1)
-                args[current] = m.group(2).strip()
-                args["_i"] = len(line) - len(line.lstrip())  # type: ignore[assignment]
-            elif current:
-                args[current] = f"{args[current]} {line.strip()}".strip()
-    args.pop("_i", None)
-    return " ".join(description), args
+        if not in_args or not line.strip():
+            current = None if not line.strip() else current
+            continue
+        depth = len(line) - len(line.lstrip())
+        if depth == 0:  # the next section
+            in_args = False
+            continue
+        m = _ARG_LINE.match(line)
+        if m and (indent is None or depth <= indent):
+            current, indent = m.group(1), depth
+            args[current] = m.group(2).strip()
+        elif current:
+            args[current] = f"{args[current]} {line.strip()}".strip()
+    return description, args
 
 
 class Tool:

@@ -246,7 +246,7 @@ def loop_runner(journal: Journal, started: ConversationStarted, runs: list[list[
     else:
         loop = _SwapLoop(journal, provider, spec_registry(started.tools), swap_tools=tools,
                          executor=SwapExecutor(tools))
-    conv = Conversation.start(journal, started, then=runs[0])
+    conv = Conversation.start(journal, started, rest=runs[0])
     loop.drive(conv)
     for group in runs[1:]:
         conv.append(*group)

@@ -95,7 +95,7 @@ def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | N
         parameters=parameters, metadata=metadata)
     then = (UserMessage.of(message),) if message is not None else ()
     try:
-        Conversation.start(journal, started, then=then)
+        Conversation.start(journal, started, rest=then)
     except InvalidTransition as exc:
         raise ForkPointError(f"cannot continue {conversation_id!r} at seq {at_seq} with a user "
                              f"message: {exc}") from None

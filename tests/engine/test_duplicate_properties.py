@@ -153,3 +153,31 @@ def test_through_the_loop_a_repeat_is_refused_and_a_changed_call_runs(args, data
 def test_demo_tools_are_all_registered():
     assert set(demo_tools().names()) == {"get_weather", "add", "get_current_time", "append_note",
                                          "wait"}
+
+
+def _naive(policy: DuplicatePolicy, history: list, name: str, args: dict) -> bool:
+    """The rule as the issue states it, by scanning back through every earlier call."""
+    key = (name, canonical_json(args))
+    keys = [(n, canonical_json(a)) for n, a in history]
+    if policy.rule == "previous":
+        return bool(keys) and keys[-1] == key
+    if policy.rule == "window":
+        return key in keys[-policy.window:]
+    return key in keys
+
+
+small_calls = st.lists(st.tuples(st.sampled_from(["a", "b"]),
+                                 st.dictionaries(st.sampled_from(["x", "y"]),
+                                                 st.sampled_from([0, 1, 1.0, "1"]), max_size=2)),
+                       min_size=1, max_size=12)
+
+
+@FAST
+@given(policy=rules, calls=small_calls)
+def test_the_o1_index_agrees_with_a_backward_scan_on_every_call(policy, calls):
+    b = builder(policy)
+    history: list = []
+    for name, args in calls:
+        assert b.is_duplicate(name, args) == _naive(policy, history, name, args)
+        record(b, name, args)
+        history.append((name, args))

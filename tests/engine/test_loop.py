@@ -413,3 +413,58 @@ def test_recorded_request_digests_equal_the_requests_own_digest(journal):
     recorded = [json.loads(e.payload)["digest"] for e in journal.read("dg")
                 if e.type == "model_requested"]
     assert recorded == digests and len(set(digests)) == 5
+
+
+def test_starting_a_conversation_with_an_id_in_use_is_a_typed_error(journal):
+    from engine.errors import ConversationExistsError
+
+    loop = Loop(journal, ScriptedProvider([{"text": "a"}]))
+    loop.start("hi", conversation_id="dup")
+    before = journal.last_seq("dup")
+    with pytest.raises(ConversationExistsError, match="'dup' already exists"):
+        loop.start("again", conversation_id="dup")
+    assert journal.last_seq("dup") == before
+
+
+def test_staged_steps_are_written_before_each_outside_action(journal):
+    """Every model call and tool run finds its preceding events already in the journal."""
+    seen = []
+
+    class Watch(ScriptedProvider):
+        def complete(self, request):
+            seen.append(("model", [e.type for e in journal.read("w")][-1]))
+            return super().complete(request)
+
+    @tool
+    def probe() -> dict:
+        """Probe."""
+        seen.append(("tool", [e.type for e in journal.read("w")][-1]))
+        return {}
+
+    Loop(journal, Watch([{"tool_calls": [{"name": "probe"}]}, {"text": "ok"}]), [probe]).start(
+        "go", conversation_id="w")
+    assert seen == [("model", "model_requested"), ("tool", "tool_started"),
+                    ("model", "model_requested")]
+    assert [e.type for e in journal.read("w")][-1] == "conversation_completed"
+
+
+def test_conversation_stage_and_flush_write_staged_events_in_one_transaction(journal, db_path):
+    from engine.errors import ConcurrencyError, InvalidTransition
+    from engine.events import ModelFailed, ModelRequested
+    from journal import Journal
+
+    conv = Conversation.start(journal, ConversationStarted(conversation_id="st", provider="p",
+                                                           model="m"))
+    conv.stage(UserMessage.of("hi"), ModelRequested(turn=1, digest="d", provider="p", model="m"))
+    assert journal.last_seq("st") == 1 and conv.staged == 2
+    with pytest.raises(InvalidTransition):
+        conv.stage(ModelRequested(turn=1, digest="d", provider="p", model="m"))
+    assert conv.staged == 2
+    assert [e.seq for e in conv.flush()] == [2, 3] and conv.staged == 0
+    other = Journal(str(db_path))
+    Conversation.open(other, "st").append(ModelFailed(turn=1, error_type="x", message="y"))
+    conv.stage(ModelFailed(turn=1, error_type="a", message="b"))
+    with pytest.raises(ConcurrencyError):
+        conv.flush()
+    assert conv.staged == 0 and conv.last_seq == 4 and conv.builder.error == "x: y"
+    other.close()

@@ -30,7 +30,7 @@ def _crashed_mid_tool(journal, name, arguments):
     """A conversation whose process died after tool_started, before tool_completed."""
     conv = Conversation.start(journal, ConversationStarted(
         conversation_id="crash", provider="scripted", model="scripted",
-        tools=demo_tools().specs()), then=[UserMessage.of("go")])
+        tools=demo_tools().specs()), rest=[UserMessage.of("go")])
     call = ToolCall(id="call_1_1", name=name, arguments=arguments)
     conv.append(ModelRequested(turn=1, digest="x", provider="scripted", model="scripted"),
                 ModelResponded(turn=1, parts=(call,), stop_reason="tool_use"),
@@ -75,7 +75,7 @@ def test_idempotency_key_ignores_the_provider_call_id_and_key_order():
 
 def test_a_request_without_a_response_is_sent_again_on_resume(journal):
     conv = Conversation.start(journal, ConversationStarted(
-        conversation_id="r", provider="scripted", model="scripted"), then=[UserMessage.of("hi")])
+        conversation_id="r", provider="scripted", model="scripted"), rest=[UserMessage.of("hi")])
     loop = Loop(journal, ScriptedProvider([{"text": "hello"}]))
     request = loop.build_request(conv.builder)
     conv.append(ModelRequested(turn=1, digest=request.digest(), provider="scripted", model="scripted"))
