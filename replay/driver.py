@@ -18,6 +18,7 @@ refused where the loop refuses calls (``tool_call_rejected`` with reason
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import is_
 from typing import Any
 
 import msgspec
@@ -161,8 +162,23 @@ class _ReplayLoop(Loop):
     recording: Recording
     verdicts: _Verdicts
 
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._built: tuple[tuple, Any] | None = None
+        if hasattr(self, "_digest"):  # the loop's incremental digest, shared with the provider
+            self._digest = _MemoDigest(self._digest)
+
     def build_request(self, b: Any) -> Any:
+        # the same object for the same state: the provider then reuses the digest the loop
+        # computed for it (the builder's message list only grows: same length, same list)
+        messages = b.message_list
+        key = (b, len(messages), messages[-1] if messages else None, b.model, b.system,
+               b.tools, b.parameters, self.model)
+        built = self._built
+        if built is not None and len(built[0]) == len(key) and all(map(is_, built[0], key)):
+            return built[1]
         request = super().build_request(b)
+        self._built = (key, request)
         self.recording.last_request = request
         return request
 
@@ -171,6 +187,19 @@ class _ReplayLoop(Loop):
         if reason is None and call.id in self.verdicts.policy:
             return self.verdicts.policy[call.id]
         return reason, why
+
+
+class _MemoDigest:
+    """A ``RequestDigest`` that remembers the digest of the last request object it saw."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.request, self.value = inner, None, ""
+
+    def digest(self, request: Any) -> str:
+        """The digest of ``request`` (computed once per request object)."""
+        if request is not self.request:
+            self.value, self.request = self.inner.digest(request), request
+        return self.value
 
 
 def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
@@ -195,6 +224,8 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
                                                  for s in recording.started.tools]),
                        executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
     loop.recording, loop.verdicts = recording, verdicts
+    if isinstance(getattr(loop, "_digest", None), _MemoDigest):
+        provider.digests = loop._digest
     conv = Conversation.start(scratch, recording.started)
     for group in [[], *_user_groups(recording.events[1:])]:  # a fork may continue at once
         if group:

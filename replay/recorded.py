@@ -139,7 +139,8 @@ class RecordedProvider:
         self.recording = recording
         self.name = recording.started.provider
         self.check_digest = check_digest
-        self._digests = RequestDigest()  # hashes each message once, as the loop does
+        #: hashes each message once, as the loop does (a driver may share the loop's own)
+        self.digests: Any = RequestDigest()
         self._next = 0
 
     def complete(self, request: ModelRequest) -> ModelResponse:
@@ -152,7 +153,7 @@ class RecordedProvider:
                 "the re-run sends a model request the recording does not have"))
         exchange = rec.exchanges[self._next]
         if self.check_digest:
-            digest = self._digests.digest(request)
+            digest = self.digests.digest(request)
             if digest != exchange.requested.digest:
                 actual = {**event_dict(exchange.requested), "digest": digest,
                           "model": request.model}
