@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from engine.conversation import Conversation
+from engine.directives import Directives
 from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolSpec, UserMessage
 from engine.errors import ToolError
 from engine.executor import ToolExecution
@@ -37,7 +38,7 @@ from .recorded import RecordedProvider, RecordedTools, Recording
 from .swap import SwapTools
 
 __all__ = ["RecordedExecutor", "SpecTool", "SwapExecutor", "load_tools", "loop_driver",
-           "loop_runner", "record_scripted", "spec_registry"]
+           "loop_runner", "record_scripted", "rendered_started", "spec_registry"]
 
 
 def _never_run() -> None:
@@ -202,14 +203,32 @@ class _MemoDigest:
         return self.value
 
 
+def rendered_started(started: ConversationStarted, directives: Directives) -> ConversationStarted:
+    """``started`` with its system text rendered again by ``directives`` (today's code).
+
+    The recorded per-run layer (``run``) is kept; a fork keeps its recorded
+    system text (it was copied or overridden, not rendered).
+    """
+    if started.fork is not None:
+        return started
+    run = next((d.text for d in started.directives if d.layer == "run"), "")
+    text, layers = directives.render({"mode": started.mode,
+                                      "conversation_id": started.conversation_id,
+                                      "metadata": dict(started.metadata)}, run)
+    return msgspec.structs.replace(started, system=text, directives=layers)
+
+
 def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
                 tools: RecordedTools, *, registry: ToolRegistry | None = None,
-                rerender: bool = False, **loop_options: Any) -> None:
+                rerender: bool = False, directives: Directives | None = None,
+                **loop_options: Any) -> None:
     """Re-run ``recording`` with the engine's loop (the default ``replay`` driver).
 
     ``registry`` is the tool registry to use (default: ``spec_registry`` of
     the recorded specs); ``rerender`` renders recorded results again with the
-    registry's rules (see ``RecordedExecutor``); ``loop_options`` go to ``Loop`` (``predicate``,
+    registry's rules (see ``RecordedExecutor``); ``directives`` renders the
+    system text again (``rendered_started``), so a changed directive shows
+    as a divergence at seq 1; ``loop_options`` go to ``Loop`` (``predicate``,
     ``observers``...). A run the recording paused (a single-turn run, or a
     crash) before the next user message pauses here too.
     """
@@ -226,7 +245,10 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     loop.recording, loop.verdicts = recording, verdicts
     if isinstance(getattr(loop, "_digest", None), _MemoDigest):
         provider.digests = loop._digest
-    conv = Conversation.start(scratch, recording.started)
+    started = recording.started
+    if directives is not None:
+        started = rendered_started(started, directives)
+    conv = Conversation.start(scratch, started)
     for group in [[], *_user_groups(recording.events[1:])]:  # a fork may continue at once
         if group:
             conv.append(*group)

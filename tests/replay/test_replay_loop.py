@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from engine.directives import Directives
 from engine.duplicates import register_predicate
 from engine.events import DuplicatePolicy
 from engine.loop import Loop, run
@@ -114,18 +115,19 @@ def test_a_changed_duplicate_rule_diverges_where_the_recording_refused(journal):
     assert info.value.actual["type"] == "tool_call_rejected"
 
 
-def test_a_changed_directive_diverges_at_the_first_request_with_a_request_diff(journal):
-    run(journal, "go", provider=ScriptedProvider([{"text": "ok"}]), tools=demo_tools(),
-        conversation_id="d", system="Be brief.")
-
-    def changed(scratch, rec, provider, tools):
-        started = msgspec.structs.replace(rec.started, system="Be verbose.")
-        rec.started = started
-        loop_driver(scratch, rec, provider, tools)
-
-    result = replay(journal, "d", collect=True, driver=changed)
-    assert result.divergence.seq == 1  # the started event records the rendered directive
-    assert result.divergence.actual["system"] == "Be verbose."
+def test_a_changed_directive_diverges_at_the_started_event(journal):
+    directives = Directives()
+    directives.register("global", "identity", lambda ctx: "You are a careful agent.")
+    Loop(journal, ScriptedProvider([{"text": "ok"}]), demo_tools(),
+         directives=directives).start("go", conversation_id="d", system="Be brief.")
+    assert replay(journal, "d", driver=partial(loop_driver, directives=directives)).ok
+    changed = Directives()
+    changed.register("global", "identity", lambda ctx: "You are a reckless agent.")
+    result = replay(journal, "d", collect=True, driver=partial(loop_driver, directives=changed))
+    d = result.divergence
+    assert d.seq == 1  # the started event records the rendered directive
+    assert d.expected["system"] == "You are a careful agent.\n\nBe brief."
+    assert d.actual["system"] == "You are a reckless agent.\n\nBe brief."
 
 
 def test_a_loop_that_builds_another_request_diverges_at_it_with_a_request_diff(journal):
