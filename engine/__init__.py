@@ -1,14 +1,58 @@
-"""turnlog's conversation engine: events, messages, lifecycle, reducer, providers, loop, CLI.
+"""turnlog's conversation engine: events, messages, lifecycle, reducer, providers, loop, formats, audit.
 
 The journal (``journal``) stores hashed envelopes; this package gives them
-meaning. Import what you need from here::
+meaning. Everything public is importable from here::
 
-    from engine import ConversationStarted, UserMessage, fold
+    from engine import Loop, ScriptedProvider, tool
+    from journal import Journal
+
+    @tool
+    def add(a: float, b: float) -> dict:
+        return {"sum": a + b}
+
+    script = [{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"text": "5"}]
+    result = Loop(Journal("turnlog.db"), ScriptedProvider(script), [add]).start("2 + 3?")
+    assert result.final_content == "5" and result.completed
 """
 
+from .audit import AuditQuery, audit
 from .canonical import canonical_json, digest
-from .errors import *  # noqa: F403 - the error tree is part of the public API
-from .errors import __all__ as _errors_all
+from .conversation import Conversation, load_state
+from .directives import Directives
+from .duplicates import call_key, is_duplicate, register_predicate
+from .errors import (
+    AuditError,
+    AuthenticationError,
+    BadFilterError,
+    BadRequestError,
+    ConcurrencyError,
+    ConversationExistsError,
+    ConversationNotFound,
+    CorruptEventError,
+    EngineError,
+    FormatError,
+    InvalidEventError,
+    InvalidTransition,
+    JournalError,
+    MalformedResponseError,
+    NotAJournalError,
+    PriceTableError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    RunnerError,
+    SchemaTooNewError,
+    ScriptExhaustedError,
+    ServerError,
+    StreamNotFoundError,
+    ToolError,
+    TranscriptLockContention,
+    TranscriptOrderError,
+    TurnlogError,
+    UnknownEntryError,
+    UnknownProviderError,
+)
 from .events import (
     ConversationCompleted,
     ConversationFailed,
@@ -30,43 +74,121 @@ from .events import (
     decode_event,
     encode_event,
 )
+from .executor import LocalExecutor, ToolExecution, ToolExecutor
+from .formats import build_context, export_conversation, import_file, validate_tool_call
+from .loop import Loop, run
 from .machine import Lifecycle
 from .messages import Image, Message, Text, Thinking, ToolCall, ToolResult, Usage
+from .observers import Observers
+from .prices import PriceTable
+from .providers import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ScriptedProvider,
+    get_provider,
+)
+from .result import RunResult, result_of
+from .runners import Runner, RunnerResult, RunRequest
 from .state import ConversationState, StateBuilder, fold, reduce
+from .tools import Tool, ToolContext, ToolRegistry, tool
 
-__all__ = sorted([
-    *_errors_all,
+__all__ = [
+    "AuditError",
+    "AuditQuery",
+    "AuthenticationError",
+    "BadFilterError",
+    "BadRequestError",
+    "ConcurrencyError",
+    "Conversation",
     "ConversationCompleted",
+    "ConversationExistsError",
     "ConversationFailed",
     "ConversationHalted",
+    "ConversationNotFound",
     "ConversationStarted",
     "ConversationState",
+    "CorruptEventError",
+    "Directives",
     "DuplicatePolicy",
+    "EngineError",
     "Event",
     "ForkRef",
+    "FormatError",
     "Image",
+    "InvalidEventError",
+    "InvalidTransition",
+    "JournalError",
     "Lifecycle",
+    "LocalExecutor",
+    "Loop",
+    "MalformedResponseError",
     "Message",
     "ModelFailed",
+    "ModelRequest",
     "ModelRequested",
     "ModelResponded",
+    "ModelResponse",
+    "NotAJournalError",
+    "Observers",
+    "PriceTable",
+    "PriceTableError",
+    "Provider",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderTimeout",
+    "RateLimitError",
     "ReplayRef",
+    "RunRequest",
+    "RunResult",
+    "Runner",
+    "RunnerError",
+    "RunnerResult",
+    "SchemaTooNewError",
+    "ScriptExhaustedError",
+    "ScriptedProvider",
+    "ServerError",
     "StateBuilder",
+    "StreamNotFoundError",
     "Text",
     "Thinking",
+    "Tool",
     "ToolCall",
     "ToolCallRejected",
     "ToolCompleted",
+    "ToolContext",
+    "ToolError",
+    "ToolExecution",
+    "ToolExecutor",
+    "ToolRegistry",
     "ToolResult",
     "ToolSpec",
     "ToolStarted",
+    "TranscriptLockContention",
+    "TranscriptOrderError",
     "TurnLimitReached",
+    "TurnlogError",
+    "UnknownEntryError",
+    "UnknownProviderError",
     "Usage",
     "UserMessage",
+    "audit",
+    "build_context",
+    "call_key",
     "canonical_json",
     "decode_event",
     "digest",
     "encode_event",
+    "export_conversation",
     "fold",
+    "get_provider",
+    "import_file",
+    "is_duplicate",
+    "load_state",
     "reduce",
-])
+    "register_predicate",
+    "result_of",
+    "run",
+    "tool",
+    "validate_tool_call",
+]

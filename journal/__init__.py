@@ -25,12 +25,13 @@ from .errors import (
 
 __all__ = [
     "APPLICATION_ID",
+    "GENESIS_HASH",
+    "SCHEMA_VERSION",
     "BadEvent",
     "ConcurrencyError",
     "CorruptEventError",
     "EventNotFoundError",
     "Extension",
-    "GENESIS_HASH",
     "Head",
     "HeadsFileError",
     "InvalidAppendError",
@@ -39,7 +40,6 @@ __all__ = [
     "JournalLockedError",
     "NewEvent",
     "NotAJournalError",
-    "SCHEMA_VERSION",
     "SchemaTooNewError",
     "StoredEvent",
     "StreamInfo",

@@ -21,9 +21,9 @@ from .base import ModelRequest, ModelResponse, Provider
 from .scripted import ScriptedProvider, load_script
 
 __all__ = [
+    "PROVIDER_NAMES",
     "ModelRequest",
     "ModelResponse",
-    "PROVIDER_NAMES",
     "Provider",
     "ScriptedProvider",
     "get_provider",

@@ -49,9 +49,9 @@ from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResul
 
 __all__ = [
     "CUT_OFF",
-    "Entry",
     "KEY_ENV",
     "UNANSWERED",
+    "Entry",
     "count",
     "data_url",
     "error_for_status",

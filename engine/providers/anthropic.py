@@ -58,10 +58,10 @@ except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependen
                       "pip install 'anthropic>=0.70'") from _exc
 
 __all__ = [
-    "AnthropicProvider",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "OPENING",
+    "AnthropicProvider",
     "map_messages",
     "map_request",
     "map_response",

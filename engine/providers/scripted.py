@@ -40,7 +40,7 @@ from ..errors import (
 from ..messages import Part, Text, Thinking, ToolCall, Usage
 from .base import ModelRequest, ModelResponse
 
-__all__ = ["ScriptedProvider", "ScriptTurn", "load_script"]
+__all__ = ["ScriptTurn", "ScriptedProvider", "load_script"]
 
 _ERRORS = {
     "rate_limit": RateLimitError, "server": ServerError, "timeout": ProviderTimeout,
