@@ -45,7 +45,7 @@ from ._scratch import ScratchJournal
 from .errors import Divergence, ReplayError
 from .recorded import RecordedProvider, RecordedTools, Recording, event_dict
 
-__all__ = ["Driver", "REPLAY_LATENCY_MS", "ReplayResult", "RunPaused", "WALL_CLOCK_FIELDS", "replay",
+__all__ = ["REPLAY_LATENCY_MS", "WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "RunPaused", "replay",
            "same_event"]
 
 #: Payload fields that hold wall-clock measurements; replay ignores them (and ``recorded_at``).
