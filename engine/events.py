@@ -28,6 +28,7 @@ from .errors import CorruptEventError
 from .messages import Part, Text, ToolCall, Usage
 
 __all__ = [
+    "DECODER",
     "EVENT_TYPES",
     "VERSIONS",
     "ConversationCompleted",
@@ -304,6 +305,8 @@ VERSIONS: dict[str, int] = {tag: 1 for tag in EVENT_TYPES}
 
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder(AnyEvent)
+#: The one JSON decoder for the union of every current event type (built once).
+DECODER = _decoder
 _UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 

@@ -27,8 +27,10 @@ import msgspec
 from journal import StoredEvent
 
 from .duplicates import call_key, is_duplicate
-from .errors import CorruptEventError, InvalidTransition
+from .errors import InvalidTransition
 from .events import (
+    DECODER,
+    VERSIONS,
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -367,15 +369,23 @@ def fold(events: Iterable[Event], initial: ConversationState | None = None) -> C
 
 
 def fold_stored(stored: Iterable[StoredEvent], builder: StateBuilder | None = None) -> StateBuilder:
-    """Decode and apply journal rows (keeping their seq) to ``builder``; returns the builder."""
+    """Decode and apply journal rows (keeping their seq) to ``builder``; returns the builder.
+
+    Rows at their type's current version take a fast path (one union decode
+    and a tag check); anything else goes through ``decode_event``, which
+    upcasts old versions and raises ``CorruptEventError`` naming stream and seq.
+    """
     builder = builder or StateBuilder()
     apply = builder.apply
+    decode, current, tags = DECODER.decode, VERSIONS, _TAGS
     for row in stored:
+        type_ = row.type
         try:
-            event = decode_event(row.type, row.version, row.payload)
-        except CorruptEventError:
-            decode_event(row.type, row.version, row.payload,
-                         where=f"stream {row.stream_id!r} seq {row.seq}")
-            raise
+            event = decode(row.payload) if current.get(type_) == row.version else None
+        except msgspec.DecodeError:  # msgspec.ValidationError is a subclass
+            event = None
+        if event is None or tags[type(event)] != type_:
+            event = decode_event(type_, row.version, row.payload,
+                                 where=f"stream {row.stream_id!r} seq {row.seq}")
         apply(event, row.seq)
     return builder
