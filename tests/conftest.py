@@ -6,8 +6,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from journal import Journal
+
+# Timing is not behaviour: on a loaded 2-core CI machine a property test's
+# example may take longer than hypothesis' 200 ms default deadline. Benchmarks
+# in bench/ measure speed; tests here only check behaviour.
+settings.register_profile(
+    "turnlog", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("turnlog")
 
 
 class FixedClock:
