@@ -7,6 +7,7 @@ nothing about conversations. See ``DESIGN.md``, section "The journal".
 from ._hashing import GENESIS_HASH, event_hash
 from ._heads import dump_heads, load_heads
 from ._journal import Journal
+from ._protocol import JournalProtocol
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension
 from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
 from .errors import (
@@ -17,8 +18,11 @@ from .errors import (
     InvalidAppendError,
     JournalError,
     JournalLockedError,
+    JournalNotFoundError,
     NotAJournalError,
+    ReadOnlyJournalError,
     SchemaTooNewError,
+    SeqGapError,
     StreamNotFoundError,
     TurnlogError,
 )
@@ -38,9 +42,13 @@ __all__ = [
     "Journal",
     "JournalError",
     "JournalLockedError",
+    "JournalNotFoundError",
+    "JournalProtocol",
     "NewEvent",
     "NotAJournalError",
+    "ReadOnlyJournalError",
     "SchemaTooNewError",
+    "SeqGapError",
     "StoredEvent",
     "StreamInfo",
     "StreamNotFoundError",

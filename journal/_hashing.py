@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from hashlib import sha256
 
-__all__ = ["GENESIS_HASH", "event_hash"]
+__all__ = ["GENESIS_HASH", "event_hash", "hash_encoded"]
 
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of a stream's first event (unless the stream is a fork)."""
@@ -29,9 +30,16 @@ def event_hash(
     where ``fields`` is ``prev_hash, stream_id, str(seq), type, str(version),
     recorded_at, payload``.
     """
+    return hash_encoded(
+        field.encode()
+        for field in (prev_hash, stream_id, str(seq), type, str(version), recorded_at, payload)
+    )
+
+
+def hash_encoded(fields: Iterable[bytes]) -> str:
+    """:func:`event_hash` over fields already encoded as UTF-8 (``str(seq)`` for numbers)."""
     h = sha256()
-    for field in (prev_hash, stream_id, str(seq), type, str(version), recorded_at, payload):
-        data = field.encode()
+    for data in fields:
         h.update(len(data).to_bytes(8, "big"))
         h.update(data)
     return h.hexdigest()

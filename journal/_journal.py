@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import starmap
@@ -13,24 +14,28 @@ from types import TracebackType
 from sqlite_utils import Database
 
 from ._hashing import GENESIS_HASH
+from ._lineage import Segment, walk_ancestry
 from ._rows import Row, chain_rows, check_stream_id, clock_stamp, system_stamp
-from ._schema import Extension, check_extensions, open_schema
+from ._schema import Extension, check_extensions, check_schema, open_schema
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
     SQLITE_CONSTRAINT_PRIMARYKEY,
     SQLITE_CONSTRAINT_UNIQUE,
+    check_existing,
     check_header,
     connect,
+    connect_readonly,
     is_constraint,
     translate,
 )
 from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
-from ._verify import check_heads, verify_chains
+from ._verify import check_heads, link_of, verify_chains
 from .errors import (
     ConcurrencyError,
-    CorruptEventError,
     EventNotFoundError,
     InvalidAppendError,
+    ReadOnlyJournalError,
+    SeqGapError,
     StreamNotFoundError,
 )
 
@@ -45,9 +50,12 @@ _INSERT = (
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = ? ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = ? AND seq = ?"
-_LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
 _READ = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
-_READ_ALL = f"SELECT {_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?"
+_READ_ALL = (
+    f"SELECT {_COLUMNS} FROM events WHERE position > ? AND position <= ? {{types}} "
+    "ORDER BY position LIMIT ?"
+)
+_LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _HEADS = "SELECT stream_id, max(seq), hash FROM events GROUP BY stream_id ORDER BY stream_id"
 _STREAMS = """
     SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
@@ -77,7 +85,16 @@ class Journal:
     ``"FULL"`` (every commit durable, the default) or ``"NORMAL"`` (a power loss may
     lose the last commits, never corrupt the file). ``extensions`` are higher layers'
     own versioned schemas, migrated on open.
+
+    ``readonly=True`` opens an existing journal for reading only: nothing is ever
+    created, migrated or written, not even SQLite's ``-wal``/``-shm`` files left
+    behind, so a 0444 file or a read-only mount can be read. A missing file raises
+    :class:`JournalNotFoundError`, an empty one :class:`NotAJournalError`, and any
+    write :class:`ReadOnlyJournalError`. Extensions are then not installed.
     """
+
+    readonly: bool
+    """Whether this handle refuses writes (opened with ``readonly=True``)."""
 
     def __init__(
         self,
@@ -86,8 +103,10 @@ class Journal:
         clock: Callable[[], datetime] | None = None,
         synchronous: str = "FULL",
         extensions: Sequence[Extension] = (),
+        readonly: bool = False,
     ) -> None:
         self.path = os.fspath(path)
+        self.readonly = bool(readonly)
         synchronous = str(synchronous).upper()
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f'synchronous must be "FULL" or "NORMAL", got {synchronous!r}')
@@ -95,16 +114,24 @@ class Journal:
         self._now = system_stamp if clock is None else partial(clock_stamp, clock)
         # stream_id -> (last seq, its hash) as this handle last saw them
         self._heads: dict[str, tuple[int, str]] = {}
-        check_header(self.path)
-        self._conn = connect(self.path)
+        if self.readonly:
+            check_existing(self.path)
+            self._conn = connect_readonly(self.path)
+        else:
+            check_header(self.path)
+            self._conn = connect(self.path)
         try:
-            open_schema(Database(self._conn), self.path, extensions, synchronous)
+            if self.readonly:
+                check_schema(Database(self._conn), self.path, extensions)
+            else:
+                open_schema(Database(self._conn), self.path, extensions, synchronous)
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.Error):
                 raise translate(exc, self.path, "opening the journal") from exc
             raise
         self._cursor = self._conn.cursor()
+        self._thread = threading.get_ident()
 
     def __repr__(self) -> str:
         return f"Journal({self.path!r})"
@@ -121,8 +148,18 @@ class Journal:
         self.close()
 
     def close(self) -> None:
-        """Close the file. Safe to call twice; any later call raises :class:`JournalError`."""
-        self._conn.close()
+        """Close the file. Safe to call twice, and from any thread or a finaliser.
+
+        Any later call raises :class:`JournalError`. Closed from another thread than
+        the one that opened it, the connection is released there and closed as soon
+        as nothing uses it any more (SQLite connections belong to their thread).
+        """
+        conn = self._conn
+        if conn is _CLOSED[0]:
+            return
+        self._conn, self._cursor = _CLOSED
+        if threading.get_ident() == self._thread:
+            conn.close()
 
     # -- writing -------------------------------------------------------------------------
 
@@ -145,6 +182,10 @@ class Journal:
         payload JSON), :class:`ConcurrencyError`, :class:`EventNotFoundError` (no such
         fork point) or :class:`JournalLockedError`; on any error nothing is written.
         """
+        if self.readonly:
+            raise ReadOnlyJournalError(
+                f"append to stream {stream_id!r}: {self.path} is open read-only"
+            )
         check_stream_id(stream_id)
         if type(expected_seq) is not int or expected_seq < 0:
             raise InvalidAppendError(
@@ -216,14 +257,26 @@ class Journal:
 
     def _stale(
         self, stream_id: str, expected_seq: int, head: tuple[int, str] | None
-    ) -> ConcurrencyError:
-        """The error for a stale ``expected_seq``; refreshes the head cache on the way."""
+    ) -> ConcurrencyError | SeqGapError:
+        """The error for a wrong ``expected_seq``; refreshes the head cache on the way.
+
+        Behind the stream's end: another writer appended first (:class:`ConcurrencyError`).
+        Past it: the caller is ahead of the stream (:class:`SeqGapError`, no retry helps).
+        """
         if head is None:
             self._heads.pop(stream_id, None)
             actual = 0
         else:
             self._heads[stream_id] = head
             actual = head[0]
+        if expected_seq > actual:
+            return SeqGapError(
+                f"append to stream {stream_id!r} in {self.path}: expected_seq {expected_seq} "
+                f"is past the stream's last seq {actual} (seqs are gapless)",
+                stream_id=stream_id,
+                expected_seq=expected_seq,
+                actual_seq=actual,
+            )
         return ConcurrencyError(
             f"append to stream {stream_id!r} in {self.path}: expected seq {expected_seq}, "
             f"but the stream's last seq is {actual} (another writer appended first)",
@@ -264,14 +317,29 @@ class Journal:
         return self._events(_READ, (stream_id, from_seq, upto), f"reading stream {stream_id!r}")
 
     def read_all(
-        self, after_position: int = 0, limit: int | None = None
+        self,
+        after_position: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        types: Collection[str] | None = None,
     ) -> Iterator[StoredEvent]:
         """Iterate over every stream's events in global (position) order, lazily.
 
+        Only events after ``after_position`` and up to ``until`` (inclusive), of one of
+        ``types`` when given, at most ``limit`` of them; the filters run in SQL.
         For followers and projections: remember the last position seen and pass it back.
         """
-        params = (after_position, -1 if limit is None else limit)
-        return self._events(_READ_ALL, params, "reading all events")
+        kinds = () if types is None else tuple(types)
+        where = "" if types is None else f"AND type IN ({', '.join('?' * len(kinds))})"
+        params = (after_position, _MAX_SEQ if until is None else until, *kinds,
+                  -1 if limit is None else limit)
+        return self._events(_READ_ALL.format(types=where), params, "reading all events")
+
+    def last_position(self) -> int:
+        """The newest event's global position, 0 for an empty journal (one index lookup)."""
+        row = self._fetchone(_LAST_POSITION, (), "reading the last position")
+        return row[0]
 
     def lineage(self, stream_id: str, to_seq: int | None = None) -> Iterator[StoredEvent]:
         """Iterate over a stream's whole history: its fork ancestors' events, then its own.
@@ -285,19 +353,22 @@ class Journal:
         except sqlite3.Error as exc:
             raise translate(exc, self.path, f"reading the lineage of {stream_id!r}") from exc
 
+    def ancestry(self, stream_id: str, to_seq: int | None = None) -> list[Segment]:
+        """The segments of a stream's history: ``[(stream, up to seq), ...]``, root first.
+
+        The last segment is ``(stream_id, to_seq)``; ``None`` means the whole stream.
+        A stream that is no fork is its own single segment. Fork links that loop
+        raise :class:`CorruptEventError`.
+        """
+        conn = self._conn
+        try:
+            return walk_ancestry(lambda s: link_of(conn, s), stream_id, to_seq, self.path)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, f"reading the ancestry of {stream_id!r}") from exc
+
     def _ancestry(self, stream_id: str, to_seq: int | None) -> list[tuple[str, int]]:
-        """``[(stream, up to seq), ...]``, root first, ending with ``stream_id`` itself."""
-        segments = [(stream_id, _MAX_SEQ if to_seq is None else to_seq)]
-        seen = {stream_id}
-        while (link := self._conn.execute(_LINK, (segments[-1][0],)).fetchone()) is not None:
-            if link[0] in seen:
-                raise CorruptEventError(
-                    f"{self.path}: the fork links of stream {stream_id!r} loop through {link[0]!r}"
-                )
-            seen.add(link[0])
-            segments.append(link)
-        segments.reverse()
-        return segments
+        return [(s, _MAX_SEQ if upto is None else upto)
+                for s, upto in self.ancestry(stream_id, to_seq)]
 
     def _events(self, sql: str, params: tuple, action: str) -> Iterator[StoredEvent]:
         try:
@@ -371,6 +442,17 @@ class Journal:
             return check_heads(self._conn, heads)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "checking heads") from exc
+
+
+def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    cursor = conn.cursor()
+    conn.close()
+    return conn, cursor
+
+
+# A closed journal's connection and cursor: every use raises "closed", from any thread.
+_CLOSED = _closed()
 
 
 def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Extension",
     "check_extensions",
+    "check_schema",
     "open_schema",
 ]
 
@@ -101,6 +102,23 @@ def open_schema(
     db.conn.execute(f"PRAGMA synchronous = {synchronous}")
     if meta is None or _pending(meta, extensions):
         _migrate(db, path, extensions)
+
+
+def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> None:
+    """For a read-only open: ``db`` must already be a journal this code can read as it is.
+
+    Extensions that are missing or older are left so (nothing can be installed);
+    their objects are simply absent.
+    """
+    meta = _inspect(db, path)
+    if meta is None:
+        raise NotAJournalError(f"{path} is an empty SQLite database, not a turnlog journal")
+    _refuse_newer(meta, path, extensions)
+    if int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION:
+        raise NotAJournalError(
+            f"{path} has journal schema version {meta[_SCHEMA_KEY]}, older than this turnlog's "
+            f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"
+        )
 
 
 def check_extensions(extensions: Sequence[Extension]) -> None:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from pathlib import Path
 
-from .errors import JournalError, JournalLockedError, NotAJournalError
+from .errors import JournalError, JournalLockedError, JournalNotFoundError, NotAJournalError
 
-__all__ = ["BUSY_TIMEOUT_MS", "check_header", "connect", "is_constraint", "translate"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "check_existing",
+    "check_header",
+    "connect",
+    "connect_readonly",
+    "is_constraint",
+    "translate",
+]
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -54,6 +63,67 @@ def check_header(path: str) -> None:
             f"{path} is truncated: its header declares {pages} pages of {page_size} bytes "
             f"({pages * page_size} bytes) but the file has {size} bytes"
         )
+
+
+def check_existing(path: str) -> None:
+    """Refuse, before SQLite opens anything, a path that holds no journal to read.
+
+    Missing: :class:`JournalNotFoundError`. Empty (0 bytes): :class:`NotAJournalError`
+    (a writer would turn it into a journal; a reader must not). Then :func:`check_header`.
+    """
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        raise JournalNotFoundError(f"no journal at {path}: the file does not exist") from None
+    except OSError as exc:
+        raise JournalError(f"cannot read journal file {path}: {exc.strerror or exc}") from exc
+    if size == 0:
+        raise NotAJournalError(f"{path} is an empty file, not a turnlog journal")
+    check_header(path)
+
+
+def connect_readonly(path: str) -> sqlite3.Connection:
+    """A connection to an existing journal that never creates, writes or deletes a file.
+
+    - File and directory writable (a live journal; a writer may be appending): opened
+      read-write without create and ``query_only``, so reads go through SQLite's WAL
+      index like any reader's, and SQLite removes the ``-wal``/``-shm`` it needed on close.
+    - Otherwise (a 0444 file, a read-only directory or mount), with a ``-wal`` present:
+      ``mode=ro``. Where that cannot work (no ``-shm`` and none can be created) and the
+      ``-wal`` holds no frames, or without a ``-wal`` at all: ``immutable=1`` (nobody
+      can write such a file, so it cannot change under the reader).
+    """
+    uri = Path(path).resolve().as_uri()
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
+        return _open_uri(path, f"{uri}?mode=rw", query_only=True)
+    if os.path.exists(path + "-wal"):
+        try:
+            return _open_uri(path, f"{uri}?mode=ro", query_only=False)
+        except JournalError:
+            if _wal_has_frames(path):
+                raise JournalError(
+                    f"{path}: its -wal file holds committed events, and SQLite cannot read "
+                    "them without creating a -shm file, which this read-only location forbids"
+                ) from None
+    return _open_uri(path, f"{uri}?immutable=1", query_only=False)
+
+
+def _open_uri(path: str, uri: str, *, query_only: bool) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+                               timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise translate(exc, path, "cannot open the journal for reading") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if query_only:
+            conn.execute("PRAGMA query_only = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the header now
+    except sqlite3.Error as exc:
+        conn.close()
+        raise translate(exc, path, "cannot open the journal for reading") from exc
+    return conn
 
 
 def _wal_has_frames(path: str) -> bool:

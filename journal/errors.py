@@ -2,12 +2,16 @@
 
     TurnlogError                root: catch this to catch everything turnlog raises
     ├── JournalError            the journal file or its contents, a closed journal, I/O
-    │   ├── NotAJournalError    not SQLite, corrupt, truncated, or another program's database
+    │   ├── JournalNotFoundError no journal file at that path (when only reading)
+    │   ├── ReadOnlyJournalError a write through a journal opened read-only
+    │   ├── NotAJournalError    not SQLite, corrupt, truncated, empty when reading, or
+    │   │                       another program's database
     │   ├── SchemaTooNewError   written by a newer turnlog (core schema or an extension)
     │   ├── JournalLockedError  another connection held the write lock past busy_timeout
     │   ├── ConcurrencyError    ``expected_seq`` was stale: another writer appended first
     │   ├── InvalidAppendError  an append refused before writing: bad stream id, type,
-    │   │                       version, timestamp, payload JSON or arguments
+    │   │   │                   version, timestamp, payload JSON or arguments
+    │   │   └── SeqGapError     ``expected_seq`` past the stream's end (no retry helps)
     │   ├── CorruptEventError   a stored row cannot be decoded (bad JSON, unknown type),
     │   │                       or fork links that loop
     │   ├── StreamNotFoundError no such stream / conversation
@@ -28,8 +32,11 @@ __all__ = [
     "InvalidAppendError",
     "JournalError",
     "JournalLockedError",
+    "JournalNotFoundError",
     "NotAJournalError",
+    "ReadOnlyJournalError",
     "SchemaTooNewError",
+    "SeqGapError",
     "StreamNotFoundError",
     "TurnlogError",
 ]
@@ -41,6 +48,14 @@ class TurnlogError(Exception):
 
 class JournalError(TurnlogError):
     """A problem with the journal file or what is stored in it."""
+
+
+class JournalNotFoundError(JournalError):
+    """No journal file at that path, and the caller only reads (nothing is created)."""
+
+
+class ReadOnlyJournalError(JournalError):
+    """A write was asked of a journal opened read-only; nothing was written."""
 
 
 class NotAJournalError(JournalError):
@@ -78,6 +93,22 @@ class ConcurrencyError(JournalError):
 
 class InvalidAppendError(JournalError):
     """An append was refused before anything was written: its input is malformed."""
+
+
+class SeqGapError(InvalidAppendError):
+    """An append's ``expected_seq`` is past the stream's last seq: the caller is ahead.
+
+    Nobody else appended, so retrying cannot help (unlike :class:`ConcurrencyError`).
+    ``stream_id``, ``expected_seq`` and ``actual_seq`` say where the stream really ends.
+    """
+
+    def __init__(
+        self, message: str, *, stream_id: str, expected_seq: int, actual_seq: int
+    ) -> None:
+        super().__init__(message)
+        self.stream_id = stream_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq
 
 
 class CorruptEventError(JournalError):

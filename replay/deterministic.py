@@ -171,17 +171,12 @@ class _Checker:
 
 def _seed_ancestry(scratch: ScratchJournal, journal: Journal, conversation_id: str) -> None:
     """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows)."""
-    chain: list[tuple[str, int | None, tuple[str, int] | None]] = []
-    info = journal.stream(conversation_id)
-    while info.parent_stream_id is not None:
-        parent, upto = info.parent_stream_id, info.parent_seq
-        info = journal.stream(parent)
-        link = (info.parent_stream_id, info.parent_seq) if info.parent_stream_id else None
-        chain.append((parent, upto, link))
-    for stream_id, upto, link in reversed(chain):
+    link: tuple[str, int] | None = None
+    for stream_id, upto in journal.ancestry(conversation_id)[:-1]:
         rows = [NewEvent(r.type, r.version, r.payload, r.recorded_at)
                 for r in journal.read(stream_id, 1, upto)]
         scratch.append(stream_id, rows, 0, parent=link)
+        link = (stream_id, upto)
 
 
 def _not_replayable(recording: Recording) -> str | None:

@@ -1,16 +1,22 @@
-"""Fixtures shared by the journal tests: a fake clock, journals opened every supported way."""
+"""Fixtures shared by the journal tests: a fake clock, every journal backend, every way to open one.
+
+``BACKENDS`` is the one list of journal implementations the contract suite runs on:
+add a backend (PostgreSQL, say) as one more factory here and every contract test
+runs on it.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from journal import Extension, Journal, NewEvent
+from journal import Extension, Journal, JournalProtocol, NewEvent
+from replay._scratch import ScratchJournal
 
 
 class FakeClock:
@@ -64,17 +70,39 @@ def journal_path(tmp_path: Path) -> Path:
     return tmp_path / "turnlog.db"
 
 
-@pytest.fixture(params=["durable", "normal-sync", "reopened", "with-extension"])
-def journal(request, journal_path: Path, clock: FakeClock) -> Iterator[Journal]:
-    """A fresh journal, opened each way callers open one; the contract must hold for all."""
-    if request.param == "durable":
-        opened = Journal(journal_path, clock=clock)
-    elif request.param == "normal-sync":
-        opened = Journal(journal_path, clock=clock, synchronous="NORMAL")
-    elif request.param == "reopened":
-        Journal(journal_path).close()
-        opened = Journal(journal_path, clock=clock)
-    else:
-        opened = Journal(journal_path, clock=clock, extensions=[VIEWS])
-    with opened:
+Factory = Callable[[Path, FakeClock], JournalProtocol]
+
+
+def _reopened(path: Path, clock: FakeClock) -> Journal:
+    Journal(path).close()
+    return Journal(path, clock=clock)
+
+
+#: Every way of opening a journal file (the SQLite-file-specific tests run on these).
+FILE_BACKENDS: dict[str, Factory] = {
+    "sqlite-durable": lambda path, clock: Journal(path, clock=clock),
+    "sqlite-normal-sync": lambda path, clock: Journal(path, clock=clock, synchronous="NORMAL"),
+    "sqlite-reopened": _reopened,
+    "sqlite-with-extension": lambda path, clock: Journal(path, clock=clock, extensions=[VIEWS]),
+}
+
+#: Every journal implementation: the contract suite runs on each.
+BACKENDS: dict[str, Factory] = {
+    **FILE_BACKENDS,
+    "sqlite-memory": lambda path, clock: Journal(":memory:", clock=clock),
+    "replay-scratch": lambda path, clock: ScratchJournal(clock=clock),
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def journal(request, journal_path: Path, clock: FakeClock) -> Iterator[JournalProtocol]:
+    """A fresh journal of every implementation; the contract must hold for all."""
+    with BACKENDS[request.param](journal_path, clock) as opened:
+        yield opened
+
+
+@pytest.fixture(params=list(FILE_BACKENDS))
+def file_journal(request, journal_path: Path, clock: FakeClock) -> Iterator[Journal]:
+    """A fresh journal file, opened each way callers open one."""
+    with FILE_BACKENDS[request.param](journal_path, clock) as opened:
         yield opened

@@ -1,8 +1,10 @@
-"""The journal's contract, run against every way of opening a journal (see ``conftest.journal``)."""
+"""The journal's contract (``JournalProtocol``), run on every implementation and every way of
+opening one (see ``conftest.BACKENDS``)."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pytest
 
@@ -11,16 +13,28 @@ from journal import (
     ConcurrencyError,
     EventNotFoundError,
     Head,
+    CorruptEventError,
     InvalidAppendError,
     Journal,
     JournalError,
+    JournalProtocol,
     NewEvent,
+    SeqGapError,
     StoredEvent,
     StreamNotFoundError,
     event_hash,
 )
 
 from .conftest import event, events, raw_rows
+
+
+def snapshot(journal: JournalProtocol) -> tuple:
+    """Everything a journal holds, through its API (any backend)."""
+    return list(journal.read_all()), journal.heads(), list(journal.streams())
+
+
+def test_every_backend_implements_the_protocol(journal):
+    assert isinstance(journal, JournalProtocol)
 
 
 def test_append_returns_gapless_seqs_chained_from_genesis(journal):
@@ -95,13 +109,13 @@ def test_recorded_at_of_an_event_overrides_the_clock(journal):
 
 def test_stale_expected_seq_is_a_concurrency_error_naming_stream_and_seqs(journal):
     journal.append("conv", events(3), 0)
-    before = raw_rows(journal.path)
+    before = snapshot(journal)
 
     with pytest.raises(ConcurrencyError, match=r"'conv'.*expected seq 1.*last seq is 3") as info:
         journal.append("conv", [event()], expected_seq=1)
 
     assert (info.value.stream_id, info.value.expected_seq, info.value.actual_seq) == ("conv", 1, 3)
-    assert raw_rows(journal.path) == before
+    assert snapshot(journal) == before
 
 
 def test_expected_seq_zero_on_an_existing_stream_is_a_concurrency_error(journal):
@@ -111,14 +125,26 @@ def test_expected_seq_zero_on_an_existing_stream_is_a_concurrency_error(journal)
         journal.append("conv", [event()], expected_seq=0)
 
 
-def test_expected_seq_past_the_stream_end_is_a_concurrency_error(journal):
-    journal.append("conv", events(2), 0)
+@pytest.mark.parametrize("existing", [0, 2])
+def test_expected_seq_past_the_stream_end_is_a_gap_not_a_lost_race(journal, existing):
+    if existing:
+        journal.append("conv", events(existing), 0)
+    before = snapshot(journal)
 
-    with pytest.raises(ConcurrencyError, match="expected seq 5"):
+    with pytest.raises(SeqGapError, match=rf"expected_seq 5 is past the stream's last seq {existing}"
+                       ) as info:
         journal.append("conv", [event()], expected_seq=5)
 
+    assert not isinstance(info.value, ConcurrencyError)
+    assert isinstance(info.value, InvalidAppendError)
+    assert (info.value.stream_id, info.value.expected_seq, info.value.actual_seq) == (
+        "conv", 5, existing)
+    assert snapshot(journal) == before
+    journal.append("conv", [event()], expected_seq=existing)  # the stream is still appendable
 
-def test_a_second_handle_on_the_same_file_is_caught_by_the_unique_key(journal):
+
+def test_a_second_handle_on_the_same_file_is_caught_by_the_unique_key(file_journal):
+    journal = file_journal
     journal.append("conv", events(2), 0)
     with Journal(journal.path) as other:
         other.append("conv", [event(2)], expected_seq=2)
@@ -211,12 +237,12 @@ def test_lineage_of_a_fork_of_a_fork_is_the_ancestors_prefix_then_its_own(journa
 
 def test_a_fork_from_a_missing_event_is_refused_and_writes_nothing(journal):
     journal.append("parent", events(2), 0)
-    before = raw_rows(journal.path)
+    before = snapshot(journal)
 
     with pytest.raises(EventNotFoundError, match=r"'fork' from 'parent' at seq 3"):
         journal.append("fork", [event()], 0, parent=("parent", 3))
 
-    assert raw_rows(journal.path) == before
+    assert snapshot(journal) == before
     assert journal.last_seq("fork") == 0
 
 
@@ -253,7 +279,8 @@ def test_a_stream_that_grew_since_its_head_was_saved_is_fine(journal):
         "DELETE FROM stream_links",
     ],
 )
-def test_the_database_itself_refuses_to_rewrite_history(journal, statement):
+def test_the_database_itself_refuses_to_rewrite_history(file_journal, statement):
+    journal = file_journal
     journal.append("parent", events(2), 0)
     journal.append("fork", [event()], 0, parent=("parent", 1))
     before = raw_rows(journal.path)
@@ -276,6 +303,119 @@ def test_a_closed_journal_raises_a_journal_error_naming_the_file(journal):
     assert journal.path in str(info.value)
     with pytest.raises(JournalError, match="closed"):
         list(journal.read("conv"))
+
+
+def test_closing_from_another_thread_is_safe_and_closes_the_journal(journal):
+    journal.append("conv", [event()], 0)
+    errors: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            journal.close()
+            journal.close()
+        except BaseException as exc:  # noqa: BLE001 - the test reports whatever escaped
+            errors.append(exc)
+
+    worker = threading.Thread(target=close)
+    worker.start()
+    worker.join()
+
+    assert errors == []
+    with pytest.raises(JournalError, match="closed"):
+        journal.last_seq("conv")
+    journal.close()
+
+
+def test_reading_from_another_thread_is_a_journal_error(file_journal):
+    errors: list[BaseException] = []
+    worker = threading.Thread(
+        target=lambda: errors.append(pytest.raises(JournalError, file_journal.last_seq, "x")))
+    worker.start()
+    worker.join()
+    assert len(errors) == 1
+
+
+def test_read_from_seq_zero_or_below_is_the_whole_stream(journal):
+    stored = journal.append("conv", events(3), 0)
+
+    assert list(journal.read("conv", 0)) == stored
+    assert list(journal.read("conv", -5, 2)) == stored[:2]
+    assert list(journal.read("conv", 3, 2)) == []
+
+
+@pytest.mark.parametrize("stream_id", ["", "a\x00b", "line\nbreak", 7, None])
+def test_a_bad_stream_id_is_refused(journal, stream_id):
+    with pytest.raises(InvalidAppendError, match="stream id"):
+        journal.append(stream_id, [event()], 0)
+    assert snapshot(journal) == ([], [], [])
+
+
+@pytest.mark.parametrize("payload", ["", "{", "not json", "{'a': 1}", "[1,]"])
+def test_a_payload_that_is_not_json_is_refused(journal, payload):
+    journal.append("conv", [event()], 0)
+    before = snapshot(journal)
+
+    with pytest.raises(InvalidAppendError, match="JSON"):
+        journal.append("conv", [event(1), NewEvent("note", 1, payload)], 1)
+
+    assert snapshot(journal) == before
+
+
+def test_no_events_is_refused(journal):
+    with pytest.raises(InvalidAppendError, match="no events"):
+        journal.append("conv", [], 0)
+
+
+def test_ancestry_is_the_segments_root_first(journal):
+    journal.append("root", events(3), 0)
+    journal.append("child", events(2), 0, parent=("root", 2))
+    journal.append("grandchild", events(1), 0, parent=("child", 1))
+
+    assert journal.ancestry("grandchild") == [("root", 2), ("child", 1), ("grandchild", None)]
+    assert journal.ancestry("grandchild", 1) == [("root", 2), ("child", 1), ("grandchild", 1)]
+    assert journal.ancestry("root") == [("root", None)]
+    assert journal.ancestry("nobody") == [("nobody", None)]
+
+
+def test_verify_of_a_fork_checks_its_whole_history(journal):
+    journal.append("root", events(3), 0)
+    journal.append("child", events(2), 0, parent=("root", 2))
+
+    report = journal.verify("child")
+
+    assert (report.ok, report.checked_events) == (True, 4)
+
+
+def test_last_position_is_the_newest_position_or_zero(journal):
+    assert journal.last_position() == 0
+    journal.append("a", events(2), 0)
+    [last] = journal.append("b", [event()], 0)
+
+    assert journal.last_position() == last.position
+
+
+def test_read_all_filters_by_upper_bound_and_types(journal):
+    a = journal.append("a", [event(1, "x"), event(2, "y")], 0)
+    b = journal.append("b", [event(3, "x"), event(4, "z")], 0)
+    everything = a + b
+
+    assert list(journal.read_all(until=a[1].position)) == a
+    assert list(journal.read_all(a[0].position, until=b[0].position)) == [a[1], b[0]]
+    assert list(journal.read_all(types={"x"})) == [a[0], b[0]]
+    assert list(journal.read_all(types=["x", "z"], limit=2)) == [a[0], b[0]]
+    assert list(journal.read_all(a[0].position, types=("x",))) == [b[0]]
+    assert list(journal.read_all(types=())) == []
+    assert list(journal.read_all(until=0)) == []
+    assert list(journal.read_all()) == everything
+
+
+def test_fork_links_that_loop_are_refused_by_the_shared_ancestry_walk():
+    from journal._lineage import walk_ancestry
+
+    links = {"a": ("b", 1), "b": ("a", 1)}
+    with pytest.raises(CorruptEventError, match="loop"):
+        walk_ancestry(links.get, "a")
+    assert walk_ancestry({"b": ("a", 3)}.get, "b", 2) == [("a", 3), ("b", 2)]
 
 
 def test_stored_events_are_frozen(journal):

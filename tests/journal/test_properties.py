@@ -6,10 +6,21 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from journal import ConcurrencyError, Head, Journal, NewEvent, dump_heads, load_heads
+from journal import (
+    ConcurrencyError,
+    Head,
+    Journal,
+    NewEvent,
+    SeqGapError,
+    dump_heads,
+    load_heads,
+)
+
+from .conftest import BACKENDS, FakeClock
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
@@ -25,7 +36,9 @@ new_events = st.builds(NewEvent, type=names, version=st.integers(1, 3), payload=
 # (operation, which stream (indexing base streams then forks), argument)
 batches = st.lists(new_events, min_size=1, max_size=4)
 appends = st.tuples(st.just("append"), st.integers(0, 7), batches)
-stale_appends = st.tuples(st.just("stale"), st.integers(0, 7), st.integers(1, 3))
+# a wrong expected_seq: negative is behind the stream's end (stale), positive past it (a gap)
+stale_appends = st.tuples(st.just("stale"), st.integers(0, 7),
+                          st.integers(-3, 3).filter(bool))
 forks = st.tuples(st.just("fork"), st.integers(0, 7), st.integers(0, 10))
 operations = st.lists(st.one_of(appends, appends, stale_appends, forks), max_size=20)
 
@@ -34,13 +47,16 @@ def own_seqs(journal: Journal, stream_id: str) -> list[int]:
     return [e.seq for e in journal.read(stream_id)]
 
 
+@pytest.mark.parametrize("backend", ["sqlite-normal-sync", "sqlite-memory", "replay-scratch"])
 @settings(max_examples=100, deadline=None)
 @given(stream_ids=st.lists(names, min_size=4, max_size=4, unique=True), ops=operations)
-def test_random_appends_and_forks_keep_every_stream_gapless_and_verifiable(stream_ids, ops):
+def test_random_appends_and_forks_keep_every_stream_gapless_and_verifiable(
+    backend, stream_ids, ops
+):
     model: dict[str, list[NewEvent]] = {}
     links: dict[str, tuple[str, int]] = {}
-    with tempfile.TemporaryDirectory() as tmp, Journal(
-        Path(tmp) / "j.db", synchronous="NORMAL"
+    with tempfile.TemporaryDirectory() as tmp, BACKENDS[backend](
+        Path(tmp) / "j.db", FakeClock()
     ) as journal:
         for kind, index, arg in ops:
             targets = stream_ids + list(links)
@@ -50,12 +66,14 @@ def test_random_appends_and_forks_keep_every_stream_gapless_and_verifiable(strea
                 journal.append(stream_id, arg, len(known))
                 model[stream_id] = known + arg
             elif kind == "stale":
-                try:
-                    journal.append(stream_id, [NewEvent("x", 1, "{}")], len(known) + arg)
-                except ConcurrencyError as exc:
-                    assert exc.actual_seq == len(known)
-                else:
-                    raise AssertionError("a stale expected_seq was accepted")
+                wrong = len(known) + arg
+                if wrong < 0:
+                    continue
+                error = SeqGapError if arg > 0 else ConcurrencyError
+                with pytest.raises(error) as info:
+                    journal.append(stream_id, [NewEvent("x", 1, "{}")], wrong)
+                assert info.value.actual_seq == len(known)
+                assert info.value.expected_seq == wrong
             elif known and (fork_id := f"fork {len(links)}") not in stream_ids:
                 at = 1 + arg % len(known)
                 journal.append(fork_id, [NewEvent("forked", 1, "{}")], 0, parent=(stream_id, at))
@@ -75,6 +93,10 @@ def test_random_appends_and_forks_keep_every_stream_gapless_and_verifiable(strea
         assert len(list(journal.read_all())) == sum(len(e) for e in model.values())
         report = journal.verify()
         assert report.ok and report.checked_events == sum(len(e) for e in model.values())
+        for stream_id in model:
+            one = journal.verify(stream_id)
+            assert one.ok and one.checked_events == len(list(journal.lineage(stream_id)))
+        assert journal.last_position() == max((e.position for e in journal.read_all()), default=0)
         heads_file = Path(tmp) / "heads.json"
         dump_heads(journal.heads(), heads_file)
         assert journal.check_heads(load_heads(heads_file)) == []

@@ -223,3 +223,97 @@ def test_check_heads_reports_a_stream_that_disappeared(original):
         assert journal.check_heads(saved) == [
             BadEvent("b", 2, "stream is missing (the saved head is at seq 2)")
         ]
+
+
+# -- a fork's history: verify recomputes every ancestor segment up to the fork point ------
+
+
+@pytest.fixture
+def family(journal_path: Path, clock) -> Path:
+    """"root" (4 events) -> "child" forked at root seq 2 (3 events) -> "grandchild" at child 2."""
+    with Journal(journal_path, clock=clock) as journal:
+        journal.append("root", events(4), 0)
+        journal.append("child", events(3, 10), 0, parent=("root", 2))
+        journal.append("grandchild", events(2, 20), 0, parent=("child", 2))
+        assert journal.verify("grandchild").ok
+    return journal_path
+
+
+def edit(stream_id: str, seq: int) -> str:
+    return (f"UPDATE events SET payload = replace(payload, '\"n\"', '\"N\"') "
+            f"WHERE stream_id = '{stream_id}' AND seq = {seq}")
+
+
+@pytest.mark.parametrize("stream_id, seq", [("root", 1), ("root", 2), ("child", 1), ("child", 2)])
+def test_a_forks_verify_finds_an_edit_in_an_ancestors_prefix_and_names_it(family, stream_id, seq):
+    copy = tampered(family, edit(stream_id, seq))
+
+    with Journal(copy) as journal:
+        report = journal.verify("grandchild")
+
+    assert not report.ok
+    assert (report.first_bad.stream_id, report.first_bad.seq) == (stream_id, seq)
+    assert report.first_bad.reason.startswith("hash mismatch")
+
+
+@pytest.mark.parametrize("stream_id, seq", [("root", 3), ("root", 4), ("child", 3)])
+def test_an_edit_past_the_fork_point_is_not_part_of_the_forks_history(family, stream_id, seq):
+    copy = tampered(family, edit(stream_id, seq))
+
+    with Journal(copy) as journal:
+        assert journal.verify("grandchild").ok
+        assert journal.verify("grandchild").checked_events == 2 + 2 + 2
+        assert not journal.verify(stream_id).ok
+
+
+def test_a_fork_link_loop_is_reported_by_the_verify_of_one_stream(original):
+    copy = tampered(original, "INSERT INTO stream_links VALUES ('a', 'fork', 1)")
+
+    with Journal(copy) as journal:
+        report = journal.verify("fork")
+
+    assert not report.ok
+    assert "loop" in report.first_bad.reason
+
+
+# -- whatever SQLite type an edit stored, verify reports a bad event, never raises -------------
+
+
+@pytest.mark.parametrize("column", [
+    "stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash"])
+@pytest.mark.parametrize("value", [
+    "CAST({c} AS BLOB)", "X'00ff'", "CAST(X'ff' AS TEXT)", "3.5", "'text'", "42", "{c} || ''"])
+def test_a_column_stored_with_another_type_is_a_bad_event(original, column, value):
+    copy = tampered(original,
+                    "PRAGMA ignore_check_constraints = ON",
+                    f"UPDATE events SET {column} = {value.format(c=column)} "
+                    "WHERE stream_id = 'a' AND seq = 3")
+
+    assert_reported(copy, unchanged=value == "{c} || ''")
+
+
+def assert_reported(copy: Path, unchanged: bool = False) -> None:
+    with Journal(copy) as journal:
+        reports = [journal.verify(), journal.verify("a")]
+    if unchanged:  # text || '' stores the same bytes with the same type: nothing changed
+        assert all(r.ok for r in reports)
+        return
+    for report in reports:
+        assert not report.ok
+        assert isinstance(report.first_bad.stream_id, str)
+        assert isinstance(report.first_bad.seq, int)
+        assert isinstance(report.first_bad.reason, str) and report.first_bad.reason
+    assert (reports[1].first_bad.stream_id, reports[1].first_bad.seq) == ("a", 3)
+
+
+@pytest.mark.parametrize("column", [
+    "stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash"])
+def test_a_null_in_any_column_is_a_bad_event(original, column):
+    # NOT NULL forbids it, so the table is rebuilt without the constraint first.
+    copy = tampered(original,
+                    "CREATE TABLE loose AS SELECT * FROM events",
+                    "DROP TABLE events",
+                    "ALTER TABLE loose RENAME TO events",
+                    f"UPDATE events SET {column} = NULL WHERE stream_id = 'a' AND seq = 3")
+
+    assert_reported(copy)

@@ -1,0 +1,152 @@
+"""The ``JournalProtocol``: what every journal backend offers, whatever stores the events.
+
+:class:`journal.Journal` (one SQLite file, or ``:memory:``) implements it, and so
+does replay's scratch journal; a PostgreSQL backend will too. Every
+implementation runs the same contract suite (``tests/journal``, parametrised by
+the ``journal`` fixture), so callers may rely on exactly what is written here.
+Hash values are the same on every backend (:func:`journal.event_hash`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from ._lineage import Segment
+from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+
+__all__ = ["JournalProtocol"]
+
+
+@runtime_checkable
+class JournalProtocol(Protocol):
+    """An append-only store of hash-chained event streams with optimistic concurrency.
+
+    A stream is a gapless sequence of events (seq 1, 2, 3 …), each chained to the
+    one before by its hash; every event also has a global ``position``, strictly
+    increasing across streams. A stream may start as a fork of another at a seq:
+    its seq 1 chains to the parent's hash there, and its history (:meth:`lineage`)
+    is the parent's prefix followed by its own events. Nothing is ever rewritten.
+
+    >>> from journal import Journal, NewEvent
+    >>> j: JournalProtocol = Journal(":memory:")
+    >>> [e.seq for e in j.append("s", [NewEvent("note", 1, "{}")], expected_seq=0)]
+    [1]
+    >>> j.last_seq("s"), j.last_position()
+    (1, 1)
+    """
+
+    path: str
+    """Where the journal lives (a file path, ``:memory:``, a URL), for messages."""
+
+    readonly: bool
+    """Whether this handle refuses every write (:class:`~journal.ReadOnlyJournalError`)."""
+
+    def __enter__(self) -> JournalProtocol: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def close(self) -> None:
+        """Release the journal; safe twice and from any thread. Later calls raise ``JournalError``."""
+
+    def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_seq: int,
+        *,
+        parent: tuple[str, int] | None = None,
+    ) -> list[StoredEvent]:
+        """Append ``events`` as seqs ``expected_seq + 1``… in one transaction: all or nothing.
+
+        ``expected_seq`` is the stream's last seq as the caller knows it (0: a new
+        stream). Behind the stream's end, :class:`~journal.ConcurrencyError` (another
+        writer appended first: re-read and retry); past it,
+        :class:`~journal.SeqGapError` (retrying cannot help). ``parent=(stream, seq)``
+        on a stream's first append makes it a fork.
+
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("a", [NewEvent("note", 1, '{"n":1}')], 0)
+        >>> [e.seq for e in j.append("b", [NewEvent("note", 1, "{}")], 0, parent=("a", 1))]
+        [1]
+        """
+        ...
+
+    def read(
+        self, stream_id: str, from_seq: int = 1, to_seq: int | None = None
+    ) -> Iterator[StoredEvent]:
+        """A stream's own events from ``from_seq`` to ``to_seq`` inclusive, lazily (unknown: empty)."""
+        ...
+
+    def read_all(
+        self,
+        after_position: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        types: Collection[str] | None = None,
+    ) -> Iterator[StoredEvent]:
+        """Every stream's events in position order: after ``after_position``, up to ``until``
+        (inclusive), only of ``types``, at most ``limit`` — lazily.
+
+        For followers: remember the last position seen and pass it back.
+
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("a", [NewEvent("x", 1, "{}"), NewEvent("y", 1, "{}")], 0)
+        >>> [e.type for e in j.read_all(types={"y"})], [e.position for e in j.read_all(until=1)]
+        (['y'], [1])
+        """
+        ...
+
+    def last_position(self) -> int:
+        """The newest event's global position (0 for an empty journal), without a scan."""
+        ...
+
+    def ancestry(self, stream_id: str, to_seq: int | None = None) -> list[Segment]:
+        """``[(stream, up to seq), ...]`` of a stream's history, root first, itself last.
+
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("a", [NewEvent("x", 1, "{}")] * 3, 0)
+        >>> _ = j.append("b", [NewEvent("x", 1, "{}")], 0, parent=("a", 2))
+        >>> j.ancestry("b")
+        [('a', 2), ('b', None)]
+        """
+        ...
+
+    def lineage(self, stream_id: str, to_seq: int | None = None) -> Iterator[StoredEvent]:
+        """The events of every :meth:`ancestry` segment in order: the fork's whole history."""
+        ...
+
+    def stream(self, stream_id: str) -> StreamInfo:
+        """One stream's summary; :class:`~journal.StreamNotFoundError` if it has no events."""
+        ...
+
+    def streams(self) -> Iterator[StreamInfo]:
+        """Every stream's summary, the most recently appended first."""
+        ...
+
+    def last_seq(self, stream_id: str) -> int:
+        """The stream's last seq, 0 if it has no events."""
+        ...
+
+    def hash_at(self, stream_id: str, seq: int) -> str:
+        """The hash at ``(stream_id, seq)``; :class:`~journal.EventNotFoundError` if none."""
+        ...
+
+    def heads(self) -> list[Head]:
+        """Every stream's last seq and hash, ordered by stream id."""
+        ...
+
+    def check_heads(self, heads: Iterable[Head]) -> list[BadEvent]:
+        """Saved heads that no longer hold (stream gone, shorter, or rewritten there)."""
+        ...
+
+    def verify(self, stream_id: str | None = None) -> VerifyReport:
+        """Recompute every chain (or one stream's whole history, ancestors included)."""
+        ...
