@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import os
 import re
 import time
@@ -260,23 +261,36 @@ def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provi
 
 
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
+
+    A value that is none of these (or negative, or not finite) is ``None``:
+    a hostile header never raises.
+
+    >>> parse_retry_after({"retry-after": "2"}), parse_retry_after({"retry-after": "soon"})
+    (2.0, None)
+    """
     if headers is None:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
+    ms = _seconds(headers.get("retry-after-ms"))
+    if ms is not None:
+        return ms / 1000
     value = headers.get("retry-after")
-    if not value:
-        return None
+    seconds = _seconds(value)
+    if seconds is not None or not value:
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time()) if when.tzinfo else None
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 _KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
@@ -308,8 +322,9 @@ def error_for_status(status: int, message: str, provider: str,
         return RateLimitError(text + hint, provider=provider, status=status, retry_after=after)
     if status == 408:
         return ProviderTimeout(text, provider=provider, status=status)
-    if status >= 500:
-        return ServerError(text, provider=provider, status=status)
+    if status >= 500:  # 503 and 529 (overloaded) may say when to come back
+        return ServerError(text, provider=provider, status=status,
+                           retry_after=parse_retry_after(headers))
     return BadRequestError(text, provider=provider, status=status)
 
 
