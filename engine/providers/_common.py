@@ -47,6 +47,7 @@ from ..errors import (
     ServerError,
 )
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [
     "CUT_OFF",
@@ -217,8 +218,14 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
         return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
     except ValueError:
         return {}, raw, _NOT_FINITE
+    except RecursionError:
+        return {}, raw, "arguments nest too deep to read"
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
+    try:
+        Redactor(None).data(parsed, "")
+    except MalformedResponseError as exc:  # a lone surrogate, or nesting beyond MAX_DEPTH
+        return {}, raw, "arguments " + str(exc).removeprefix("response ")
     return parsed, raw, None
 
 
@@ -293,21 +300,16 @@ def _seconds(value: Any) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-_KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
-
-
 def redact(text: str, secret: str | None = None) -> str:
-    """``text`` without ``secret`` or anything shaped like an API key, masked or not.
+    """``text`` without ``secret`` (in any of its encodings) or anything shaped like an API key.
 
     APIs echo keys in error messages (``Incorrect API key provided: sk-ab***yz``);
-    error messages reach the journal, keys must not.
+    error messages reach the journal, keys must not. (``Redactor.message``.)
 
     >>> redact("Incorrect API key provided: sk-ab***yz.", None)
     'Incorrect API key provided: [redacted key].'
     """
-    if secret and len(secret) >= 8:
-        text = text.replace(secret, "[redacted key]")
-    return _KEYLIKE.sub("[redacted key]", text)
+    return Redactor(secret).message(text)
 
 
 def error_for_status(status: int, message: str, provider: str,
@@ -356,18 +358,13 @@ def with_model(response: Any, model: str) -> Any:
     return response if response.model else msgspec.structs.replace(response, model=model)
 
 
-def _refuse_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON; the journal could not store them
-    raise ValueError(f"{name} is not a JSON number")
+def parse_body(text: str, provider: str, secret: str | None = None) -> Any:
+    """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start.
 
-
-def parse_body(text: str, provider: str) -> Any:
-    """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start."""
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except ValueError:
-        raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
-                                     provider=provider) from None
+    ``secret`` is masked wherever the body echoes it (see ``_redact.read_body``);
+    nesting too deep and lone surrogates are refused, never raised raw.
+    """
+    return read_body(text, provider, Redactor(secret))
 
 
 def opt_str(obj: Any, key: str) -> str | None:
