@@ -314,8 +314,13 @@ def redact(text: str, secret: str | None = None) -> str:
 
 def error_for_status(status: int, message: str, provider: str,
                      headers: Any = None, secret: str | None = None) -> ProviderError:
-    """The ``ProviderError`` subclass for an HTTP error status (message redacted)."""
-    text = f"HTTP {status}: {redact(message, secret)}"
+    """The ``ProviderError`` subclass for an HTTP error status.
+
+    The message is masked where it leaves the provider (``RemoteProvider``,
+    the configured key first, then anything key-shaped); ``secret`` masks it
+    here too, for callers outside that boundary.
+    """
+    text = f"HTTP {status}: {redact(message, secret) if secret else message}"
     if status in (401, 403):
         return AuthenticationError(f"{text} (check the API key)", provider=provider, status=status)
     if status == 429:
