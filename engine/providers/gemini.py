@@ -64,6 +64,7 @@ from ._common import (
     wire_str,
     with_model,
 )
+from ._gemini_schema import gemini_schema, parameters_for
 from ._remote import RemoteProvider
 from .base import ModelRequest, ModelResponse
 
@@ -101,55 +102,23 @@ _CONFIG = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p
            "top_k": "topK", "seed": "seed", "stop": "stopSequences"}
 
 
-_SCHEMA_KEYS = {"type", "format", "title", "description", "nullable", "enum", "maxItems",
-                "minItems", "properties", "required", "minProperties", "maxProperties",
-                "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
-                "default", "items", "minimum", "maximum"}
-
-
-def gemini_schema(schema: Any) -> Any:
-    """A JSON Schema rewritten into the OpenAPI subset Gemini's ``parameters`` accepts.
-
-    Keys Gemini refuses (``$schema``, ``additionalProperties``, ``$defs`` ...)
-    are dropped, ``const`` becomes a one-value ``enum``, and a type list with
-    ``"null"`` becomes ``nullable``.
-
-    >>> gemini_schema({"type": ["string", "null"], "const": "a", "additionalProperties": False})
-    {'type': 'string', 'nullable': True, 'enum': ['a']}
-    """
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, list):
-            kinds = [v for v in value if v != "null"]
-            out["type"] = kinds[0] if len(kinds) == 1 else "string"
-            if "null" in value:
-                out["nullable"] = True
-        elif key == "const":
-            out["enum"] = [value]
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
-        elif key in ("items",):
-            out[key] = gemini_schema(value)
-        elif key == "anyOf" and isinstance(value, list):
-            out[key] = [gemini_schema(sub) for sub in value]
-        elif key in _SCHEMA_KEYS:
-            out[key] = value
-    return out
-
-
 def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     """Tool specs as Gemini ``tools`` (one entry holding every declaration).
 
-    ``parameters`` go through ``gemini_schema``, since Gemini refuses JSON
-    Schema keys outside its OpenAPI subset.
+    ``parameters`` go through ``gemini_schema`` (Gemini refuses JSON Schema
+    outside its OpenAPI subset); a tool without parameters declares none,
+    since Gemini refuses an OBJECT without properties.
     """
     if not tools:
         return []
-    return [{"functionDeclarations": [
-        {"name": t.name, "description": t.description, "parameters": gemini_schema(t.parameters)}
-        for t in tools]}]
+    declarations = []
+    for t in tools:
+        declaration: dict[str, Any] = {"name": t.name, "description": t.description}
+        parameters = parameters_for(t.parameters)
+        if parameters is not None:
+            declaration["parameters"] = parameters
+        declarations.append(declaration)
+    return [{"functionDeclarations": declarations}]
 
 
 def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
