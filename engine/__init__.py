@@ -89,6 +89,7 @@ from .providers import (
     get_provider,
 )
 from .result import RunResult, result_of
+from .retry import RetryPolicy
 from .runners import Runner, RunnerResult, RunRequest
 from .state import ConversationState, StateBuilder, fold, reduce
 from .tools import Tool, ToolContext, ToolRegistry, tool
@@ -139,6 +140,7 @@ __all__ = [
     "ProviderTimeout",
     "RateLimitError",
     "ReplayRef",
+    "RetryPolicy",
     "RunRequest",
     "RunResult",
     "Runner",

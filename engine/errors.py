@@ -159,12 +159,16 @@ class UnknownProviderError(EngineError):
 
 
 class ProviderError(EngineError):
-    """A model provider failed. ``provider`` names it; ``retryable`` says whether a retry may help."""
+    """A model provider failed. ``provider`` names it; ``retryable`` says whether a retry may help.
+
+    ``retry_after`` is the wait in seconds the provider asked for, when it did.
+    """
 
     retryable = False
 
-    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
-        self.provider, self.status = provider, status
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        self.provider, self.status, self.retry_after = provider, status, retry_after
         super().__init__(f"{provider}: {message}" if provider else message)
 
 
@@ -179,8 +183,7 @@ class RateLimitError(ProviderError):
 
     def __init__(self, message: str, *, provider: str = "", status: int | None = 429,
                  retry_after: float | None = None) -> None:
-        self.retry_after = retry_after
-        super().__init__(message, provider=provider, status=status)
+        super().__init__(message, provider=provider, status=status, retry_after=retry_after)
 
 
 class ProviderTimeout(ProviderError):

@@ -185,6 +185,8 @@ class ModelRequested(Event, tag="model_requested"):
     provider: str
     model: str
     parameters: dict[str, Any] = {}
+    #: 1 for a turn's first request; a retry after a ``model_failed`` of the same turn counts on
+    attempt: int = 1
 
 
 class ModelResponded(Event, tag="model_responded"):
@@ -220,6 +222,8 @@ class ModelFailed(Event, tag="model_failed"):
     status: int | None = None
     retryable: bool = False
     latency_ms: float | None = None
+    #: seconds the provider asked to wait before trying again (a 429's ``retry-after``)
+    retry_after: float | None = None
 
 
 class ToolCallRejected(Event, tag="tool_call_rejected"):

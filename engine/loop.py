@@ -15,12 +15,20 @@ same code starts a run, continues a chat and resumes after a crash::
 
 A turn is one model request/response; tool calls do not count. A run ends
 when the model answers without tool calls (``conversation_completed``), when
-the provider fails (``model_failed`` then ``conversation_failed``), at
+the provider fails (``model_failed`` then ``conversation_failed``) and the
+``retry`` policy (``engine.retry``; none by default) does not try again, at
 ``max_turns`` (``turn_limit_reached``) or when the duplicate policy's
 ``max_refusals`` is reached (``conversation_halted``). Every tool call gets
 exactly one answer: ``tool_started`` + ``tool_completed`` when it runs, or
 ``tool_call_rejected`` (unknown, disabled, invalid arguments, cut off,
 duplicate, halted) whose correction text is that call's result.
+
+Only a ``ProviderError`` is a model failure. Any other exception from the
+provider (a bug in mapping code, replay's ``Divergence``) propagates: the
+journal then ends at ``model_requested`` and ``resume`` sends it again. A
+retried failure is journaled like any other (``model_failed`` with
+``retryable`` and ``retry_after``), then the same turn's next
+``model_requested`` (``attempt`` 2, 3 ...) after the policy's wait.
 
 Seams for other drivers (replay): ``start(..., started=ConversationStarted)``
 records a given configuration; ``provider`` is anything with ``complete``;
@@ -69,6 +77,7 @@ from .providers.base import ModelRequest, Provider
 from .request_digest import RequestDigest
 from .result import RunResult, result_of
 from .resume import INTERRUPTED, idempotency_key
+from .retry import NO_RETRY, RetryPolicy
 from .runners import Runner, RunRequest, apply_runner_result
 from .texts import duplicate_message, tool_failed_message
 from .tools import Tool, ToolContext, ToolRegistry
@@ -91,7 +100,9 @@ class Loop:
     ``clock`` is the wall clock tools see (``ToolContext.now``); ``timer``
     measures latencies; ``predicate`` is the custom duplicate rule (else the
     policy's ``custom`` reference is resolved); ``directives`` render the
-    system text of new conversations.
+    system text of new conversations; ``retry`` decides whether a retryable
+    model failure is tried again and waits (default ``NO_RETRY``; anything
+    with ``RetryPolicy``'s ``delay`` and ``wait`` will do).
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -100,7 +111,8 @@ class Loop:
                  runner: Runner | None = None, clock: Callable[[], datetime] | None = None,
                  timer: Callable[[], float] = time.perf_counter,
                  predicate: DuplicatePredicate | None = None,
-                 directives: Directives | None = None, model: str | None = None) -> None:
+                 directives: Directives | None = None, model: str | None = None,
+                 retry: RetryPolicy | None = None) -> None:
         self.journal = journal
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -112,6 +124,7 @@ class Loop:
         self.predicate = predicate
         self.directives = directives or Directives()
         self.model = model
+        self.retry = retry or NO_RETRY
         self._digest = RequestDigest()
 
     # --- entry points ---------------------------------------------------------
@@ -204,8 +217,11 @@ class Loop:
         """End the run if it must end before another request; ``True`` if it did."""
         b = conv.builder
         if b.error is not None:  # a model_failed answered the last request
-            self._append(conv, ConversationFailed(error=b.error, error_type="model_failed"))
-            self._emit("failed", conv, error=b.error)
+            if self._retry(conv):
+                return True
+            error = b.error + (f" (gave up after {b.attempt} attempts)" if b.attempt > 1 else "")
+            self._append(conv, ConversationFailed(error=error, error_type="model_failed"))
+            self._emit("failed", conv, error=error)
             return True
         limit = b.duplicate_policy.max_refusals
         if limit is not None and b.refusals >= limit:
@@ -231,14 +247,33 @@ class Loop:
                             messages=tuple(b.message_list), tools=b.tools,
                             parameters=b.parameters)
 
-    def _request(self, conv: Conversation) -> None:
+    def _retry(self, conv: Conversation) -> bool:
+        """Request the failed turn again if the policy says so (after its wait); ``True`` if so."""
+        b = conv.builder
+        failure = b.failure
+        if failure is None:
+            return False
+        delay = self.retry.delay(retryable=failure.retryable, attempt=b.attempt,
+                                 retry_after=failure.retry_after)
+        if delay is None:
+            return False
+        attempt = b.attempt + 1
+        self._flush(conv)  # the failure is durable before the wait
+        self._emit("model_retry", conv, turn=failure.turn, attempt=attempt, delay=delay,
+                   error=b.error)
+        self.retry.wait(delay)
+        self._request(conv, attempt)
+        return True
+
+    def _request(self, conv: Conversation, attempt: int = 1) -> None:
         b = conv.builder
         request = self.build_request(b)
         turn = b.turn_count + 1
         self._append(conv, ModelRequested(turn=turn, digest=self._digest.digest(request),
                                           provider=self.provider.name, model=request.model,
-                                          parameters=b.parameters))
-        self._emit("turn_started", conv, turn=turn)
+                                          parameters=b.parameters, attempt=attempt))
+        if attempt == 1:
+            self._emit("turn_started", conv, turn=turn)
 
     def _call_model(self, conv: Conversation) -> None:
         b = conv.builder
@@ -248,14 +283,12 @@ class Loop:
         start = self.timer()
         try:
             response = self.provider.complete(request)
-        except Exception as exc:  # any provider failure is recorded, then the run fails
-            latency = _ms(self.timer() - start)
-            status = exc.status if isinstance(exc, ProviderError) else None
-            retryable = exc.retryable if isinstance(exc, ProviderError) else False
+        except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
             self._append(conv, ModelFailed(
                 turn=turn, error_type=type(exc).__name__, message=str(exc) or repr(exc),
-                provider=self.provider.name, model=request.model, status=status,
-                retryable=retryable, latency_ms=latency))
+                provider=self.provider.name, model=request.model, status=exc.status,
+                retryable=exc.retryable, latency_ms=_ms(self.timer() - start),
+                retry_after=exc.retry_after))
             return
         self._append(conv, ModelResponded(
             turn=turn, parts=response.parts, stop_reason=response.stop_reason,
@@ -440,13 +473,14 @@ def run(journal: Journal, prompt: str, *, provider: Provider,
         conversation_id: str | None = None, duplicate_policy: DuplicatePolicy | None = None,
         parameters: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
         model: str | None = None, observers: Iterable[Observer] = (),
-        executor: ToolExecutor | None = None) -> RunResult:
+        executor: ToolExecutor | None = None, retry: RetryPolicy | None = None) -> RunResult:
     """Run one conversation from ``prompt`` to its end; the convenience form of ``Loop.start``.
 
     If ``conversation_id`` names an existing conversation, ``prompt`` is added
     as its next user message instead (a chat continues after it ended).
     """
-    loop = Loop(journal, provider, tools, observers=observers, executor=executor, model=model)
+    loop = Loop(journal, provider, tools, observers=observers, executor=executor, model=model,
+                retry=retry)
     if conversation_id is not None and _exists(journal, conversation_id):
         return loop.send(conversation_id, prompt, single_turn=single_turn)
     return loop.start(prompt, conversation_id=conversation_id, model=model, mode=mode,

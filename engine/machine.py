@@ -60,6 +60,8 @@ GUARDS: dict[str, Callable[[Any, Any], bool]] = {
     "chat_mode": lambda s, e: s.mode == "chat",
     "next_turn": lambda s, e: e.turn == s.turn_count + 1,
     "requested_turn": lambda s, e: e.turn == s.requested_turn,
+    # a turn's first request is attempt 1; a retry after its model_failed counts on by one
+    "next_attempt": lambda s, e: e.attempt == (s.attempt + 1 if s.failure is not None else 1),
     "not_live": lambda s, e: e.source != "provider",
     "has_tool_calls": lambda s, e: ToolCall in map(type, e.parts),
     "answers_pending": lambda s, e: e.call_id in s.pending,
@@ -74,7 +76,7 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     ("conversation_started", _LIVE, None, ["fork_start"], []),
     ("user_message", [L.READY, L.AWAITING_MODEL, L.ANSWERED], L.AWAITING_MODEL, [], []),
     ("user_message", [L.COMPLETED, L.FAILED, L.HALTED], L.AWAITING_MODEL, ["chat_mode"], []),
-    ("model_requested", [L.AWAITING_MODEL], L.REQUESTED, ["next_turn"], []),
+    ("model_requested", [L.AWAITING_MODEL], L.REQUESTED, ["next_turn", "next_attempt"], []),
     ("model_responded", [L.REQUESTED], L.AWAITING_TOOLS, ["requested_turn", "has_tool_calls"], []),
     ("model_responded", [L.REQUESTED], L.ANSWERED, ["requested_turn"], ["has_tool_calls"]),
     ("model_responded", [L.AWAITING_MODEL], L.AWAITING_TOOLS,

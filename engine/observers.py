@@ -6,7 +6,8 @@ reference's ``agents_api_loop_event(event, payload)``). Events:
 ``turn_started`` (turn), ``model_responded`` (turn, tool_calls, stop_reason),
 ``tool_executed`` (call_id, name, success, rejected), ``duplicate_prevented``
 (call_id, name, arguments, observe_only: a warning when the call still ran),
-``completed``, ``failed`` (error), ``budget_exceeded`` (kind ``turns`` or
+``model_retry`` (turn, attempt, delay, error: a retryable failure is tried
+again after ``delay`` seconds), ``completed``, ``failed`` (error), ``budget_exceeded`` (kind ``turns`` or
 ``refusals``), ``transcript_lock_contention`` (another writer appended first).
 Every payload has ``conversation_id``.
 
@@ -31,8 +32,9 @@ __all__ = ["EVENTS", "Observer", "Observers"]
 Observer = Callable[[str, dict[str, Any]], None]
 
 #: The lifecycle events observers receive.
-EVENTS = ("turn_started", "model_responded", "tool_executed", "duplicate_prevented", "completed",
-          "failed", "budget_exceeded", "transcript_lock_contention")
+EVENTS = ("turn_started", "model_responded", "model_retry", "tool_executed",
+          "duplicate_prevented", "completed", "failed", "budget_exceeded",
+          "transcript_lock_contention")
 
 log = logging.getLogger("turnlog.observers")
 

@@ -78,7 +78,9 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     The fields of the reference loop's result are here: ``messages``,
     ``final_content``, ``turn_count``, ``completed``, ``last_tool_calls``,
     ``tool_execution_results`` (of the current run), ``has_pending_tools``,
-    ``usage``, ``error``, ``warning`` and ``max_turns_reached``.
+    ``usage``, ``error``, ``warning`` and ``max_turns_reached``. ``attempt``
+    is the last model request's attempt number and ``failure`` the
+    ``model_failed`` that answered it, until a retry or a new run.
     """
 
     conversation_id: str = ""
@@ -99,6 +101,8 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     turn_count: int = 0
     run_start_turn: int = 0
     requested_turn: int | None = None
+    attempt: int = 0
+    failure: ModelFailed | None = None
     pending_calls: tuple[ToolCall, ...] = ()
     started_calls: frozenset[str] = frozenset()
     last_tool_calls: tuple[ToolCall, ...] = ()
@@ -225,12 +229,13 @@ class StateBuilder:
         self._results = []
         self.refusals = 0
         self.run_usage = Usage()
-        self.error = self.warning = None
+        self.error = self.warning = self.failure = None
         self.max_turns_reached = self.pending_at_limit = False
         self.final_content = ""
 
     def _requested(self, e: ModelRequested) -> None:
-        self.requested_turn = e.turn
+        self.requested_turn, self.attempt = e.turn, e.attempt
+        self.error = self.failure = None  # a retry: the failure it answers is behind us
 
     def _responded(self, e: ModelResponded) -> None:
         self.turn_count = e.turn
@@ -254,7 +259,7 @@ class StateBuilder:
             self.final_content = text
 
     def _failed_model(self, e: ModelFailed) -> None:
-        self.requested_turn = None
+        self.requested_turn, self.failure = None, e
         self.error = f"{e.error_type}: {e.message}" if e.error_type else e.message
 
     def _register(self, call_id: str) -> None:
@@ -337,6 +342,9 @@ def _why(b: StateBuilder, tag: str, event: Any) -> str:
     turn = getattr(event, "turn", None)
     if turn is not None and tag == "model_requested" and turn != b.turn_count + 1:
         return f"turn {turn} requested but the next turn is {b.turn_count + 1}"
+    if tag == "model_requested" and b.lifecycle is Lifecycle.AWAITING_MODEL:
+        want = b.attempt + 1 if b.failure is not None else 1
+        return f"attempt {event.attempt} requested but the next attempt is {want}"
     if turn is not None and b.requested_turn is not None and turn != b.requested_turn:
         return f"answers turn {turn} but turn {b.requested_turn} was requested"
     if tag == "model_responded" and b.lifecycle is Lifecycle.AWAITING_MODEL:

@@ -34,7 +34,7 @@ from engine.tools import Tool, ToolContext, ToolRegistry
 from journal import Journal
 
 from .errors import ReplayError
-from .recorded import RecordedProvider, RecordedTools, Recording
+from .recorded import RecordedProvider, RecordedRetries, RecordedTools, Recording
 from .swap import SwapTools
 
 __all__ = ["RecordedExecutor", "SpecTool", "SwapExecutor", "load_tools", "loop_driver",
@@ -237,6 +237,7 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     from .deterministic import REPLAY_LATENCY_MS
 
     loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
+    loop_options.setdefault("retry", RecordedRetries(provider))  # retried where recorded
     verdicts = _Verdicts(recording)
     loop = _ReplayLoop(scratch, provider,
                        registry or ToolRegistry([SpecTool(s, verdicts)

@@ -37,8 +37,8 @@ from journal import Journal
 from .errors import Divergence, RecordingError
 from .rebuild import lineage_events, own_events, rebuild
 
-__all__ = ["Exchange", "RecordedProvider", "RecordedTools", "Recording", "event_dict",
-           "request_of"]
+__all__ = ["Exchange", "RecordedProvider", "RecordedRetries", "RecordedTools", "Recording",
+           "event_dict", "request_of"]
 
 
 def event_dict(event: Any) -> dict[str, Any]:
@@ -174,6 +174,27 @@ class RecordedProvider:
                              model=outcome.model, response_id=outcome.response_id,
                              raw=outcome.raw)
 
+    def retried(self) -> bool:
+        """Whether the recording tried the failure just served again (its next request is a retry)."""
+        exchanges, i = self.recording.exchanges, self._next
+        return (0 < i < len(exchanges) and type(exchanges[i - 1].outcome) is ModelFailed
+                and exchanges[i].requested.attempt == exchanges[i - 1].requested.attempt + 1)
+
+
+class RecordedRetries:
+    """The replay loop's retry policy: retry exactly where the recording did, without waiting."""
+
+    def __init__(self, provider: RecordedProvider) -> None:
+        self.provider = provider
+
+    def delay(self, *, retryable: bool, attempt: int, retry_after: float | None = None
+              ) -> float | None:
+        """``0`` if the recording retried the failure just served, else ``None`` (give up)."""
+        return 0.0 if self.provider.retried() else None
+
+    def wait(self, seconds: float) -> None:
+        """Replays never wait."""
+
 
 def _provider_error(failed: ModelFailed) -> Exception:
     """The exception the recorded failure came from, as far as the loop can see it.
@@ -189,7 +210,8 @@ def _provider_error(failed: ModelFailed) -> Exception:
     error = cls.__new__(cls)
     # the recorded message already carries the provider's prefix: keep it byte for byte
     Exception.__init__(error, failed.message)
-    error.provider, error.status, error.retry_after = failed.provider, failed.status, None
+    error.provider, error.status = failed.provider, failed.status
+    error.retry_after = failed.retry_after
     return error
 
 

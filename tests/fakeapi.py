@@ -51,7 +51,7 @@ import pytest
 
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
 
-__all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_reply", "fake_api", "reply"]
+__all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_body", "error_reply", "fake_api", "reply"]
 
 PROVIDERS = ("anthropic", "openai", "gemini", "openai-responses")
 _CHECKS = {"anthropic": check_anthropic, "openai": check_openai, "gemini": check_gemini,

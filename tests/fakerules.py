@@ -267,25 +267,91 @@ def _gemini_turn(contents: list[Any], i: int) -> str | None:
     return None
 
 
+# Gemini's Schema: "a select subset of an OpenAPI 3.0 schema object" (generativelanguage
+# v1beta Schema). ``default`` is refused as older API versions did.
 _GEMINI_SCHEMA = {"type", "format", "title", "description", "nullable", "enum", "maxItems",
                   "minItems", "properties", "required", "minProperties", "maxProperties",
                   "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
-                  "default", "items", "minimum", "maximum"}
+                  "items", "minimum", "maximum"}
+_GEMINI_TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+_GEMINI_FORMATS = {"STRING": {"enum", "date-time"}, "NUMBER": {"float", "double"},
+                   "INTEGER": {"int32", "int64"}}
+_GEMINI_COUNTS = {"maxItems", "minItems", "minProperties", "maxProperties", "minLength",
+                  "maxLength"}
+
+
+def _gemini_count(value: Any) -> bool:
+    return (type(value) is int or (isinstance(value, str) and value.isdigit()))
 
 
 def _gemini_schema_problem(schema: Any, at: str) -> str | None:
-    """The first key of ``schema`` outside Gemini's OpenAPI subset (or a type list)."""
+    """The first thing in ``schema`` the real API refuses, in its words, or ``None``."""
     if not isinstance(schema, dict):
-        return None
-    for key, value in schema.items():
-        if key not in _GEMINI_SCHEMA or (key == "type" and not isinstance(value, str)):
-            return f"{at}.{key}"
-        subs = (value.items() if key == "properties" and isinstance(value, dict) else
-                [("items", value)] if key == "items" else
-                enumerate(value) if key == "anyOf" and isinstance(value, list) else [])
-        for name, sub in subs:
-            if problem := _gemini_schema_problem(sub, f"{at}.{key}.{name}"):
-                return problem
+        return f"Invalid value at '{at}': expected a Schema object"
+    for key in schema:
+        if key not in _GEMINI_SCHEMA:
+            return f"Invalid JSON payload received. Unknown name \"{key}\" at '{at}': Cannot find field."
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return (f"Invalid JSON payload received. Unknown name \"type\" at '{at}': Proto field "
+                "is not repeating, cannot start list.")
+    if kind is not None and (not isinstance(kind, str) or kind.upper() not in _GEMINI_TYPES):
+        return f"Invalid value at '{at}.type': {kind!r}"
+    kind = kind.upper() if isinstance(kind, str) else None
+    props = schema.get("properties")
+    if props is not None and not isinstance(props, dict):
+        return f"Invalid value at '{at}.properties': expected a map of Schema"
+    if kind == "OBJECT" and not props:
+        return f"{at}.properties: should be non-empty for OBJECT type"
+    if kind == "ARRAY" and "items" not in schema:
+        return f"{at}.items: missing field."
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return f"Invalid value at '{at}.required': expected a list of strings"
+    for i, name in enumerate(required):
+        if name not in (props or {}):
+            return f"{at}.required[{i}]: property is not defined"
+    enum = schema.get("enum")
+    if enum is not None and (not isinstance(enum, list)
+                             or not all(isinstance(v, str) for v in enum)):
+        return f"Invalid value at '{at}.enum': enum values must be strings"
+    fmt = schema.get("format")
+    if fmt is not None and kind in _GEMINI_FORMATS and fmt not in _GEMINI_FORMATS[kind]:
+        return f"{at}.format: only {sorted(_GEMINI_FORMATS[kind])} are supported for {kind} type"
+    for key in _GEMINI_COUNTS & set(schema):
+        if not _gemini_count(schema[key]):
+            return f"Invalid value at '{at}.{key}': expected an int64"
+    for key in ("minimum", "maximum"):
+        if key in schema and (type(schema[key]) not in (int, float)):
+            return f"Invalid value at '{at}.{key}': expected a number"
+    if "nullable" in schema and not isinstance(schema["nullable"], bool):
+        return f"Invalid value at '{at}.nullable': expected a bool"
+    subs = [(f"{at}.properties[{name}]", sub) for name, sub in (props or {}).items()]
+    if "items" in schema:
+        subs.append((f"{at}.items", schema["items"]))
+    any_of = schema.get("anyOf")
+    if any_of is not None:
+        if not isinstance(any_of, list):
+            return f"Invalid value at '{at}.anyOf': expected a list"
+        subs.extend((f"{at}.any_of[{i}]", sub) for i, sub in enumerate(any_of))
+    for where, sub in subs:
+        if problem := _gemini_schema_problem(sub, where):
+            return problem
+    return None
+
+
+_GEMINI_DECLARATION = {"name", "description", "parameters", "parametersJsonSchema", "response",
+                       "responseJsonSchema", "behavior"}
+
+
+def _gemini_declaration(d: Any, at: str) -> str | None:
+    if not isinstance(d, dict) or not _TOOL_NAME.fullmatch(str(d.get("name"))):
+        return f"{at}.name: invalid function declaration name"
+    for key in d:
+        if key not in _GEMINI_DECLARATION:
+            return f"Invalid JSON payload received. Unknown name \"{key}\" at '{at}': Cannot find field."
+    if "parameters" in d:
+        return _gemini_schema_problem(d["parameters"], f"{at}.parameters")
     return None
 
 
@@ -299,12 +365,11 @@ def check_gemini(body: Any) -> str | None:
     if si is not None and (not isinstance(si, dict) or
                            not all("text" in p for p in si.get("parts", [None]))):
         return "systemInstruction: must hold text parts"
-    for tool in body.get("tools", []):
-        for d in tool.get("functionDeclarations", [None]):
-            if not isinstance(d, dict) or not _TOOL_NAME.fullmatch(str(d.get("name"))):
-                return "tools: invalid function declaration"
-            if bad := _gemini_schema_problem(d.get("parameters", {}), "parameters"):
-                return f'Invalid JSON payload received. Unknown name "{bad}" at tools.{d["name"]}'
+    for t, tool in enumerate(body.get("tools", [])):
+        for i, d in enumerate(tool.get("functionDeclarations", [None])):
+            if problem := _gemini_declaration(
+                    d, f"GenerateContentRequest.tools[{t}].function_declarations[{i}]"):
+                return problem
 
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:

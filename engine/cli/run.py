@@ -15,6 +15,7 @@ from engine.errors import ConversationNotFound
 from engine.loop import Loop, new_conversation_id
 from engine.providers.scripted import ScriptedProvider
 from engine.result import RunResult
+from engine.retry import RetryPolicy
 from engine.tools import ToolRegistry
 
 from ._common import CLIError, db_option, emit, fail, journal_for, json_option, translate_errors
@@ -77,6 +78,9 @@ def _report(result: RunResult, as_json: bool) -> None:
 def _tool_options(fn: Any) -> Any:
     fn = click.option("--script", type=click.Path(dir_okay=False),
                       help="The scripted provider's script (JSON).")(fn)
+    fn = click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
+                      help="Retry transient provider errors (429, 5xx, timeouts) up to N times, "
+                           "with backoff; every attempt is journaled.")(fn)
     return click.option("--tools", "tool_specs", multiple=True, metavar="demo|MODULE:ATTR",
                         help="Tools to offer (repeatable; default demo).")(fn)
 
@@ -95,7 +99,7 @@ def _tool_options(fn: Any) -> Any:
 @json_option
 @translate_errors
 def run(prompt: str, provider: str, model: str | None, script: str | None,
-        tool_specs: tuple[str, ...], max_turns: int, mode: str, system: str,
+        tool_specs: tuple[str, ...], retries: int, max_turns: int, mode: str, system: str,
         conversation_id: str | None, single_turn: bool, db_path: str, as_json: bool) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
@@ -106,7 +110,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     tools = _tools(tool_specs)
     chosen = _provider(provider, model, script)
     with journal_for(db_path, must_exist=False) as journal:
-        loop = Loop(journal, chosen, tools, model=model)
+        loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
         if conversation_id and journal.last_seq(conversation_id):
             result = loop.send(conversation_id, prompt, single_turn=single_turn)
         else:
@@ -124,7 +128,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @json_option
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
-           tool_specs: tuple[str, ...], db_path: str, as_json: bool) -> None:
+           tool_specs: tuple[str, ...], retries: int, db_path: str, as_json: bool) -> None:
     """Finish a conversation a crash or kill left unfinished; tools with recorded results never re-run.
 
     Example:
@@ -140,7 +144,8 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
             result = result_of(state)
         else:
             chosen = _provider(provider or state.provider, model, script)
-            result = Loop(journal, chosen, tools, model=model).resume(conversation_id)
+            result = Loop(journal, chosen, tools, model=model,
+                          retry=RetryPolicy.retries(retries)).resume(conversation_id)
     _report(result, as_json)
 
 

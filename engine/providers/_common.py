@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import os
 import re
 import time
@@ -46,6 +47,7 @@ from ..errors import (
     ServerError,
 )
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [
     "CUT_OFF",
@@ -216,8 +218,14 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
         return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
     except ValueError:
         return {}, raw, _NOT_FINITE
+    except RecursionError:
+        return {}, raw, "arguments nest too deep to read"
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
+    try:
+        Redactor(None).data(parsed, "")
+    except MalformedResponseError as exc:  # a lone surrogate, or nesting beyond MAX_DEPTH
+        return {}, raw, "arguments " + str(exc).removeprefix("response ")
     return parsed, raw, None
 
 
@@ -260,46 +268,59 @@ def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provi
 
 
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
+
+    A value that is none of these (or negative, or not finite) is ``None``:
+    a hostile header never raises.
+
+    >>> parse_retry_after({"retry-after": "2"}), parse_retry_after({"retry-after": "soon"})
+    (2.0, None)
+    """
     if headers is None:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
+    ms = _seconds(headers.get("retry-after-ms"))
+    if ms is not None:
+        return ms / 1000
     value = headers.get("retry-after")
-    if not value:
-        return None
+    seconds = _seconds(value)
+    if seconds is not None or not value:
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time()) if when.tzinfo else None
 
 
-_KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
+def _seconds(value: Any) -> float | None:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def redact(text: str, secret: str | None = None) -> str:
-    """``text`` without ``secret`` or anything shaped like an API key, masked or not.
+    """``text`` without ``secret`` (in any of its encodings) or anything shaped like an API key.
 
     APIs echo keys in error messages (``Incorrect API key provided: sk-ab***yz``);
-    error messages reach the journal, keys must not.
+    error messages reach the journal, keys must not. (``Redactor.message``.)
 
     >>> redact("Incorrect API key provided: sk-ab***yz.", None)
     'Incorrect API key provided: [redacted key].'
     """
-    if secret and len(secret) >= 8:
-        text = text.replace(secret, "[redacted key]")
-    return _KEYLIKE.sub("[redacted key]", text)
+    return Redactor(secret).message(text)
 
 
 def error_for_status(status: int, message: str, provider: str,
                      headers: Any = None, secret: str | None = None) -> ProviderError:
-    """The ``ProviderError`` subclass for an HTTP error status (message redacted)."""
-    text = f"HTTP {status}: {redact(message, secret)}"
+    """The ``ProviderError`` subclass for an HTTP error status.
+
+    The message is masked where it leaves the provider (``RemoteProvider``,
+    the configured key first, then anything key-shaped); ``secret`` masks it
+    here too, for callers outside that boundary.
+    """
+    text = f"HTTP {status}: {redact(message, secret) if secret else message}"
     if status in (401, 403):
         return AuthenticationError(f"{text} (check the API key)", provider=provider, status=status)
     if status == 429:
@@ -308,8 +329,9 @@ def error_for_status(status: int, message: str, provider: str,
         return RateLimitError(text + hint, provider=provider, status=status, retry_after=after)
     if status == 408:
         return ProviderTimeout(text, provider=provider, status=status)
-    if status >= 500:
-        return ServerError(text, provider=provider, status=status)
+    if status >= 500:  # 503 and 529 (overloaded) may say when to come back
+        return ServerError(text, provider=provider, status=status,
+                           retry_after=parse_retry_after(headers))
     return BadRequestError(text, provider=provider, status=status)
 
 
@@ -341,18 +363,13 @@ def with_model(response: Any, model: str) -> Any:
     return response if response.model else msgspec.structs.replace(response, model=model)
 
 
-def _refuse_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON; the journal could not store them
-    raise ValueError(f"{name} is not a JSON number")
+def parse_body(text: str, provider: str, secret: str | None = None) -> Any:
+    """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start.
 
-
-def parse_body(text: str, provider: str) -> Any:
-    """The JSON value of a response body, or a ``MalformedResponseError`` quoting its start."""
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except ValueError:
-        raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
-                                     provider=provider) from None
+    ``secret`` is masked wherever the body echoes it (see ``_redact.read_body``);
+    nesting too deep and lone surrogates are refused, never raised raw.
+    """
+    return read_body(text, provider, Redactor(secret))
 
 
 def opt_str(obj: Any, key: str) -> str | None:

@@ -13,19 +13,21 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..errors import ProviderError
-from ._common import parse_body, require_key, with_model
+from ._common import require_key, with_model
+from ._remote import RemoteProvider
 from .base import ModelRequest, ModelResponse
 
 __all__ = ["SDKProvider"]
 
 
-class SDKProvider:
+class SDKProvider(RemoteProvider):
     """Base of a provider that calls an official SDK (``anthropic``, ``openai``).
 
     The key comes from ``api_key`` or the SDK's environment variable (checked
     by ``require_key``, which names it), the endpoint from ``base_url`` or
     ``base_url_env``. The SDK's retries are off by default (``max_retries=0``):
     the loop decides. The async client is built on first use of ``acomplete``.
+    Everything returned is masked of the key (``RemoteProvider``).
     """
 
     name: str
@@ -65,7 +67,7 @@ class SDKProvider:
         """The neutral response for a parsed response body."""
         raise NotImplementedError
 
-    def _errors(self, secret: str | None) -> AbstractContextManager[None]:
+    def _errors(self) -> AbstractContextManager[None]:
         """A context manager turning the SDK's errors into ``ProviderError``s."""
         raise NotImplementedError
 
@@ -100,20 +102,18 @@ class SDKProvider:
         return kwargs
 
     def _finish(self, text: str, model: str) -> ModelResponse:
-        return with_model(self._map_body(parse_body(text, self.name)), model)
+        return with_model(self._map_body(self._body(text)), model)
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+    def _complete(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._prepare(request)
-        with self._errors(self._secret()):
+        with self._errors():
             raw = self._endpoint(self.client).with_raw_response.create(**kwargs)
             text = raw.http_response.text
         return self._finish(text, kwargs["model"])
 
-    async def acomplete(self, request: ModelRequest) -> ModelResponse:
-        """``complete`` on the async client."""
+    async def _acomplete(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._prepare(request)
-        with self._errors(self._secret()):
+        with self._errors():
             raw = await self._endpoint(self.async_client).with_raw_response.create(**kwargs)
             text = raw.http_response.text
         return self._finish(text, kwargs["model"])

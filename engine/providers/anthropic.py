@@ -43,7 +43,6 @@ from ._common import (
     parse_arguments,
     parse_data_url,
     plan_history,
-    redact,
     require,
     wire_list,
     wire_str,
@@ -325,22 +324,21 @@ def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors(secret: str | None = None) -> Iterator[None]:
+def _translate_errors() -> Iterator[None]:
     """Turn Anthropic SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, NAME, exc.response.headers,
-                               secret) from None
+        raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
     except _sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except _sdk.APIConnectionError as exc:
         raise ProviderConnectionError(
-            f"cannot reach the API: {redact(exc.message, secret)}",
+            f"cannot reach the API: {exc.message}",
             provider=NAME) from None
     except _sdk.AnthropicError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+        raise ProviderError(f"{type(exc).__name__}: {exc}",
                             provider=NAME) from None
 
 
@@ -370,5 +368,5 @@ class AnthropicProvider(SDKProvider):
     def _map_body(self, body: dict[str, Any]) -> ModelResponse:
         return map_response(body)
 
-    def _errors(self, secret: str | None) -> Any:
-        return _translate_errors(secret)
+    def _errors(self) -> Any:
+        return _translate_errors()

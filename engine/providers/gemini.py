@@ -56,16 +56,16 @@ from ._common import (
     mark_cut_off,
     opt_str,
     parse_arguments,
-    parse_body,
     parse_data_url,
     plan_history,
-    redact,
     require,
     require_key,
     wire_list,
     wire_str,
     with_model,
 )
+from ._gemini_schema import gemini_schema, parameters_for
+from ._remote import RemoteProvider
 from .base import ModelRequest, ModelResponse
 
 __all__ = [
@@ -102,55 +102,23 @@ _CONFIG = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p
            "top_k": "topK", "seed": "seed", "stop": "stopSequences"}
 
 
-_SCHEMA_KEYS = {"type", "format", "title", "description", "nullable", "enum", "maxItems",
-                "minItems", "properties", "required", "minProperties", "maxProperties",
-                "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
-                "default", "items", "minimum", "maximum"}
-
-
-def gemini_schema(schema: Any) -> Any:
-    """A JSON Schema rewritten into the OpenAPI subset Gemini's ``parameters`` accepts.
-
-    Keys Gemini refuses (``$schema``, ``additionalProperties``, ``$defs`` ...)
-    are dropped, ``const`` becomes a one-value ``enum``, and a type list with
-    ``"null"`` becomes ``nullable``.
-
-    >>> gemini_schema({"type": ["string", "null"], "const": "a", "additionalProperties": False})
-    {'type': 'string', 'nullable': True, 'enum': ['a']}
-    """
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, list):
-            kinds = [v for v in value if v != "null"]
-            out["type"] = kinds[0] if len(kinds) == 1 else "string"
-            if "null" in value:
-                out["nullable"] = True
-        elif key == "const":
-            out["enum"] = [value]
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
-        elif key in ("items",):
-            out[key] = gemini_schema(value)
-        elif key == "anyOf" and isinstance(value, list):
-            out[key] = [gemini_schema(sub) for sub in value]
-        elif key in _SCHEMA_KEYS:
-            out[key] = value
-    return out
-
-
 def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     """Tool specs as Gemini ``tools`` (one entry holding every declaration).
 
-    ``parameters`` go through ``gemini_schema``, since Gemini refuses JSON
-    Schema keys outside its OpenAPI subset.
+    ``parameters`` go through ``gemini_schema`` (Gemini refuses JSON Schema
+    outside its OpenAPI subset); a tool without parameters declares none,
+    since Gemini refuses an OBJECT without properties.
     """
     if not tools:
         return []
-    return [{"functionDeclarations": [
-        {"name": t.name, "description": t.description, "parameters": gemini_schema(t.parameters)}
-        for t in tools]}]
+    declarations = []
+    for t in tools:
+        declaration: dict[str, Any] = {"name": t.name, "description": t.description}
+        parameters = parameters_for(t.parameters)
+        if parameters is not None:
+            declaration["parameters"] = parameters
+        declarations.append(declaration)
+    return [{"functionDeclarations": declarations}]
 
 
 def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
@@ -406,19 +374,18 @@ def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Me
 
 
 @contextmanager
-def _translate_errors(secret: str | None = None) -> Iterator[None]:
+def _translate_errors() -> Iterator[None]:
     """Turn httpx errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except httpx.TimeoutException:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
     except httpx.HTTPError as exc:
-        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: "
-                                      f"{redact(str(exc), secret)}",
+        raise ProviderConnectionError(f"cannot reach the API: {type(exc).__name__}: {exc}",
                                       provider=NAME) from None
 
 
-class GeminiProvider:
+class GeminiProvider(RemoteProvider):
     """Gemini ``generateContent`` behind the neutral ``Provider`` interface.
 
     The key comes from ``api_key`` or ``GEMINI_API_KEY``, the endpoint from
@@ -426,7 +393,7 @@ class GeminiProvider:
     ``client`` / ``async_client`` may be an ``httpx.Client`` /
     ``httpx.AsyncClient`` to reuse. ``max_retries`` retries failed
     connections only (httpx's transport retries), never a request that got an
-    answer.
+    answer. Everything returned is masked of the key (``RemoteProvider``).
     """
 
     name = NAME
@@ -469,32 +436,33 @@ class GeminiProvider:
         turn = 1 + sum(1 for m in request.messages if m.role == "assistant")
         return url, map_request(request), model, turn
 
+    def _secret(self) -> str | None:
+        return self._key
+
     def _finish(self, response: httpx.Response, model: str, turn: int) -> ModelResponse:
         text = response.text
         if response.status_code >= 400:
             try:
-                data = parse_body(text, NAME)
+                data = self._body(text)
             except MalformedResponseError:
                 data = None
-            message = error_message(data, text[:200] or response.reason_phrase)
-            raise error_for_status(response.status_code, message, NAME, response.headers,
-                                   self._key)
-        return with_model(map_response(parse_body(text, NAME), turn=turn), model)
+            message = error_message(data, self.redactor.text(text)[:200]
+                                    or response.reason_phrase)
+            raise error_for_status(response.status_code, message, NAME, response.headers)
+        return with_model(map_response(self._body(text), turn=turn), model)
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; return the neutral response or raise a ``ProviderError``."""
+    def _complete(self, request: ModelRequest) -> ModelResponse:
         if self._closed:
             raise ProviderError("the provider was closed", provider=self.name)
         url, body, model, turn = self._call(request)
-        with _translate_errors(self._key):
+        with _translate_errors():
             response = self.client.post(url, json=body, headers={"x-goog-api-key": self._key})
             response.read()
         return self._finish(response, model, turn)
 
-    async def acomplete(self, request: ModelRequest) -> ModelResponse:
-        """``complete`` on the async client."""
+    async def _acomplete(self, request: ModelRequest) -> ModelResponse:
         url, body, model, turn = self._call(request)
-        with _translate_errors(self._key):
+        with _translate_errors():
             response = await self.async_client.post(url, json=body,
                                                     headers={"x-goog-api-key": self._key})
             await response.aread()

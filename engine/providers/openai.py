@@ -47,7 +47,6 @@ from ._common import (
     parse_arguments,
     parse_data_url,
     plan_history,
-    redact,
     require,
     wire_list,
     wire_str,
@@ -311,23 +310,22 @@ def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
 
 
 @contextmanager
-def _translate_errors(provider: str = NAME,
-                      secret: str | None = None) -> Iterator[None]:
+def _translate_errors(provider: str = NAME) -> Iterator[None]:
     """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
     try:
         yield
     except _sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
-        raise error_for_status(exc.status_code, message, provider, exc.response.headers,
-                               secret) from None
+        raise error_for_status(exc.status_code, message, provider,
+                               exc.response.headers) from None
     except _sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=provider) from None
     except _sdk.APIConnectionError as exc:
         raise ProviderConnectionError(
-            f"cannot reach the API: {redact(exc.message, secret)}",
+            f"cannot reach the API: {exc.message}",
             provider=provider) from None
     except _sdk.OpenAIError as exc:
-        raise ProviderError(f"{type(exc).__name__}: {redact(str(exc), secret)}",
+        raise ProviderError(f"{type(exc).__name__}: {exc}",
                             provider=provider) from None
 
 
@@ -355,5 +353,5 @@ class OpenAIProvider(SDKProvider):
     def _map_body(self, body: dict[str, Any]) -> ModelResponse:
         return map_response(body)
 
-    def _errors(self, secret: str | None) -> Any:
-        return _translate_errors(NAME, secret)
+    def _errors(self) -> Any:
+        return _translate_errors(NAME)

@@ -288,5 +288,5 @@ class OpenAIResponsesProvider(OpenAIProvider):
     def _map_body(self, body: dict[str, Any]) -> ModelResponse:
         return map_response(body)
 
-    def _errors(self, secret: str | None) -> Any:
-        return _translate_errors(NAME, secret)
+    def _errors(self) -> Any:
+        return _translate_errors(NAME)

@@ -60,7 +60,7 @@ def test_run_with_an_existing_id_adds_the_next_user_message(db_path, tmp_path):
 def test_a_failed_run_exits_1(db_path, tmp_path):
     s = tmp_path / "s.json"
     s.write_text(json.dumps({"turns": [{"error": {"type": "server", "message": "down"}}]}))
-    out = invoke("run", "hi", "--script", s, "--db", db_path, "--json")
+    out = invoke("run", "hi", "--script", s, "--db", db_path, "--json", "--retries", "0")
     assert out.exit_code == 1
     assert json.loads(out.output)["status"] == "failed"
 

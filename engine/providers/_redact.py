@@ -1,0 +1,158 @@
+"""Keeping the API key out of everything a provider returns.
+
+A hostile or careless server may echo the key anywhere: in a JSON field of a
+successful answer (stored as ``raw``), in a non-JSON body (quoted by
+``MalformedResponseError``), in an error body (the error's message). A
+``Redactor`` masks the configured key and its obvious encodings — URL-encoded,
+JSON- and repr-escaped, and base64 (standard and URL-safe) wherever the key
+sits inside the encoded text, as in ``base64("user:" + key)`` — so a value
+that reaches an event, a log line, an exception message or the terminal no
+longer holds it::
+
+    >>> r = Redactor("sk-live-0123456789abcdef")
+    >>> r.text("echo: sk-live-0123456789abcdef")
+    'echo: [redacted key]'
+    >>> import base64
+    >>> r.text(base64.b64encode(b"user:sk-live-0123456789abcdef").decode())
+    'dXNlcjpz[redacted key]ZWY='
+
+(at most the two bytes at either end of the key stay, as the partial base64
+groups around the mask.)
+
+``read_body`` parses a response body the same way for every provider: the
+text is masked first (so a quoted excerpt never cuts a key in half), then the
+parsed data is walked once, masking strings again (escapes such as
+``\\u0073k-`` are gone by then) and refusing what the journal cannot hold —
+nesting deeper than ``MAX_DEPTH`` and lone surrogates — as a
+``MalformedResponseError`` naming where.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import urllib.parse
+from typing import Any
+
+from ..errors import MalformedResponseError
+
+__all__ = ["MASK", "MAX_DEPTH", "Redactor", "read_body"]
+
+MASK = "[redacted key]"
+#: JSON nesting deeper than this is refused (no real response comes close)
+MAX_DEPTH = 200
+_MIN_SECRET = 8  # shorter "keys" (test placeholders) would mask ordinary words
+_KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The base64 text of ``raw`` that appears whatever precedes it, at each of 3 alignments."""
+    cores = set()
+    for skip in range(3):
+        body = raw[skip:]
+        body = body[:len(body) - len(body) % 3]
+        if len(body) >= 6:
+            encoded = base64.b64encode(body).decode()
+            cores |= {encoded, encoded.replace("+", "-").replace("/", "_")}
+    return cores
+
+
+def _variants(secret: str) -> list[str]:
+    raw = secret.encode()
+    found = {
+        secret,
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret)[1:-1].replace("/", "\\/"),
+        repr(secret)[1:-1],
+        *_base64_cores(raw),
+    }
+    lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(secret, safe=""))
+    found.add(lower)
+    return sorted((v for v in found if len(v) >= _MIN_SECRET), key=len, reverse=True)
+
+
+class Redactor:
+    """Masks one secret (and its encodings) in text and in parsed JSON data."""
+
+    def __init__(self, secret: str | None) -> None:
+        self.secret = secret
+        variants = _variants(secret) if secret and len(secret) >= _MIN_SECRET else []
+        self._pattern = re.compile("|".join(map(re.escape, variants))) if variants else None
+
+    def text(self, text: str) -> str:
+        """``text`` with every form of the secret replaced by ``[redacted key]``."""
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(MASK, text)
+
+    def message(self, text: str) -> str:
+        """An error text: the secret's forms, and anything shaped like an API key, masked.
+
+        APIs echo keys in error messages, often masked (``sk-ab***yz``);
+        masked or not, error texts reach the journal and keys must not.
+        """
+        return _KEYLIKE.sub(MASK, self.text(text))
+
+    def data(self, value: Any, provider: str) -> Any:
+        """``value`` (parsed JSON) with the secret masked in every string, keys included.
+
+        Iterative, so depth costs no stack; raises ``MalformedResponseError``
+        for nesting beyond ``MAX_DEPTH`` or a string with a lone surrogate.
+        """
+        root: list[Any] = [value]
+        stack: list[tuple[Any, Any, int, str]] = [(root, 0, 0, "body")]
+        while stack:
+            parent, slot, depth, where = stack.pop()
+            item = parent[slot]
+            if isinstance(item, str):
+                parent[slot] = self._string(item, where, provider)
+            elif isinstance(item, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    raise MalformedResponseError(
+                        f"response nests deeper than {MAX_DEPTH} levels at {where}",
+                        provider=provider)
+                if isinstance(item, dict):
+                    clean = {self._string(k, f"{where} (a key)", provider): v
+                             for k, v in item.items()}
+                    parent[slot] = clean
+                    stack.extend((clean, k, depth + 1, f"{where}.{k}") for k in clean)
+                else:
+                    stack.extend((item, i, depth + 1, f"{where}[{i}]") for i in range(len(item)))
+        return root[0]
+
+    def _string(self, text: str, where: str, provider: str) -> str:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MalformedResponseError(
+                f"response text at {self.text(where)} holds a lone surrogate "
+                f"(U+{ord(text[exc.start]):04X}), which is not Unicode text",
+                provider=provider) from None
+        return self.text(text)
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; the journal could not store them
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_body(text: str, provider: str, redactor: Redactor) -> Any:
+    """The JSON value of a response body with the secret masked everywhere in it.
+
+    A body that is not JSON (or nests too deep to parse) is a
+    ``MalformedResponseError`` quoting its masked start.
+    """
+    text = redactor.text(text)
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise MalformedResponseError(f"response nests deeper than {MAX_DEPTH} levels",
+                                     provider=provider) from None
+    except ValueError:
+        raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
+                                     provider=provider) from None
+    return redactor.data(value, provider)
