@@ -99,6 +99,8 @@ def translate_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except TurnlogError as exc:
             raise CLIError(f"{type(exc).__name__}: {exc}" if _debug() else str(exc)) from None
+        except BrokenPipeError:  # output piped into `head`: click ends quietly
+            raise
         except OSError as exc:  # a file that cannot be read or written: bad input, no traceback
             raise CLIError(f"{type(exc).__name__}: {_os_message(exc)}" if _debug()
                            else _os_message(exc)) from None

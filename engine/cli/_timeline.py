@@ -39,8 +39,8 @@ def _indent(text: str, prefix: str) -> str:
 
 def header(info: dict[str, Any], started: dict[str, Any], full: bool) -> list[str]:
     """The lines above the timeline: identity, status, lineage, system prompt, tools."""
-    lines = [f"conversation {info['conversation_id']}  {started.get('provider')}/"
-             f"{started.get('model')}  mode={started.get('mode', 'chat')}  "
+    who = "/".join(x for x in (started.get("provider"), started.get("model")) if x) or "-"
+    lines = [f"conversation {info['conversation_id']}  {who}  mode={started.get('mode', 'chat')}  "
              f"status={info['status']}  turns={info['turn_count']}  events={info['events']}"]
     fork = started.get("fork")
     if fork:
