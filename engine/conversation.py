@@ -26,14 +26,21 @@ from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
 from .state import ConversationState, StateBuilder, fold_stored
 
-__all__ = ["Conversation", "load_state"]
+__all__ = ["Conversation", "load_state", "require_conversation"]
+
+
+def require_conversation(journal: Journal, conversation_id: str) -> int:
+    """The conversation's last seq; ``ConversationNotFound`` if it has no events."""
+    # last_seq is one index lookup; stream() would aggregate the whole stream first
+    last = journal.last_seq(conversation_id)
+    if not last:
+        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
+    return last
 
 
 def _lineage_builder(journal: Journal, conversation_id: str,
                      to_seq: int | None = None) -> StateBuilder:
-    # last_seq is one index lookup; stream() would aggregate the whole stream first
-    if not journal.last_seq(conversation_id):
-        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
+    require_conversation(journal, conversation_id)
     return fold_stored(journal.lineage(conversation_id, to_seq))
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "ModelResponded",
     "RejectReason",
     "ReplayRef",
+    "RunInterrupted",
     "StopReason",
     "ToolCallRejected",
     "ToolCompleted",
@@ -291,15 +292,27 @@ class ConversationFailed(Event, tag="conversation_failed"):
     error_type: str = ""
 
 
+class RunInterrupted(Event, tag="run_interrupted"):
+    """The process running an unfinished run was stopped (e.g. Ctrl-C); ``resume`` continues it.
+
+    A marker only: it changes nothing about what comes next, so the run
+    resumes exactly as after a crash. ``reason`` is a code (``sigint``,
+    ``sigterm``); ``message`` says it in words.
+    """
+
+    reason: str = "sigint"
+    message: str = ""
+
+
 _ALL = (
     ConversationStarted, UserMessage, ModelRequested, ModelResponded, ModelFailed,
     ToolCallRejected, ToolStarted, ToolCompleted, TurnLimitReached, ConversationHalted,
-    ConversationCompleted, ConversationFailed,
+    ConversationCompleted, ConversationFailed, RunInterrupted,
 )
 AnyEvent = (
     ConversationStarted | UserMessage | ModelRequested | ModelResponded | ModelFailed
     | ToolCallRejected | ToolStarted | ToolCompleted | TurnLimitReached | ConversationHalted
-    | ConversationCompleted | ConversationFailed
+    | ConversationCompleted | ConversationFailed | RunInterrupted
 )
 
 #: Each event type's tag mapped to its struct.

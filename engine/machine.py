@@ -93,6 +93,9 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     ("conversation_halted", [L.AWAITING_MODEL], L.HALTED, [], []),
     ("conversation_completed", [L.ANSWERED], L.COMPLETED, [], []),
     ("conversation_failed", [L.READY, L.AWAITING_MODEL, L.ANSWERED], L.FAILED, [], []),
+    # a marker on an unfinished run (Ctrl-C): the run resumes from exactly where it was
+    ("run_interrupted", [L.READY, L.AWAITING_MODEL, L.REQUESTED, L.AWAITING_TOOLS, L.ANSWERED],
+     None, [], []),
 ]
 
 

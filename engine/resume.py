@@ -23,12 +23,15 @@ between attempts::
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from journal import Journal
 
 from .duplicates import call_key
-from .events import DuplicatePolicy
+from .events import DuplicatePolicy, RunInterrupted
 
-__all__ = ["INTERRUPTED", "idempotency_key"]
+__all__ = ["INTERRUPTED", "idempotency_key", "record_interruption"]
 
 #: The error recorded for a side-effecting call whose process died mid-run.
 INTERRUPTED = "outcome unknown: interrupted"
@@ -39,3 +42,23 @@ def idempotency_key(conversation_id: str, turn: int, name: str, arguments: dict[
     """A stable key for one logical call: same conversation, turn, tool and canonical arguments."""
     key = f"{conversation_id}\x00{turn}\x00{call_key(name, arguments, _NO_POLICY)}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def record_interruption(journal: Journal, conversation_id: str, *, reason: str = "sigint",
+                        message: str = "") -> bool:
+    """Record that the run of an unfinished conversation was stopped (``run_interrupted``).
+
+    A marker for people (``turnlog show``): it changes nothing about how the
+    run resumes. Returns ``False`` (and writes nothing) when the conversation
+    does not exist or has nothing unfinished to mark.
+    """
+    from .conversation import Conversation
+
+    if not journal.last_seq(conversation_id):
+        return False
+    conv = Conversation.open(journal, conversation_id)
+    event = RunInterrupted(reason=reason, message=message)
+    if not conv.builder.accepts(event):
+        return False
+    conv.append(event)
+    return True

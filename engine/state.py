@@ -42,6 +42,7 @@ from .events import (
     ModelRequested,
     ModelResponded,
     ReplayRef,
+    RunInterrupted,
     ToolCallRejected,
     ToolCompleted,
     ToolSpec,
@@ -312,6 +313,9 @@ class StateBuilder:
     def _failed(self, e: ConversationFailed) -> None:
         self.error = e.error
 
+    def _interrupted(self, e: RunInterrupted) -> None:
+        """A marker: the run continues from exactly the same state."""
+
 
 _APPLY = {
     ConversationStarted: StateBuilder._started,
@@ -326,6 +330,7 @@ _APPLY = {
     ConversationHalted: StateBuilder._halted,
     ConversationCompleted: StateBuilder._completed,
     ConversationFailed: StateBuilder._failed,
+    RunInterrupted: StateBuilder._interrupted,
 }
 
 

@@ -37,15 +37,41 @@ def dump_heads(heads: Iterable[Head], path: str | os.PathLike[str]) -> None:
 
 
 def load_heads(path: str | os.PathLike[str]) -> list[Head]:
-    """Read a heads file written by :func:`dump_heads` or ``turnlog heads --json``."""
+    """Read a heads file: :func:`dump_heads` / ``turnlog heads --json`` output, or the plain
+    ``turnlog heads`` lines (``ID SEQ HASH``, blank lines ignored)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         reason = exc.strerror or exc
         raise HeadsFileError(f"cannot read heads file {os.fspath(path)}: {reason}") from exc
+    if not data.lstrip().startswith(b"["):
+        return _plain_heads(data, os.fspath(path))
     try:
         records = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise HeadsFileError(f"{os.fspath(path)} is not a turnlog heads file: {exc}") from exc
     return [Head(r.conversation_id, r.seq, r.hash) for r in records]
+
+
+def _plain_heads(data: bytes, where: str) -> list[Head]:
+    """The lines ``turnlog heads`` prints: ``ID SEQ HASH`` separated by whitespace."""
+    heads = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HeadsFileError(f"{where} is not a turnlog heads file: {exc}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        words = line.split()
+        if len(words) != 3:
+            raise HeadsFileError(f"{where} line {number}: expected 'ID SEQ HASH' "
+                                 f"(turnlog heads output), got {line.strip()!r}")
+        try:
+            record = msgspec.convert({"conversation_id": words[0], "seq": int(words[1]),
+                                      "hash": words[2]}, _HeadRecord)
+        except (ValueError, msgspec.ValidationError) as exc:
+            raise HeadsFileError(f"{where} line {number}: {exc}") from None
+        heads.append(Head(record.conversation_id, record.seq, record.hash))
+    return heads

@@ -1,20 +1,24 @@
-"""``turnlog replay``, ``turnlog fork`` and ``turnlog diff`` (see CLI.md).
+"""``turnlog replay``, ``turnlog fork`` and ``turnlog diff`` (see docs/cli.md).
 
-Registered on the ``turnlog`` group through the ``turnlog.commands`` entry
-point (``replay = "replay.cli:COMMANDS"``), so the engine never imports replay.
+Registered on the ``turnlog`` group lazily by name (``engine.cli``) and through
+the ``turnlog.commands`` entry point (``replay = "replay.cli:COMMANDS"``), so
+the engine never imports replay at import time.
 """
 
 from __future__ import annotations
 
 import click
 
+from engine.choices import load_tools, make_provider
 from engine.cli._common import (
     CLIError,
+    command_hint,
     db_option,
     emit,
     fail,
     journal_for,
     json_option,
+    progress,
     translate_errors,
 )
 
@@ -98,7 +102,11 @@ def _replay_all(db_path: str, as_json: bool, driver) -> None:
     from .reports import replay_all
 
     with journal_for(db_path) as journal:
-        report = replay_all(journal, driver=driver)
+        total = sum(1 for _ in journal.streams())
+        with progress(range(total), label="replaying", as_json=as_json) as bar:
+            step = getattr(bar, "update", None)
+            report = replay_all(journal, driver=driver,
+                                on_result=None if step is None else lambda _r: step(1))
     if as_json:
         emit(report.to_dict())
     else:
@@ -113,12 +121,10 @@ def _replay_all(db_path: str, as_json: bool, driver) -> None:
 def _swap(conversation_id: str, provider_name: str, model: str | None, policy: str,
           tool_sets: tuple[str, ...], script: str | None, new_id: str | None, db_path: str,
           as_json: bool) -> None:
-    from engine.cli.run import _provider
-
     from .swap import swap
 
     live = _live_tools(tool_sets) if policy == "live" else None
-    provider = _provider(provider_name, model, script)
+    provider = make_provider(provider_name, model, script)
     with journal_for(db_path) as journal:
         result = swap(journal, conversation_id, provider, model=model, tools=policy,
                       live_tools=live, new_id=new_id)
@@ -129,14 +135,12 @@ def _swap(conversation_id: str, provider_name: str, model: str | None, policy: s
                    f"on {result.provider}/{result.model} (tools: {policy})")
         if result.error:
             click.echo(f"error: {result.error}")
-        click.echo(f"next: turnlog diff {conversation_id} {result.conversation_id}")
+        click.echo(f"next: {command_hint('diff', conversation_id, result.conversation_id, db_path=db_path)}")
     if result.status != "completed":
         fail(1)
 
 
 def _live_tools(tool_sets: tuple[str, ...]):
-    from .driver import load_tools
-
     if not tool_sets:
         raise CLIError("--tools live needs --tool-set demo|MODULE:ATTR (the tools to run)")
     return load_tools(tool_sets)
@@ -154,7 +158,7 @@ def _live_tools(tool_sets: tuple[str, ...]):
 @click.option("--script", type=click.Path(dir_okay=False), default=None,
               help="With --message and a scripted provider: the script file.")
 @click.option("--tool-set", "tool_sets", multiple=True, metavar="demo|MODULE:ATTR",
-              help="With --message: the tools the run may call (default: demo).")
+              help="With --message: the tools the run may call (repeatable; default: none).")
 @click.option("--id", "new_id", default=None, help="The new conversation's id.")
 @db_option
 @json_option
@@ -174,15 +178,13 @@ def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | N
     run = message is not None and not no_run
     with journal_for(db_path) as journal:
         if run:  # build the provider and tools first: bad usage must write nothing
-            from engine.cli.run import _provider, _tools
-
             from .rebuild import rebuild
 
             if not 1 <= at_seq <= journal.last_seq(conversation_id):  # the fork's own error
                 fork_conversation(journal, conversation_id, at_seq)
             parent = rebuild(journal, conversation_id, at_seq)
-            chosen = _provider(provider or parent.provider, model or parent.model, script)
-            tools = _tools(tool_sets)
+            chosen = make_provider(provider or parent.provider, model or parent.model, script)
+            tools = load_tools(tool_sets)
         fid = fork_conversation(journal, conversation_id, at_seq, new_id=new_id,
                                 provider=provider, model=model, system=system, message=message)
         result = None
@@ -199,7 +201,8 @@ def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | N
         click.echo(f"{fid}  fork of {conversation_id} at seq {at_seq}"
                    + (f"  {result.status}: {result.final_content or result.error or ''}"
                       if result is not None else ""))
-        click.echo(f"next: turnlog show {fid}   turnlog diff {conversation_id} {fid}")
+        click.echo(f"next: {command_hint('show', fid, db_path=db_path)}   "
+                   f"{command_hint('diff', conversation_id, fid, db_path=db_path)}")
     if result is not None and result.status != "completed":
         fail(1)
 

@@ -221,6 +221,11 @@ def _side(t: TurnSummary | None) -> list[str]:
     return lines
 
 
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, marked with an ellipsis when cut (both columns)."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def _render(d: ConversationDiff) -> str:
     width = 60
     out = [f"{'A: ' + d.a:<{width}} | B: {d.b}", "-" * (2 * width + 3)]
@@ -231,7 +236,7 @@ def _render(d: ConversationDiff) -> str:
         for i in range(max(len(left), len(right))):
             x = left[i] if i < len(left) else ""
             y = right[i] if i < len(right) else ""
-            out.append(f"  {x[:width - 2]:<{width - 2}} | {y}")
+            out.append(f"  {_fit(x, width - 2):<{width - 2}} | {_fit(y, width - 2)}")
     out.append("-" * (2 * width + 3))
     out.append(f"status: {d.status[0]} | {d.status[1]}")
     out.append(f"final: {d.final_content[0][:55]!r} | {d.final_content[1][:55]!r}")

@@ -309,9 +309,9 @@ def loop_runner(journal: Journal, started: ConversationStarted, runs: list[list[
 
 def load_tools(specs: Sequence[str]) -> ToolRegistry:
     """Tools named as ``turnlog run --tools`` names them (``demo`` or ``MODULE:ATTR``)."""
-    from engine.cli.run import _tools
+    from engine.choices import load_tools as named_tools
 
-    return _tools(tuple(specs))
+    return named_tools(specs)
 
 
 def record_scripted(journal: Journal, conversation_id: str, prompts: Sequence[str],

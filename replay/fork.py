@@ -26,12 +26,13 @@ from typing import Any
 from engine.conversation import Conversation, load_state
 from engine.errors import ConversationExistsError, InvalidTransition
 from engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
+from engine.state import StateBuilder
 from journal import Journal
 
 from .errors import ForkPointError
-from .rebuild import rebuild
+from .rebuild import lineage_events, rebuild
 
-__all__ = ["fork", "fork_started"]
+__all__ = ["fork", "fork_started", "message_fork_points"]
 
 _UNSET: Any = object()
 
@@ -97,6 +98,40 @@ def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | N
     try:
         Conversation.start(journal, started, rest=then)
     except InvalidTransition as exc:
-        raise ForkPointError(f"cannot continue {conversation_id!r} at seq {at_seq} with a user "
-                             f"message: {exc}") from None
+        points = message_fork_points(journal, conversation_id)
+        why = exc.reason or f"it is {exc.state.replace('_', ' ')} there"
+        where = (f"a message can follow seq {_ranges(points)}" if points
+                 else "no seq of it can take a message")
+        raise ForkPointError(f"cannot fork {conversation_id} at seq {at_seq} with a message "
+                             f"({why}); {where}") from None
     return new_id
+
+
+def message_fork_points(journal: Journal, conversation_id: str) -> list[int]:
+    """The seqs of ``conversation_id`` after which a fork may continue with a user message.
+
+    Mid-batch seqs (tool calls still awaiting results, a request in flight)
+    are not among them. One fold of the conversation's history.
+    """
+    builder = StateBuilder()
+    probe = UserMessage.of("")
+    points = []
+    for row, event in lineage_events(journal, conversation_id):
+        builder.apply(event, row.seq)
+        if row.stream_id == conversation_id and builder.accepts(probe):
+            points.append(row.seq)
+    return points
+
+
+def _ranges(seqs: list[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` as ``1-3, 7, 9-10``."""
+    out: list[str] = []
+    start = prev = seqs[0]
+    for s in [*seqs[1:], None]:
+        if s is not None and s == prev + 1:
+            prev = s
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if s is not None:
+            start = prev = s
+    return ", ".join(out)

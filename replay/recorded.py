@@ -27,6 +27,7 @@ from engine.events import (
     ModelFailed,
     ModelRequested,
     ModelResponded,
+    RunInterrupted,
     ToolCompleted,
 )
 from engine.messages import ToolCall
@@ -70,7 +71,10 @@ class Recording:
 
     def __init__(self, journal: Journal, conversation_id: str) -> None:
         self.journal, self.conversation_id = journal, conversation_id
-        pairs = own_events(journal, conversation_id)
+        # an interruption marker is no step of the loop: the re-run goes straight through,
+        # as a resumed run did after it
+        pairs = [p for p in own_events(journal, conversation_id)
+                 if type(p[1]) is not RunInterrupted]
         self.rows = [row for row, _ in pairs]
         self.events = [(row.seq, event) for row, event in pairs]
         started = self.events[0][1] if self.events else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,15 +69,21 @@ class ReplayReport(msgspec.Struct, kw_only=True):
 
 
 def replay_all(journal: Journal, *, driver: Driver | None = None, record: bool = True,
-               check_digest: bool = True) -> ReplayReport:
+               check_digest: bool = True,
+               on_result: Callable[[ReplayResult], None] | None = None) -> ReplayReport:
     """Replay every conversation in ``journal`` (collecting divergences) and report.
 
     With ``record`` (default) the report is written to the ``replay_reports``
-    table of the journal's file (not for ``:memory:`` journals).
+    table of the journal's file (not for ``:memory:`` journals). ``on_result``
+    is called with each conversation's result as it is known (progress).
     """
     ids = sorted(info.stream_id for info in journal.streams())
-    results = [replay(journal, cid, collect=True, driver=driver, check_digest=check_digest)
-               for cid in ids]
+    results = []
+    for cid in ids:
+        results.append(replay(journal, cid, collect=True, driver=driver,
+                              check_digest=check_digest))
+        if on_result is not None:
+            on_result(results[-1])
     report = ReplayReport(run_id=uuid.uuid4().hex,
                           run_at=datetime.now(UTC).isoformat(timespec="microseconds"),
                           results=results)

@@ -1,9 +1,12 @@
-"""The ``turnlog`` command line: a thin click layer over the library (see CLI.md).
+"""The ``turnlog`` command line: a thin click layer over the library (see docs/cli.md).
 
 Every module in this package that defines ``COMMANDS`` (a list of click
 commands) is registered on the ``turnlog`` group, so adding a command is
-adding a module. Packages above the engine (``replay``) add theirs through
-the ``turnlog.commands`` entry-point group, so the engine never imports them.
+adding a module. Commands of packages above the engine (``replay``: its
+``replay``, ``fork`` and ``diff``) are registered lazily by name, so they are
+there in an uninstalled checkout too (``python -m engine.cli``) while the
+engine never imports them at import time; other packages add theirs through
+the ``turnlog.commands`` entry-point group.
 """
 
 from __future__ import annotations
@@ -11,21 +14,84 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from importlib.metadata import entry_points
+from typing import Any
 
 import click
 
-__all__ = ["cli", "main"]
+from ._common import Interrupted
+
+__all__ = ["ORIENTATION", "cli", "main"]
+
+#: Commands that live above the engine, by name -> the module whose ``COMMANDS`` holds them.
+_LAZY = {"diff": "replay.cli", "fork": "replay.cli", "replay": "replay.cli"}
+
+#: What ``turnlog`` alone prints.
+ORIENTATION = """\
+turnlog keeps every step of an LLM agent's conversations (messages, model
+responses, tool calls and results) as events in an append-only, hash-chained
+journal: one SQLite file (--db, $TURNLOG_DB, default ./turnlog.db).
+
+Three things to try:
+  turnlog demo --db demo.db       run an offline conversation and print its timeline
+  turnlog ls --db demo.db         list the conversations in the journal
+  turnlog verify --db demo.db     prove nobody edited the record
+
+`turnlog --help` lists every command; docs/cli.md is the full reference."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The ``turnlog`` group: lazy commands, Ctrl-C as exit 130."""
+
+    _plugins_loaded = False
+
+    def _load(self, module: str) -> None:
+        for command in importlib.import_module(module).COMMANDS:
+            self.commands.setdefault(command.name, command)
+
+    def _load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        for ep in entry_points(group="turnlog.commands"):
+            if ep.value.partition(":")[0] in _LAZY.values():
+                continue  # registered lazily by name
+            for command in ep.load():
+                self.commands.setdefault(command.name, command)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugins()
+        return sorted(set(self.commands) | set(_LAZY))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in _LAZY:
+            self._load(_LAZY[name])
+        if name not in self.commands:
+            self._load_plugins()
+        return self.commands.get(name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted (Ctrl-C)") from None
+
+
+@click.group(cls=_Group, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="turnlog")
-def cli() -> None:
+@click.option("--debug", is_flag=True, envvar="TURNLOG_DEBUG",
+              help="Name the error class in error messages.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
     """turnlog: an event-sourced, hash-chained journal for LLM agent conversations.
 
     Example:
 
         turnlog demo && turnlog ls
     """
+    ctx.meta["turnlog.debug"] = debug
+    if ctx.invoked_subcommand is None:
+        click.echo(ORIENTATION)
 
 
 def _register() -> None:
@@ -34,9 +100,6 @@ def _register() -> None:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-    for ep in entry_points(group="turnlog.commands"):
-        for command in ep.load():
             cli.add_command(command)
 
 

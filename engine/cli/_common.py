@@ -6,8 +6,9 @@ import contextlib
 import functools
 import json
 import os
+import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
@@ -15,7 +16,12 @@ import msgspec
 
 from journal import Journal, TurnlogError
 
-__all__ = ["CLIError", "db_option", "emit", "json_option", "open_journal", "problem", "translate_errors"]
+__all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "colour", "command_hint", "db_option", "emit",
+           "fail", "journal_for", "json_option", "open_journal", "problem", "progress",
+           "translate_errors"]
+
+#: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
+DEFAULT_DB = "turnlog.db"
 
 
 class CLIError(click.ClickException):
@@ -23,12 +29,24 @@ class CLIError(click.ClickException):
 
     exit_code = 2
 
+    def format_message(self) -> str:  # click prints "Error: " + this
+        return self.message
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: exit status 130, with what was interrupted and how to continue."""
+
+    exit_code = 130
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.message, err=True)
+
 
 def db_option(fn: Callable) -> Callable:
     """``--db PATH``: the journal (default ``$TURNLOG_DB``, else ``./turnlog.db``)."""
     return click.option(
         "--db", "db_path", type=click.Path(dir_okay=False), envvar="TURNLOG_DB",
-        default="turnlog.db", show_default=True, show_envvar=True,
+        default=DEFAULT_DB, show_default=True, show_envvar=True,
         help="The journal file.")(fn)
 
 
@@ -41,7 +59,7 @@ def json_option(fn: Callable) -> Callable:
 def open_journal(path: str, *, must_exist: bool = False) -> Journal:
     """Open the journal, refusing to create one where the command only reads."""
     if must_exist and path != ":memory:" and not os.path.exists(path):
-        raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
+        raise CLIError(f"no journal at {path} (use --db or TURNLOG_DB)")
     from engine.views import EXTENSIONS  # the engine's SQL views, when present
 
     return Journal(path, extensions=EXTENSIONS)
@@ -57,27 +75,87 @@ def problem(message: str) -> None:
     click.echo(message, err=True)
 
 
+def _debug() -> bool:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return bool(root is not None and root.meta.get("turnlog.debug")) or bool(
+        os.environ.get("TURNLOG_DEBUG"))
+
+
+def _os_message(exc: OSError) -> str:
+    what = exc.strerror or str(exc)
+    return f"{exc.filename}: {what}" if exc.filename else what
+
+
 def translate_errors(fn: Callable) -> Callable:
-    """Turn turnlog's errors into exit status 2 with their message (no traceback)."""
+    """Turn turnlog's errors and file errors into exit status 2 with a plain message.
+
+    The error's class name is added only with ``turnlog --debug``.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except TurnlogError as exc:
-            raise CLIError(f"{type(exc).__name__}: {exc}") from None
+            raise CLIError(f"{type(exc).__name__}: {exc}" if _debug() else str(exc)) from None
+        except BrokenPipeError:  # output piped into `head`: click ends quietly
+            raise
+        except OSError as exc:  # a file that cannot be read or written: bad input, no traceback
+            raise CLIError(f"{type(exc).__name__}: {_os_message(exc)}" if _debug()
+                           else _os_message(exc)) from None
 
     return wrapper
 
 
 @contextlib.contextmanager
 def journal_for(path: str, *, must_exist: bool = True) -> Iterator[Journal]:
-    """Open, yield and always close a journal."""
+    """Open, yield and always close a journal (the one place commands open journals)."""
     journal = open_journal(path, must_exist=must_exist)
     try:
         yield journal
     finally:
         journal.close()
+
+
+def command_hint(*parts: str, db_path: str | None = None) -> str:
+    """A command line to copy and paste: ``turnlog PARTS... [--db PATH]``, shell-quoted."""
+    words = ["turnlog", *parts]
+    if db_path is not None and db_path != DEFAULT_DB:
+        words += ["--db", db_path]
+    return " ".join(shlex.quote(w) if w != "turnlog" else w for w in words)
+
+
+def _colour_on(err: bool = False) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = sys.stderr if err else sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+_STATUS_COLOURS = {"completed": "green", "ok": "green", "failed": "red", "halted": "yellow",
+                   "active": "cyan", "interrupted": "yellow", "diverged": "red",
+                   "tampered": "red", "removed": "red", "added": "green"}
+
+
+def colour(text: str, kind: str | None = None, *, err: bool = False, **style: Any) -> str:
+    """``text`` styled for a terminal (by ``kind``, e.g. a status); plain when piped or NO_COLOR."""
+    if not _colour_on(err):
+        return text
+    if kind is not None and kind.lower() in _STATUS_COLOURS:
+        style.setdefault("fg", _STATUS_COLOURS[kind.lower()])
+    return click.style(text, **style) if style else text
+
+
+@contextlib.contextmanager
+def progress(items: Iterable[Any], *, length: int | None = None, label: str = "",
+             as_json: bool = False) -> Iterator[Iterable[Any]]:
+    """``items``, with a progress bar on stderr when it is a terminal (never with ``--json``)."""
+    if as_json or not getattr(sys.stderr, "isatty", lambda: False)():
+        yield items
+        return
+    with click.progressbar(items, length=length, label=label, file=sys.stderr) as bar:
+        yield bar
 
 
 def fail(code: int = 1) -> None:

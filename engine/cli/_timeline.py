@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["header", "timeline"]
+__all__ = ["header", "timeline", "timeline_of"]
 
 _WIDTH = 200
 
@@ -22,7 +22,11 @@ def _clip(text: str, full: bool, width: int = _WIDTH) -> str:
     text = text if full else " ".join(text.split())  # a clipped line stays one line
     if full or len(text) <= width:
         return text
-    return f"{text[:width]}… ({len(text):,} chars, --full for all)"
+    cut = text[:width]
+    space = cut.rfind(" ")
+    if space > width * 2 // 3:  # end on a whole word when one ends near the limit
+        cut = cut[:space]
+    return f"{cut}… ({len(text):,} chars, --full for all)"
 
 
 def _json(value: Any) -> str:
@@ -35,8 +39,8 @@ def _indent(text: str, prefix: str) -> str:
 
 def header(info: dict[str, Any], started: dict[str, Any], full: bool) -> list[str]:
     """The lines above the timeline: identity, status, lineage, system prompt, tools."""
-    lines = [f"conversation {info['conversation_id']}  {started.get('provider')}/"
-             f"{started.get('model')}  mode={started.get('mode', 'chat')}  "
+    who = "/".join(x for x in (started.get("provider"), started.get("model")) if x) or "-"
+    lines = [f"conversation {info['conversation_id']}  {who}  mode={started.get('mode', 'chat')}  "
              f"status={info['status']}  turns={info['turn_count']}  events={info['events']}"]
     fork = started.get("fork")
     if fork:
@@ -72,7 +76,9 @@ def _parts(parts: Iterable[dict[str, Any]], full: bool) -> list[str]:
         if kind == "text":
             lines.append("      " + _indent(_clip(p["text"], full), "      "))
         elif kind == "thinking":
-            lines.append("      (thinking) " + _clip(p.get("text", ""), full))
+            text = p.get("text", "")
+            lines.append("      (thinking) " + _clip(text, full) if text else
+                         "      (thinking, not shown: the provider returned only its signature)")
         elif kind == "tool_call":
             bad = f"  INVALID: {p['invalid']}" if p.get("invalid") else ""
             args = p.get("raw_arguments") if p.get("invalid") else _json(p.get("arguments", {}))
@@ -130,7 +136,17 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
             return [f"{at}completed: {_clip(p.get('final_content', ''), full)}"]
         case "conversation_failed":
             return [f"{at}FAILED: {_clip(p['error'], full)}"]
+        case "run_interrupted":
+            why = p.get("message") or p.get("reason", "")
+            return [f"{at}INTERRUPTED ({why}): the run stopped unfinished; "
+                    "`turnlog resume` continues it"]
     return [f"{at}{type_} {_clip(_json(p), full)}"]
+
+
+def timeline_of(journal: Any, conversation_id: str, full: bool = False) -> list[str]:
+    """The timeline lines of one conversation's own events in ``journal``."""
+    return timeline(({"seq": e.seq, "type": e.type, "payload": json.loads(e.payload)}
+                     for e in journal.read(conversation_id)), full)
 
 
 def timeline(events: Iterable[dict[str, Any]], full: bool = False) -> list[str]:

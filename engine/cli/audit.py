@@ -12,7 +12,7 @@ from engine.views import connect_readonly
 
 from ._common import db_option, emit, journal_for, json_option, translate_errors
 
-__all__ = ["audit_command"]
+__all__ = ["audit_command", "money", "render"]
 
 
 @click.command("audit")
@@ -76,10 +76,21 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def money(v: float | None) -> str:
+    """A cost as every line of the audit prints it: 4 decimals, ``<0.0001`` for a sliver."""
+    if v is None:
+        return "unpriced"
+    if v == 0:
+        return "0"
+    if abs(v) < 0.00005:
+        return "<0.0001"
+    return f"{v:,.4f}"
+
+
 def _cost_cell(costs: dict, key: tuple[str, str]) -> Any:
     if key not in costs:
-        return 0.0  # no model call at all: nothing was spent
-    return "unpriced" if costs[key] is None else costs[key]
+        return "0"  # no model call at all: nothing was spent
+    return money(costs[key])
 
 
 def render(r: dict[str, Any]) -> str:
@@ -111,14 +122,14 @@ def render(r: dict[str, Any]) -> str:
         lines += ["", "model failures: " + ", ".join(
             f"{k or 'unknown'} {v}" for k, v in r["model_failures"].items())]
     cost = r["cost"]
-    lines += ["", f"estimated cost: {cost['total']:,.4f} {cost['currency']}"
+    lines += ["", f"estimated cost: {money(cost['total'])} {cost['currency']}"
               + ("" if cost["complete"] else "  (priced models only)")
               + f"   prices: {cost['prices']}"]
     if cost["unpriced"]:
         lines += ["  unpriced: " + ", ".join(f"{u['provider']}/{u['model']}" for u in cost["unpriced"])]
     if cost["conversations"]:
         lines += ["  most expensive: " + ", ".join(
-            f"{c['conversation_id']} {_cell(c['cost']) if c['cost'] is not None else 'unpriced'}"
+            f"{c['conversation_id']} {money(c['cost'])}"
             for c in cost["conversations"])]
     div = r["divergences"]
     if div is not None:

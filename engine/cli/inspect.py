@@ -6,25 +6,18 @@ every conversation, so they stay fast on journals of millions of events.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from typing import Any
 
 import click
 
-from engine.errors import ConversationNotFound
+from engine.audit import STATUSES, parse_since
+from engine.listing import conversation_events, conversation_info, list_conversations
 from engine.views import connect_readonly
 
-from ._common import db_option, emit, journal_for, json_option, translate_errors
+from ._common import colour, db_option, emit, journal_for, json_option, translate_errors
 from ._timeline import header, timeline
 
 __all__ = ["ls", "show"]
-
-_COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fork_seq, "
-            "replay_of, updated_at")
-_ANCESTOR_TURNS = ("SELECT count(*) FROM events WHERE type = 'model_responded' "
-                   "AND stream_id = ? AND seq <= ?")
-_LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
 
 
 def _reader(db_path: str) -> sqlite3.Connection:
@@ -33,68 +26,53 @@ def _reader(db_path: str) -> sqlite3.Connection:
     return connect_readonly(db_path)
 
 
-def _turn_count(conn: sqlite3.Connection, own_turns: int, parent: str | None,
-                fork_seq: int | None) -> int:
-    """Own model responses plus those a fork inherits from its ancestors up to the fork point."""
-    total, seen = own_turns, set()
-    while parent is not None and parent not in seen:
-        seen.add(parent)
-        total += conn.execute(_ANCESTOR_TURNS, (parent, fork_seq)).fetchone()[0]
-        link = conn.execute(_LINK, (parent,)).fetchone()
-        parent, fork_seq = link if link else (None, None)
-    return total
+def _when(stamp: str | None) -> str:
+    """``2026-01-31T12:00:05.123456Z`` as ``2026-01-31 12:00:05`` (UTC)."""
+    return (stamp or "")[:19].replace("T", " ")
 
 
-def _row(conn: sqlite3.Connection, r: tuple) -> dict[str, Any]:
-    cid, status, provider, model, turns, events, parent, fork_seq, replay_of, updated = r
-    return {"conversation_id": cid, "status": status, "provider": provider, "model": model,
-            "turn_count": _turn_count(conn, turns, parent, fork_seq), "events": events,
-            "parent": parent, "replay_of": replay_of, "updated_at": updated}
+def _who(provider: str | None, model: str | None) -> str:
+    return "/".join(x for x in (provider, model) if x) or "-"
 
 
 @click.command()
+@click.option("--limit", type=click.IntRange(min=1), help="List at most this many.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only conversations in this status.")
+@click.option("--since", help="Only conversations updated on or after this date "
+              "(2025-01-31, an ISO timestamp, or 7d / 12h / 30m ago).")
 @db_option
 @json_option
 @translate_errors
-def ls(db_path: str, as_json: bool) -> None:
+def ls(limit: int | None, status: str | None, since: str | None, db_path: str,
+       as_json: bool) -> None:
     """List conversations, newest first.
 
     Example:
 
-        turnlog ls --json
+        turnlog ls --status failed --since 7d --limit 20
     """
     conn = _reader(db_path)
     try:
-        rows = [_row(conn, r) for r in conn.execute(
-            f"SELECT {_COLUMNS} FROM conversations ORDER BY last_position DESC")]
+        rows = list_conversations(conn, limit=limit, status=status,
+                                  since=parse_since(since) if since is not None else None)
     finally:
         conn.close()
     if as_json:
         emit(rows)
         return
     if not rows:
-        click.echo("no conversations")
+        click.echo("no conversations" + (" match" if status or since else ""))
+        return
+    width = max(len("CONVERSATION"), *(len(r["conversation_id"]) for r in rows))
+    click.echo(f"{'CONVERSATION':<{width}}  {'STATUS':<9}  {'UPDATED (UTC)':<19}  "
+               f"{'TURNS':>5}  {'EVENTS':>6}  PROVIDER/MODEL")
     for r in rows:
         lineage = f"  fork of {r['parent']}" if r["parent"] else ""
         lineage += f"  replay of {r['replay_of']}" if r["replay_of"] else ""
-        click.echo(f"{r['conversation_id']}  {r['status']:<9} {r['provider']}/{r['model']}  "
-                   f"turns={r['turn_count']} events={r['events']}{lineage}")
-
-
-def _info(conn: sqlite3.Connection, conversation_id: str, db_path: str) -> dict[str, Any]:
-    found = conn.execute(f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id = ?",
-                         (conversation_id,)).fetchone()
-    if found is None:
-        raise ConversationNotFound(f"no conversation {conversation_id!r} in {db_path}")
-    info = _row(conn, found)
-    info["forks"] = [{"conversation_id": c, "fork_seq": s} for c, s in conn.execute(
-        "SELECT stream_id, parent_seq FROM stream_links WHERE parent_stream_id = ? "
-        "ORDER BY stream_id", (conversation_id,))]
-    info["replays"] = [c for (c,) in conn.execute(
-        "SELECT stream_id FROM events WHERE type = 'conversation_started' AND seq = 1 "
-        "AND json_extract(payload, '$.replay_of.conversation_id') = ? ORDER BY stream_id",
-        (conversation_id,))]
-    return info
+        status = colour(f"{r['status']:<9}", r["status"])
+        click.echo(f"{r['conversation_id']:<{width}}  {status}  "
+                   f"{_when(r['updated_at']):<19}  {r['turn_count']:>5}  {r['events']:>6}  "
+                   f"{_who(r['provider'], r['model'])}{lineage}")
 
 
 @click.command()
@@ -116,11 +94,8 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     """
     conn = _reader(db_path)
     try:
-        info = _info(conn, conversation_id, db_path)
-        events = [{"seq": seq, "type": type_, "recorded_at": at, "payload": json.loads(payload)}
-                  for seq, type_, at, payload in conn.execute(
-                      "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
-                      "ORDER BY seq", (conversation_id,))]
+        info = conversation_info(conn, conversation_id, db_path)
+        events = conversation_events(conn, conversation_id)
     finally:
         conn.close()
     if as_json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from engine.conversation import require_conversation
 from journal import BadEvent, Head, dump_heads, load_heads
 
 from ._common import db_option, emit, fail, journal_for, json_option, translate_errors
@@ -18,15 +19,15 @@ def _bad(b: BadEvent | None) -> dict | None:
 @click.command()
 @click.argument("conversation_id", required=False)
 @click.option("--heads", "heads_file", type=click.Path(dir_okay=False, exists=True),
-              help="Also check a heads file saved earlier by `turnlog heads --json`.")
+              help="Also check a heads file saved earlier by `turnlog heads` (plain or --json).")
 @db_option
 @json_option
 @translate_errors
 def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as_json: bool) -> None:
     """Check hash chains (every conversation, or one); exit 1 on the first bad event.
 
-    A chain cannot notice events cut off its end: save `turnlog heads --json`
-    somewhere else and check it later with --heads.
+    A chain cannot notice events cut off its end: save `turnlog heads` (plain
+    or --json) somewhere else and check it later with --heads.
 
     Example:
 
@@ -34,7 +35,7 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
     """
     with journal_for(db_path) as journal:
         if conversation_id is not None:
-            journal.stream(conversation_id)
+            require_conversation(journal, conversation_id)
         report = journal.verify(conversation_id)
         first_bad = report.first_bad
         if first_bad is None and heads_file:

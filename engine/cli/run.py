@@ -1,70 +1,70 @@
-"""``turnlog demo``, ``turnlog run`` and ``turnlog resume``: running conversations (CLI.md)."""
+"""``turnlog demo``, ``turnlog run`` and ``turnlog resume``: running conversations (docs/cli.md)."""
 
 from __future__ import annotations
 
-import importlib
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
+from engine.choices import PROVIDERS, load_tools, make_provider
 from engine.conversation import load_state
 from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.errors import ConversationNotFound
 from engine.loop import Loop, new_conversation_id
 from engine.providers.scripted import ScriptedProvider
-from engine.result import RunResult
+from engine.result import RunResult, result_of
+from engine.resume import record_interruption
 from engine.retry import RetryPolicy
-from engine.tools import ToolRegistry
+from journal import Journal
 
-from ._common import CLIError, db_option, emit, fail, journal_for, json_option, translate_errors
+from ._common import (
+    CLIError,
+    Interrupted,
+    colour,
+    command_hint,
+    db_option,
+    emit,
+    fail,
+    journal_for,
+    json_option,
+    translate_errors,
+)
+from ._timeline import timeline_of
 
-__all__ = ["demo", "resume", "run"]
-
-_PROVIDERS = ("scripted", "anthropic", "openai", "openai-responses", "gemini")
-
-
-def _tools(specs: tuple[str, ...]) -> ToolRegistry:
-    registry = ToolRegistry()
-    for spec in specs or ("demo",):
-        if spec == "demo":
-            for t in demo_tools():
-                registry.register(t)
-            continue
-        module, _, attr = spec.partition(":")
-        try:
-            found: Any = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise CLIError(f"--tools {spec!r}: cannot import it ({exc}); use demo or MODULE:ATTR")
-        # a Tool, a ToolRegistry, a list of tools, or a plain function (wrapped as a tool)
-        items = found if isinstance(found, (ToolRegistry, list, tuple)) else [found]
-        for item in items:
-            registry.register(item)
-    return registry
+__all__ = ["demo", "resume", "resume_hint", "run", "run_interruptible"]
 
 
-def _provider(name: str, model: str | None, script: str | None) -> Any:
-    if name == "scripted":
-        if script is None:
-            raise CLIError("--provider scripted needs --script FILE (see CLI.md for its format)")
-        return ScriptedProvider(script, model=model or "scripted")
-    from engine.errors import AuthenticationError
-    from engine.providers import get_provider
-
+def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
+                script: str | None = None) -> str:
+    """The command that continues ``conversation_id`` with the same tools and script."""
+    parts = ["resume", conversation_id]
+    for spec in tool_specs:
+        parts += ["--tools", spec]
     if script is not None:
-        raise CLIError("--script only applies to --provider scripted")
+        parts += ["--script", script]
+    return command_hint(*parts, db_path=db_path)
+
+
+def run_interruptible(journal: Journal, conversation_id: str, go: Any, hint: str) -> RunResult:
+    """``go()``; on Ctrl-C record the interruption and exit 130 naming how to continue."""
     try:
-        return get_provider(name, model=model)
-    except AuthenticationError as exc:  # a missing key is bad usage, not a failed run
-        raise CLIError(f"--provider {name}: {exc}") from None
+        return go()
+    except KeyboardInterrupt:
+        recorded = record_interruption(journal, conversation_id, reason="sigint",
+                                       message="interrupted by Ctrl-C")
+        raise Interrupted(
+            f"interrupted: conversation {conversation_id} stopped before its run finished"
+            + (" (recorded in the journal)" if recorded else "")
+            + f".\nContinue it with:\n  {hint}") from None
 
 
 def _report(result: RunResult, as_json: bool) -> None:
     if as_json:
         emit(result.summary())
     else:
-        click.echo(f"conversation {result.conversation_id}: {result.status} after "
+        click.echo(f"conversation {result.conversation_id}: "
+                   f"{colour(result.status, result.status)} after "
                    f"{result.turn_count} turn(s), {result.usage.total_tokens} tokens")
         if result.final_content:
             click.echo(result.final_content)
@@ -77,23 +77,56 @@ def _report(result: RunResult, as_json: bool) -> None:
 
 def _tool_options(fn: Any) -> Any:
     fn = click.option("--script", type=click.Path(dir_okay=False),
-                      help="The scripted provider's script (JSON).")(fn)
+                      help="The scripted provider's script (JSON; see docs/cli.md).")(fn)
     fn = click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
                       help="Retry transient provider errors (429, 5xx, timeouts) up to N times, "
                            "with backoff; every attempt is journaled.")(fn)
-    return click.option("--tools", "tool_specs", multiple=True, metavar="demo|MODULE:ATTR",
-                        help="Tools to offer (repeatable; default demo).")(fn)
+    return click.option("--tools", "tool_specs", multiple=True, metavar="demo|MODULE:ATTR|none",
+                        help="Tools to offer the model (repeatable; default: none).")(fn)
+
+
+_NEW_ONLY = ("max_turns", "mode", "system")
+
+
+def _given(name: str) -> bool:
+    source = click.get_current_context().get_parameter_source(name)
+    return source not in (None, ParameterSource.DEFAULT)
+
+
+def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tuple[str, ...],
+                       script: str | None, options: dict[str, Any]) -> None:
+    """Refuse, in plain words, what adding a message to conversation ``cid`` cannot do."""
+    state = load_state(journal, cid)
+    recorded = {"max_turns": state.max_turns, "mode": state.mode}
+    ignored = [name for name in _NEW_ONLY
+               if _given(name) and (name == "system" or options[name] != recorded[name])]
+    if ignored:
+        flags = ", ".join("--" + n.replace("_", "-") for n in ignored)
+        raise CLIError(f"{flags}: conversation {cid} exists already (mode {state.mode}, "
+                       f"max turns {state.max_turns}) and these set up a new conversation; "
+                       "leave them out to continue it, or choose a new --id")
+    if state.status == "active":
+        raise CLIError(f"conversation {cid} has an unfinished run, so it cannot take a new "
+                       f"message yet. Finish it first with:\n  "
+                       f"{resume_hint(cid, db_path, tool_specs, script)}")
+    if state.mode != "chat":
+        raise CLIError(f"conversation {cid} is a {state.mode} conversation and its run has "
+                       "ended; only chat conversations take another message (start a new one)")
 
 
 @click.command(name="run")
 @click.argument("prompt")
-@click.option("--provider", type=click.Choice(_PROVIDERS), default="scripted", show_default=True)
+@click.option("--provider", type=click.Choice(PROVIDERS), default="scripted", show_default=True,
+              help="Who answers: the offline scripted provider or a live API.")
 @click.option("--model", help="The model (default: the provider's).")
 @_tool_options
-@click.option("--max-turns", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--mode", type=click.Choice(["chat", "pipeline"]), default="chat", show_default=True)
-@click.option("--system", default="", help="The per-run system directive.")
-@click.option("--id", "conversation_id", help="Name a new conversation, or continue a finished chat.")
+@click.option("--max-turns", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Stop after this many model turns (a new conversation only).")
+@click.option("--mode", type=click.Choice(["chat", "pipeline"]), default="chat", show_default=True,
+              help="chat conversations take more messages later (a new conversation only).")
+@click.option("--system", default="", help="The system directive (a new conversation only).")
+@click.option("--id", "conversation_id",
+              help="Name a new conversation, or add PROMPT to a finished chat conversation.")
 @click.option("--single-turn", is_flag=True, help="Take one model turn, then stop.")
 @db_option
 @json_option
@@ -103,25 +136,34 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
         conversation_id: str | None, single_turn: bool, db_path: str, as_json: bool) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
+    No tools are offered unless named with --tools. Ctrl-C stops the run
+    (exit 130) and prints the command that continues it.
+
     Example:
 
         turnlog run "Weather in Paris?" --script script.json --tools demo --json
     """
-    tools = _tools(tool_specs)
-    chosen = _provider(provider, model, script)
+    tools = load_tools(tool_specs)
+    chosen = make_provider(provider, model, script)
+    cid = conversation_id or new_conversation_id()
+    hint = resume_hint(cid, db_path, tool_specs, script)
     with journal_for(db_path, must_exist=False) as journal:
         loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
         if conversation_id and journal.last_seq(conversation_id):
-            result = loop.send(conversation_id, prompt, single_turn=single_turn)
+            _check_continuable(journal, cid, db_path, tool_specs, script,
+                               {"max_turns": max_turns, "mode": mode})
+            result = run_interruptible(journal, cid, lambda: loop.send(
+                cid, prompt, single_turn=single_turn), hint)
         else:
-            result = loop.start(prompt, conversation_id=conversation_id, model=model, mode=mode,
-                                max_turns=max_turns, system=system, single_turn=single_turn)
+            result = run_interruptible(journal, cid, lambda: loop.start(
+                prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
+                system=system, single_turn=single_turn), hint)
     _report(result, as_json)
 
 
 @click.command()
 @click.argument("conversation_id")
-@click.option("--provider", type=click.Choice(_PROVIDERS), help="Default: the recorded one.")
+@click.option("--provider", type=click.Choice(PROVIDERS), help="Default: the recorded one.")
 @click.option("--model", help="Default: the recorded one.")
 @_tool_options
 @db_option
@@ -129,23 +171,30 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], retries: int, db_path: str, as_json: bool) -> None:
-    """Finish a conversation a crash or kill left unfinished; tools with recorded results never re-run.
+    """Finish a conversation a crash, kill or Ctrl-C left unfinished.
+
+    Tools whose results are recorded never run again. A finished
+    conversation is left as it is: its status is reported (exit 0).
 
     Example:
 
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
-    tools = _tools(tool_specs)
+    tools = load_tools(tool_specs)
     with journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
         if state.status != "active":
-            from engine.result import result_of
-
-            result = result_of(state)
-        else:
-            chosen = _provider(provider or state.provider, model, script)
-            result = Loop(journal, chosen, tools, model=model,
-                          retry=RetryPolicy.retries(retries)).resume(conversation_id)
+            if as_json:
+                emit(result_of(state).summary())
+            else:
+                click.echo(f"conversation {conversation_id} is not unfinished: its last run "
+                           f"{colour(state.status, state.status)}; nothing to resume "
+                           "(nothing was written)")
+            return
+        chosen = make_provider(provider or state.provider, model, script)
+        loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
+        result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
+                                   resume_hint(conversation_id, db_path, tool_specs, script))
     _report(result, as_json)
 
 
@@ -156,56 +205,33 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
 def demo(db_path: str, as_json: bool) -> None:
     """Run the offline demo: several turns, a failing tool, a prevented duplicate.
 
+    Exit 1 if the demo's run did not complete.
+
     Example:
 
         turnlog demo --db demo.db && turnlog show <id> --db demo.db
     """
     fixed = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    cid = f"demo-{new_conversation_id()[2:]}"
     with journal_for(db_path, must_exist=False) as journal:
         loop = Loop(journal, ScriptedProvider(DEMO_SCRIPT, model="scripted-demo"), demo_tools(),
                     clock=lambda: fixed)
-        cid = f"demo-{new_conversation_id()[2:]}"
         result = loop.start(DEMO_PROMPT, conversation_id=cid, model="scripted-demo")
-        events = list(journal.read(cid))
+        lines = timeline_of(journal, cid)
     if as_json:
         emit(result.summary())
-        return
-    click.echo(f"turnlog demo: conversation {cid} ({len(events)} events)\n")
-    for e in events:
-        click.echo(_timeline_line(e.seq, e.type, json.loads(e.payload)))
-    click.echo(f"\nstatus: {result.status}, {result.turn_count} turns, "
-               f"{result.usage.total_tokens} tokens\n")
-    db = f" --db {db_path}" if db_path != "turnlog.db" else ""
-    click.echo("Next, try:")
-    for cmd in (f"turnlog show {cid}{db}", f"turnlog verify{db}", f"turnlog ls{db}",
-                f"turnlog export {cid} --format markdown{db}", f"turnlog replay {cid}{db}"):
-        click.echo(f"  {cmd}")
-
-
-def _timeline_line(seq: int, kind: str, p: dict[str, Any]) -> str:
-    if kind == "conversation_started":
-        what = f"{p['provider']}/{p['model']}, tools: " + ", ".join(t["name"] for t in p.get("tools", []))
-    elif kind == "user_message":
-        what = "user: " + " ".join(x.get("text", "") for x in p["parts"])
-    elif kind == "model_requested":
-        what = f"turn {p['turn']} request"
-    elif kind == "model_responded":
-        texts = [x["text"] for x in p["parts"] if x["type"] == "text"]
-        calls = [f"{x['name']}({json.dumps(x.get('arguments', {}))})" for x in p["parts"]
-                 if x["type"] == "tool_call"]
-        what = f"turn {p['turn']} model: " + " ".join(texts) + (
-            ("  -> " + ", ".join(calls)) if calls else "")
-    elif kind == "tool_started":
-        what = f"{p['name']} started"
-    elif kind == "tool_completed":
-        what = f"{p['name']} {'ok' if p['success'] else 'FAILED'}: {p['content'].splitlines()[-1][:90]}"
-    elif kind == "tool_call_rejected":
-        what = f"{p['name']} REFUSED ({p['reason']}): {p['content'][:90]}"
-    elif kind == "conversation_completed":
-        what = "completed"
     else:
-        what = json.dumps({k: v for k, v in p.items() if k != "type"})[:100]
-    return f"{seq:>4}  {kind:<22} {what}"
+        click.echo(f"turnlog demo: conversation {cid}\n")
+        for line in lines:
+            click.echo(line)
+        click.echo(f"\nstatus: {colour(result.status, result.status)}, {result.turn_count} "
+                   f"turns, {result.usage.total_tokens} tokens\n")
+        click.echo("Next, try:")
+        for parts in (("show", cid), ("verify",), ("ls",), ("export", cid, "--format", "markdown"),
+                      ("replay", cid)):
+            click.echo(f"  {command_hint(*parts, db_path=db_path)}")
+    if result.status != "completed":
+        fail(1)
 
 
 COMMANDS = [demo, run, resume]

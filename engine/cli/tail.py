@@ -7,6 +7,7 @@ import time
 
 import click
 
+from engine.listing import events_after, last_position
 from engine.views import connect_readonly
 
 from ._common import db_option, journal_for, json_option, translate_errors
@@ -15,8 +16,6 @@ from ._timeline import timeline
 __all__ = ["tail"]
 
 _BATCH = 1000
-_AFTER = ("SELECT position, stream_id, seq, type, recorded_at, payload FROM events "
-          "WHERE position > ? {and_stream} ORDER BY position LIMIT ?")
 
 
 @click.command()
@@ -52,12 +51,9 @@ def tail(from_position: int | None, conversation_id: str | None, once: bool,
     deadline = None if timeout is None else time.monotonic() + timeout
     printed = 0
     try:
-        after = (conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
-                 if from_position is None else max(from_position - 1, 0))
-        sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
-        extra = (conversation_id,) if conversation_id else ()
+        after = last_position(conn) if from_position is None else max(from_position - 1, 0)
         while True:
-            rows = conn.execute(sql, (after, *extra, _BATCH)).fetchall()
+            rows = events_after(conn, after, conversation_id=conversation_id, limit=_BATCH)
             for row in rows:
                 _print(row, as_json, full)
                 after = row[0]

@@ -15,10 +15,16 @@ from ._common import CLIError, db_option, emit, journal_for, json_option, transl
 __all__ = ["export", "import_"]
 
 
+#: ``jsonl`` names turnlog's own format on the command line, as ``export --format jsonl`` writes it.
+_IMPORT_ALIASES = {"jsonl": "turnlog"}
+_EXPORT_ALIASES = {"turnlog": "jsonl"}
+
+
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(FORMATS),
-              help="Read every entry as this format (default: detect each entry).")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, *_IMPORT_ALIASES]),
+              help="Read every entry as this format (default: detect each entry); "
+                   "jsonl and turnlog both name turnlog's own events.")
 @click.option("--id", "conversation_id", help="The new conversation's id (default: imp-…).")
 @db_option
 @json_option
@@ -38,7 +44,8 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     if not Path(file).is_file():
         raise CLIError(f"no such file: {file}")
     with journal_for(db_path, must_exist=False) as journal:
-        result = import_file(journal, file, fmt=fmt, conversation_id=conversation_id)
+        result = import_file(journal, file, fmt=_IMPORT_ALIASES.get(fmt, fmt),
+                             conversation_id=conversation_id)
     if as_json:
         emit(result)
         return
@@ -49,8 +56,8 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
 
 @click.command()
 @click.argument("conversation_id")
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
-              help="The output format.")
+@click.option("--format", "fmt", type=click.Choice([*EXPORT_FORMATS, *_EXPORT_ALIASES]),
+              required=True, help="The output format (turnlog is an alias of jsonl).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 @db_option
 @translate_errors
@@ -62,7 +69,7 @@ def export(conversation_id: str, fmt: str, output: str | None, db_path: str) -> 
         turnlog export support-42 --format anthropic -o messages.json
     """
     with journal_for(db_path) as journal:
-        text = export_conversation(journal, conversation_id, fmt)
+        text = export_conversation(journal, conversation_id, _EXPORT_ALIASES.get(fmt, fmt))
     if output:
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:

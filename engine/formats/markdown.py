@@ -61,11 +61,12 @@ def _event(event: Event) -> list[str]:
         case UserMessage():
             ctx = [f"*context: {event.context}*"] if event.context else []
             when = f" — {event.timestamp}" if event.timestamp else ""
-            return [f"## User{when}", "", *_parts(event.parts), *ctx]
+            return [f"## User{when}", "", "\n\n".join(_parts(event.parts)), *ctx]
         case ModelResponded():
             who = "/".join(x for x in (event.provider, event.model) if x)
+            # a blank line between parts: a tool call never runs on from the text before it
             return [f"## Assistant (turn {event.turn}{', ' + who if who else ''})", "",
-                    *_parts(event.parts)]
+                    "\n\n".join(_parts(event.parts))]
         case ToolCompleted():
             status = "ok" if event.success else "failed"
             return [f"**Tool result** `{event.name}` ({status})", "", _fence(event.content)]

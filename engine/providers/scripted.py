@@ -8,14 +8,21 @@ Script format (``turnlog run --script FILE``)::
       {"text": "Paris is sunny and 2 + 3 = 5."}
     ]}
 
-It answers with turn k, where k is the number of assistant messages already in
-the request (the model responses recorded so far), so a resumed or forked run
-continues where it stopped. Past the end it raises ``ScriptExhaustedError``.
+It answers with turn k, where k is the number of model responses already in
+the current run (counting from 0): a run starts at a user message that
+follows a model response, so a resumed run (or a fork taken mid-run)
+continues the script where it stopped, and a chat continued with a new
+message starts its script at turn 0. Past the end it raises
+``ScriptExhaustedError``. Each turn costs O(1): the provider remembers how
+far into the request's (append-only) message list it has counted.
 A turn may also say ``"thinking"``, ``"stop_reason"``, ``"usage"`` (token
 counts), ``"arguments_raw"`` per call (argument text sent as is, to test
 invalid JSON) or ``"error": {"type": "rate_limit"|"server"|"timeout"|
 "auth"|"bad_request"|"malformed", "message": "..."}`` to fail that turn.
-Tool call ids are ``call_<turn>_<index>`` (1-based), stable across runs.
+Tool call ids are ``call_<n>_<index>`` (1-based; n counts every model response
+of the conversation, so ids stay unique across runs), stable across re-runs.
+Without ``"usage"``, token counts are estimated from the encoded size of the
+request (4 bytes a token).
 """
 
 from __future__ import annotations
@@ -37,10 +44,12 @@ from ..errors import (
     ScriptExhaustedError,
     ServerError,
 )
-from ..messages import Part, Text, Thinking, ToolCall, Usage
+from ..messages import Message, Part, Text, Thinking, ToolCall, Usage
 from .base import ModelRequest, ModelResponse
 
 __all__ = ["ScriptTurn", "ScriptedProvider", "load_script"]
+
+_encode = msgspec.json.Encoder().encode
 
 _ERRORS = {
     "rate_limit": RateLimitError, "server": ServerError, "timeout": ProviderTimeout,
@@ -122,13 +131,45 @@ class ScriptedProvider:
                  model: str = "scripted") -> None:
         self.turns = load_script(script)
         self.model = model
+        self._seen: tuple[int, Message | None, int, int, int] | None = None
+        self._fixed: tuple[tuple, int] | None = None
+
+    def _count(self, messages: tuple[Message, ...]) -> tuple[int, int, int]:
+        """(responses in the current run, responses in all, encoded bytes) of ``messages``.
+
+        Counts only the messages after the prefix it counted last time (the
+        loop's message list only grows), so a turn costs O(1), not O(history).
+        """
+        n, seen = len(messages), self._seen
+        if seen is not None and 0 < seen[0] <= n and messages[seen[0] - 1] is seen[1]:
+            start, run, total, size = seen[0], seen[2], seen[3], seen[4]
+        else:
+            start = run = total = size = 0
+        previous = messages[start - 1].role if start else None
+        for m in messages[start:]:
+            if m.role == "assistant":
+                run, total = run + 1, total + 1
+            elif m.role == "user" and previous not in (None, "user"):
+                run = 0  # a user message after the model's turn starts a new run
+            previous = m.role
+            size += len(_encode(m))
+        self._seen = (n, messages[-1] if n else None, run, total, size)
+        return run, total, size
+
+    def _fixed_size(self, request: ModelRequest) -> int:
+        key = (request.system, request.tools, request.parameters)
+        if self._fixed is None or any(a is not b for a, b in zip(self._fixed[0], key)):
+            self._fixed = (key, len(_encode(request.system)) + len(_encode(request.tools))
+                           + len(_encode(request.parameters)))
+        return self._fixed[1]
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        """Answer with the script turn after the last recorded model response."""
-        k = sum(1 for m in request.messages if m.role == "assistant")
+        """Answer with the script turn after the current run's last model response."""
+        k, total, size = self._count(request.messages)
         if k >= len(self.turns):
             raise ScriptExhaustedError(
-                f"the script has {len(self.turns)} turn(s) and turn {k + 1} was requested",
+                f"the script has {len(self.turns)} turn(s) and turn {k + 1} of this run "
+                "was requested (a script's turns count from the start of the current run)",
                 provider=self.name)
         turn = self.turns[k]
         if turn.error is not None:
@@ -140,14 +181,14 @@ class ScriptedProvider:
         if turn.text:
             parts.append(Text(text=turn.text))
         for i, call in enumerate(turn.tool_calls, start=1):
-            parts.append(_call(call, call.id or f"call_{k + 1}_{i}"))
+            parts.append(_call(call, call.id or f"call_{total + 1}_{i}"))
         stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
         usage = Usage(**turn.usage) if turn.usage else Usage(
-            input_tokens=len(canonical_json(msgspec.to_builtins(request))) // 4,
-            output_tokens=max(1, len(canonical_json(msgspec.to_builtins(parts))) // 4))
+            input_tokens=(size + self._fixed_size(request)) // 4,
+            output_tokens=max(1, len(_encode(parts)) // 4))
         return ModelResponse(parts=tuple(parts), stop_reason=stop, usage=usage,
                              provider=self.name, model=request.model or self.model,
-                             response_id=f"scripted-{k + 1}", raw=msgspec.to_builtins(turn))
+                             response_id=f"scripted-{total + 1}", raw=msgspec.to_builtins(turn))
 
 
 def _call(call: ScriptCall, call_id: str) -> ToolCall:

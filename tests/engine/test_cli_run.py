@@ -28,7 +28,7 @@ def script(tmp_path):
 def test_demo_prints_a_timeline_and_the_next_commands(db_path):
     out = invoke("demo", "--db", db_path)
     assert out.exit_code == 0, out.output
-    assert "tool_call_rejected" in out.output and "REFUSED (duplicate)" in out.output
+    assert "REFUSED (duplicate)" in out.output  # the shared timeline renderer of `show`
     assert "FAILED" in out.output and "Next, try:" in out.output
     assert f"turnlog verify --db {db_path}" in out.output
     assert Journal(str(db_path)).verify().ok
@@ -42,7 +42,8 @@ def test_demo_json_has_the_documented_fields(db_path):
 
 
 def test_run_json_reports_the_documented_fields(db_path, script):
-    out = invoke("run", "Weather?", "--script", script, "--db", db_path, "--json", "--id", "r1")
+    out = invoke("run", "Weather?", "--script", script, "--tools", "demo", "--db", db_path,
+                 "--json", "--id", "r1")
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert {"conversation_id", "status", "turn_count", "final_content", "usage", "error"} <= set(data)
@@ -54,7 +55,8 @@ def test_run_with_an_existing_id_adds_the_next_user_message(db_path, tmp_path):
     s.write_text(json.dumps({"turns": [{"text": "one"}, {"text": "two"}]}))
     invoke("run", "first", "--script", s, "--db", db_path, "--id", "chat")
     out = invoke("run", "second", "--script", s, "--db", db_path, "--id", "chat", "--json")
-    assert json.loads(out.output)["final_content"] == "two"
+    # a script's turns count from the start of the current run: the new message starts at turn 0
+    assert json.loads(out.output)["final_content"] == "one"
 
 
 def test_a_failed_run_exits_1(db_path, tmp_path):
@@ -66,7 +68,8 @@ def test_a_failed_run_exits_1(db_path, tmp_path):
 
 
 def test_run_max_turns_halts_and_exits_1(db_path, script):
-    out = invoke("run", "hi", "--script", script, "--db", db_path, "--max-turns", "1", "--json")
+    out = invoke("run", "hi", "--script", script, "--tools", "demo", "--db", db_path,
+                 "--max-turns", "1", "--json")
     assert out.exit_code == 1 and json.loads(out.output)["status"] == "halted"
 
 

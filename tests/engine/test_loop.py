@@ -78,9 +78,9 @@ def test_the_request_the_model_sees_carries_the_previous_results(journal):
 
 
 def test_a_chat_continues_with_a_new_user_message_after_it_completed(journal):
-    provider = ScriptedProvider([{"text": "one"}, {"text": "two"}])
-    loop = Loop(journal, provider, demo_tools())
+    loop = Loop(journal, ScriptedProvider([{"text": "one"}]), demo_tools())
     first = loop.start("hi", conversation_id="chat")
+    loop.provider = ScriptedProvider([{"text": "two"}])  # a script counts from its run's start
     second = loop.send("chat", "again")
     assert (first.final_content, second.final_content) == ("one", "two")
     assert second.turn_count == 2 and second.run_turns == 1 and second.status == "completed"

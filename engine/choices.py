@@ -1,0 +1,77 @@
+"""What a user names on the command line, turned into library objects.
+
+``load_tools(["demo", "mypkg.tools:TOOLS"])`` builds a ``ToolRegistry``
+(``demo`` is the demo toolset, ``none`` names nothing, ``MODULE:ATTR`` a
+tool, a list of tools, a ``ToolRegistry`` or a plain function);
+``make_provider("scripted", script="s.json")`` builds a provider. Nothing is
+offered unless named: no specs, no tools.
+
+    >>> load_tools(()).names()
+    []
+    >>> load_tools(["demo"]).names()
+    ['add', 'append_note', 'get_current_time', 'get_weather', 'wait']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+from .errors import EngineError
+from .tools import ToolRegistry
+
+__all__ = ["PROVIDERS", "ChoiceError", "load_tools", "make_provider"]
+
+#: The provider names ``make_provider`` knows.
+PROVIDERS = ("scripted", "anthropic", "openai", "openai-responses", "gemini")
+
+
+class ChoiceError(EngineError):
+    """A tool set or provider named in a way that cannot be used (what and why in the message)."""
+
+
+def load_tools(specs: Iterable[str]) -> ToolRegistry:
+    """A registry of the named tools: ``demo``, ``none`` or ``MODULE:ATTR`` (repeatable)."""
+    from .demo import demo_tools
+
+    registry = ToolRegistry()
+    for spec in specs:
+        if spec == "none":
+            continue
+        if spec == "demo":
+            for t in demo_tools():
+                registry.register(t)
+            continue
+        module, _, attr = spec.partition(":")
+        if not module or not attr:
+            raise ChoiceError(f"tools {spec!r}: name them as demo, none or MODULE:ATTR")
+        try:
+            found: Any = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ChoiceError(f"tools {spec!r}: cannot import it ({exc}); "
+                              "name them as demo, none or MODULE:ATTR") from None
+        # a Tool, a ToolRegistry, a list of tools, or a plain function (wrapped as a tool)
+        items = found if isinstance(found, (ToolRegistry, list, tuple)) else [found]
+        for item in items:
+            registry.register(item)
+    return registry
+
+
+def make_provider(name: str, model: str | None = None, script: str | None = None) -> Any:
+    """The provider called ``name``; ``script`` (a file) is for ``scripted`` only.
+
+    A missing API key raises ``AuthenticationError`` naming the variable.
+    """
+    if name == "scripted":
+        from .providers.scripted import ScriptedProvider
+
+        if script is None:
+            raise ChoiceError("the scripted provider needs a script (--script FILE; "
+                              "its format is in docs/cli.md)")
+        return ScriptedProvider(script, model=model or "scripted")
+    if script is not None:
+        raise ChoiceError(f"a script only applies to the scripted provider, not {name!r}")
+    from .providers import get_provider
+
+    return get_provider(name, model=model)

@@ -1,0 +1,117 @@
+"""What is in a journal, read through its SQL views: ``turnlog ls``, ``show`` and ``tail``.
+
+Every function takes a read-only ``sqlite3`` connection (``engine.views.
+connect_readonly``) and reads the ``conversations`` view instead of folding
+every conversation, so listings stay fast on journals of millions of events.
+Results are plain dicts, shaped as the CLI's ``--json`` output.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from .audit import STATUSES
+from .errors import BadFilterError, ConversationNotFound
+
+__all__ = ["conversation_events", "conversation_info", "events_after", "last_position",
+           "list_conversations"]
+
+_COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fork_seq, "
+            "replay_of, started_at, updated_at")
+_ANCESTOR_TURNS = ("SELECT count(*) FROM events WHERE type = 'model_responded' "
+                   "AND stream_id = ? AND seq <= ?")
+_LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
+_AFTER = ("SELECT position, stream_id, seq, type, recorded_at, payload FROM events "
+          "WHERE position > ? {and_stream} ORDER BY position LIMIT ?")
+
+
+def _turn_count(conn: sqlite3.Connection, own_turns: int, parent: str | None,
+                fork_seq: int | None) -> int:
+    """Own model responses plus those a fork inherits from its ancestors up to the fork point."""
+    total, seen = own_turns, set()
+    while parent is not None and parent not in seen:
+        seen.add(parent)
+        total += conn.execute(_ANCESTOR_TURNS, (parent, fork_seq)).fetchone()[0]
+        link = conn.execute(_LINK, (parent,)).fetchone()
+        parent, fork_seq = link if link else (None, None)
+    return total
+
+
+def _row(conn: sqlite3.Connection, r: tuple) -> dict[str, Any]:
+    cid, status, provider, model, turns, events, parent, fork_seq, replay_of, started, updated = r
+    return {"conversation_id": cid, "status": status, "provider": provider, "model": model,
+            "turn_count": _turn_count(conn, turns, parent, fork_seq), "events": events,
+            "parent": parent, "replay_of": replay_of, "started_at": started,
+            "updated_at": updated}
+
+
+def list_conversations(conn: sqlite3.Connection, *, limit: int | None = None,
+                       status: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
+    """Conversations, newest (last appended to) first.
+
+    ``status`` keeps one status (``active``, ``completed``, ``failed``,
+    ``halted``); ``since`` (a journal timestamp, see ``engine.audit.parse_since``)
+    keeps conversations updated on or after it; ``limit`` keeps the first N.
+    """
+    if status is not None and status not in STATUSES:
+        raise BadFilterError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+    where, params = [], []
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    if since is not None:
+        where.append("updated_at >= ?")
+        params.append(since)
+    sql = (f"SELECT {_COLUMNS} FROM conversations"
+           + (" WHERE " + " AND ".join(where) if where else "")
+           + " ORDER BY last_position DESC" + (" LIMIT ?" if limit is not None else ""))
+    if limit is not None:
+        params.append(limit)
+    return [_row(conn, r) for r in conn.execute(sql, params)]
+
+
+def conversation_info(conn: sqlite3.Connection, conversation_id: str,
+                      where: str = "the journal") -> dict[str, Any]:
+    """One conversation's listing row plus its ``forks`` and ``replays``.
+
+    Raises ``ConversationNotFound`` (naming ``where``) for an unknown id.
+    """
+    found = conn.execute(f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id = ?",
+                         (conversation_id,)).fetchone()
+    if found is None:
+        raise ConversationNotFound(f"no conversation {conversation_id!r} in {where}")
+    info = _row(conn, found)
+    info["forks"] = [{"conversation_id": c, "fork_seq": s} for c, s in conn.execute(
+        "SELECT stream_id, parent_seq FROM stream_links WHERE parent_stream_id = ? "
+        "ORDER BY stream_id", (conversation_id,))]
+    info["replays"] = [c for (c,) in conn.execute(
+        "SELECT stream_id FROM events WHERE type = 'conversation_started' AND seq = 1 "
+        "AND json_extract(payload, '$.replay_of.conversation_id') = ? ORDER BY stream_id",
+        (conversation_id,))]
+    return info
+
+
+def conversation_events(conn: sqlite3.Connection, conversation_id: str) -> list[dict[str, Any]]:
+    """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded)."""
+    return [{"seq": seq, "type": type_, "recorded_at": at, "payload": json.loads(payload)}
+            for seq, type_, at, payload in conn.execute(
+                "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
+                "ORDER BY seq", (conversation_id,))]
+
+
+def last_position(conn: sqlite3.Connection) -> int:
+    """The global position of the journal's last event (0 when empty)."""
+    return conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+
+
+def events_after(conn: sqlite3.Connection, position: int, *, conversation_id: str | None = None,
+                 limit: int = 1000) -> list[tuple]:
+    """Up to ``limit`` events after global ``position`` (of one conversation, if given), in order.
+
+    Rows are ``(position, conversation_id, seq, type, recorded_at, payload)``.
+    """
+    sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
+    extra = (conversation_id,) if conversation_id else ()
+    return conn.execute(sql, (position, *extra, limit)).fetchall()
