@@ -89,7 +89,8 @@ def _driver(tool_sets: tuple[str, ...]):
         return None
     from functools import partial
 
-    from .driver import load_tools, loop_driver
+    from .driver import loop_driver
+    from .tools import load_tools
 
     return partial(loop_driver, registry=load_tools(tool_sets))
 
@@ -135,7 +136,7 @@ def _swap(conversation_id: str, provider_name: str, model: str | None, policy: s
 
 
 def _live_tools(tool_sets: tuple[str, ...]):
-    from .driver import load_tools
+    from .tools import load_tools
 
     if not tool_sets:
         raise CLIError("--tools live needs --tool-set demo|MODULE:ATTR (the tools to run)")
