@@ -43,16 +43,25 @@ def _flat_and_plain(arguments: dict[str, Any]) -> bool:
     return True
 
 
-def call_key(name: str, arguments: dict[str, Any], policy: DuplicatePolicy,
+def call_key(name: str, arguments: dict[str, Any], policy: DuplicatePolicy | None = None,
              raw_arguments: str | None = None) -> str:
-    """The comparison key of a call: its name and canonical arguments minus volatile keys.
+    """The comparison key of a call: "same tool, same canonical arguments", the one rule.
 
-    A call whose arguments could not be parsed (``raw_arguments`` given) keys
-    on its raw text, so it never matches a valid call.
+    Everything that asks whether two calls are the same asks this function:
+    the duplicate policy, the idempotency key, deterministic replay's
+    recorded tools and refusal verdicts, provider-swap matching and ``diff``.
+
+    - ``policy`` given: its ``volatile`` keys for ``name`` are left out
+      (``None``: every key counts);
+    - a call whose arguments could not be parsed (``raw_arguments`` given, as
+      for a ``ToolCall`` with ``invalid`` set) keys on its raw text, so it
+      never matches a valid call, nor an unparsable call with other text;
+    - arguments without a canonical form (not JSON, or two keys equal after
+      Unicode normalisation) key on their ``repr``: never equal to a valid call.
     """
     if raw_arguments is not None:
         return f"{name}\x01{raw_arguments}"
-    volatile = policy.volatile.get(name)
+    volatile = policy.volatile.get(name) if policy is not None else None
     if volatile:
         arguments = {k: v for k, v in arguments.items() if k not in volatile}
     if _flat_and_plain(arguments):
@@ -60,7 +69,7 @@ def call_key(name: str, arguments: dict[str, Any], policy: DuplicatePolicy,
     try:
         return f"{name}\x00{canonical_json(arguments)}"
     except InvalidEventError:
-        return f"{name}\x01{arguments!r}"
+        return f"{name}\x02{arguments!r}"
 
 
 def is_duplicate(policy: DuplicatePolicy, index: dict[str, int], call_count: int,

@@ -17,6 +17,7 @@ upcaster with ``register_upcaster`` that rewrites the old payload dict.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -24,7 +25,8 @@ import msgspec
 
 from journal import NewEvent
 
-from .errors import CorruptEventError
+from .canonical import valid_unicode
+from .errors import CorruptEventError, InvalidEventError
 from .messages import Part, Text, ToolCall, Usage
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "ModelFailed",
     "ModelRequested",
     "ModelResponded",
+    "Refusal",
     "RejectReason",
     "ReplayRef",
     "RunInterrupted",
@@ -56,13 +59,38 @@ __all__ = [
     "decode_event",
     "encode_event",
     "register_upcaster",
+    "with_valid_unicode",
 ]
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
-RejectReason = Literal[
-    "duplicate", "unknown", "disabled", "invalid_arguments", "cut_off", "unrecorded", "refused",
-    "halted", "interrupted",
-]
+
+
+class RejectReason(enum.StrEnum):
+    """Why a tool call was not run: the code ``tool_call_rejected`` records.
+
+    The correction the model reads is rendered from the code and the
+    event's ``details`` (``engine.texts.refusal_message``); nothing reads
+    the reason back from that text.
+    """
+
+    #: the duplicate policy refused it (same tool, same canonical arguments)
+    DUPLICATE = "duplicate"
+    #: no tool has that name; details: ``available`` (the tool names)
+    UNKNOWN = "unknown"
+    #: the tool refused to run now; details: ``why``
+    DISABLED = "disabled"
+    #: the arguments are not a JSON object or fail the schema; details: ``problem``, ``stage``
+    INVALID_ARGUMENTS = "invalid_arguments"
+    #: the output token limit cut the call off
+    CUT_OFF = "cut_off"
+    #: a recorded-tools replay has no recorded result for it; details: ``source``
+    UNRECORDED = "unrecorded"
+    #: a replay runs with tools refused
+    REFUSED = "refused"
+    #: the run is halted after too many refusals; details: ``refusals``
+    HALTED = "halted"
+    #: the process died while the tool ran
+    INTERRUPTED = "interrupted"
 ToolEffect = Literal["read_only", "idempotent", "side_effecting"]
 
 
@@ -108,6 +136,17 @@ class DuplicatePolicy(_Data):
     custom: str | None = None
 
 
+class Refusal(_Data):
+    """Why the loop will not run a call: a ``RejectReason`` code and its data.
+
+    What ``Loop``'s refusal rules and its ``refuse`` hook return; the loop
+    records it as ``tool_call_rejected`` with the rendered correction text.
+    """
+
+    reason: RejectReason
+    details: dict[str, Any] = {}
+
+
 class DirectiveLayer(_Data):
     """One rendered layer of the system directives (global, mode, agent, run)."""
 
@@ -132,7 +171,13 @@ class ReplayRef(_Data):
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
-    """Base of every event."""
+    """Base of every event.
+
+    ``replaced`` names the fields in which invalid Unicode that arrived from
+    outside (a lone surrogate) was replaced with U+FFFD (``with_valid_unicode``).
+    """
+
+    replaced: tuple[str, ...] = ()
 
 
 class ConversationStarted(Event, tag="conversation_started"):
@@ -228,13 +273,18 @@ class ModelFailed(Event, tag="model_failed"):
 
 
 class ToolCallRejected(Event, tag="tool_call_rejected"):
-    """A call that was not run. ``content`` is the correction sent back as its result."""
+    """A call that was not run: ``reason`` (a ``RejectReason``) and its ``details``.
+
+    ``content`` is the correction sent back as the call's result, rendered
+    from ``reason`` and ``details`` for the model; programs read those two.
+    """
 
     call_id: str
     name: str
     reason: RejectReason
     content: str
     arguments: dict[str, Any] = {}
+    details: dict[str, Any] = {}
 
 
 class ToolStarted(Event, tag="tool_started"):
@@ -346,11 +396,48 @@ def register_upcaster(type_: str, from_version: int):
     return deco
 
 
+def with_valid_unicode(event: Event) -> Event:
+    """``event`` with invalid Unicode replaced by U+FFFD, the fields named in ``replaced``.
+
+    The one policy for text from outside (``engine.canonical.valid_unicode``
+    says why it replaces rather than refuses); applied where such text enters:
+    provider responses and failures, tool results, prompts and imports. An
+    event without invalid Unicode is returned as it is.
+
+    >>> e = with_valid_unicode(UserMessage.of("hi \\udd20"))
+    >>> e.parts[0].text, e.replaced
+    ('hi \ufffd', ('parts',))
+    """
+    updates: dict[str, Any] = {}
+    for name in event.__struct_fields__:
+        if name == "replaced":
+            continue
+        value, changed = valid_unicode(getattr(event, name))
+        if changed:
+            updates[name] = value
+    if not updates:
+        return event
+    fields = tuple(sorted({*event.replaced, *updates}))
+    return msgspec.structs.replace(event, replaced=fields, **updates)
+
+
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:
-    """The journal record for ``event``: its tag, current version and canonical JSON."""
+    """The journal record for ``event``: its tag, current version and canonical JSON.
+
+    Raises ``InvalidEventError`` for text that is not valid Unicode (a lone
+    surrogate): boundaries repair it first (``with_valid_unicode``).
+    """
     tag = event.__struct_config__.tag
-    return NewEvent(type=tag, version=VERSIONS[tag], payload=_encoder.encode(event).decode(),
-                    recorded_at=recorded_at)
+    try:
+        payload = _encoder.encode(event).decode()
+    except UnicodeEncodeError:
+        fields = [n for n in event.__struct_fields__ if valid_unicode(getattr(event, n))[1]]
+        raise InvalidEventError(
+            f"{tag} holds invalid Unicode (a lone surrogate) in {', '.join(fields) or 'a field'}; "
+            "pass it through with_valid_unicode first") from None
+    except TypeError as exc:
+        raise InvalidEventError(f"{tag} cannot be encoded as JSON: {exc}") from None
+    return NewEvent(type=tag, version=VERSIONS[tag], payload=payload, recorded_at=recorded_at)
 
 
 def decode_event(type_: str, version: int, payload: str | bytes, *, where: str = "") -> Event:

@@ -32,6 +32,7 @@ retried failure is journaled like any other (``model_failed`` with
 
 Seams for other drivers (replay): ``start(..., started=ConversationStarted)``
 records a given configuration; ``provider`` is anything with ``complete``;
+``refuse`` may refuse calls the built-in rules accept (``Loop.refusal``);
 ``executor`` decides how accepted calls become outcomes (``engine.executor``);
 ``runner`` may take a whole run over (``engine.runners``); ``timer`` and
 ``clock`` make timings and tool clocks deterministic.
@@ -51,6 +52,7 @@ from journal import ConcurrencyError, Journal
 
 from .conversation import Conversation
 from .directives import Directives
+from .calls import assign_call_ids
 from .duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
 from .errors import ConversationExistsError, EngineError, ProviderError, TranscriptLockContention
 from .events import (
@@ -63,11 +65,14 @@ from .events import (
     ModelFailed,
     ModelRequested,
     ModelResponded,
+    Refusal,
+    RejectReason,
     ToolCallRejected,
     ToolCompleted,
     ToolStarted,
     TurnLimitReached,
     UserMessage,
+    with_valid_unicode,
 )
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
 from .machine import Lifecycle
@@ -79,12 +84,17 @@ from .result import RunResult, result_of
 from .resume import INTERRUPTED, idempotency_key
 from .retry import NO_RETRY, RetryPolicy
 from .runners import Runner, RunRequest, apply_runner_result
-from .texts import duplicate_message, tool_failed_message
+from .texts import refusal_message, tool_failed_message
 from .tools import Tool, ToolContext, ToolRegistry
 
-__all__ = ["Loop", "new_conversation_id", "run"]
+__all__ = ["Loop", "RefusalHook", "new_conversation_id", "run"]
 
 L = Lifecycle
+R = RejectReason
+
+#: ``refuse(state, call, tool) -> Refusal | None``: refuse a call the loop's own rules accept.
+#: ``state`` is the live ``StateBuilder`` (read it, never write); ``tool`` is the registered tool.
+RefusalHook = Callable[[Any, ToolCall, Tool], "Refusal | None"]
 
 
 def new_conversation_id() -> str:
@@ -102,7 +112,10 @@ class Loop:
     policy's ``custom`` reference is resolved); ``directives`` render the
     system text of new conversations; ``retry`` decides whether a retryable
     model failure is tried again and waits (default ``NO_RETRY``; anything
-    with ``RetryPolicy``'s ``delay`` and ``wait`` will do).
+    with ``RetryPolicy``'s ``delay`` and ``wait`` will do); ``refuse`` (a
+    ``RefusalHook``) may refuse a call the built-in rules accept, with a
+    ``Refusal`` the loop records like its own (replay refuses what its tool
+    policy refuses this way).
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -112,7 +125,8 @@ class Loop:
                  timer: Callable[[], float] = time.perf_counter,
                  predicate: DuplicatePredicate | None = None,
                  directives: Directives | None = None, model: str | None = None,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None,
+                 refuse: RefusalHook | None = None) -> None:
         self.journal = journal
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -125,6 +139,7 @@ class Loop:
         self.directives = directives or Directives()
         self.model = model
         self.retry = retry or NO_RETRY
+        self.refuse = refuse
         self._digest = RequestDigest()
 
     # --- entry points ---------------------------------------------------------
@@ -155,7 +170,7 @@ class Loop:
             raise ConversationExistsError(
                 f"conversation {started.conversation_id!r} already exists in {self.journal.path}; "
                 "use send() to add a message or resume() to finish it")
-        then = [UserMessage.of(prompt)] if prompt is not None else []
+        then = [with_valid_unicode(UserMessage.of(prompt))] if prompt is not None else []
         try:
             conv = Conversation.start(self.journal, started, rest=then)
         except ConcurrencyError as exc:
@@ -166,7 +181,7 @@ class Loop:
              single_turn: bool = False) -> RunResult:
         """Add ``text`` as the next user message (a chat continues after it ended) and run."""
         conv = self._open(conversation)
-        self._append_now(conv, UserMessage.of(text))
+        self._append_now(conv, with_valid_unicode(UserMessage.of(text)))
         return self.drive(conv, single_turn=single_turn)
 
     def resume(self, conversation: Conversation | str, *, single_turn: bool = False) -> RunResult:
@@ -284,19 +299,26 @@ class Loop:
         try:
             response = self.provider.complete(request)
         except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
-            self._append(conv, ModelFailed(
+            self._append(conv, with_valid_unicode(ModelFailed(
                 turn=turn, error_type=type(exc).__name__, message=str(exc) or repr(exc),
                 provider=self.provider.name, model=request.model, status=exc.status,
                 retryable=exc.retryable, latency_ms=_ms(self.timer() - start),
-                retry_after=exc.retry_after))
+                retry_after=exc.retry_after)))
             return
-        self._append(conv, ModelResponded(
+        self._append(conv, self._admit(b, ModelResponded(
             turn=turn, parts=response.parts, stop_reason=response.stop_reason,
             usage=response.usage, provider=response.provider or self.provider.name,
             model=response.model or request.model, response_id=response.response_id,
-            raw=response.raw, latency_ms=_ms(self.timer() - start)))
+            raw=response.raw, latency_ms=_ms(self.timer() - start))))
         self._emit("model_responded", conv, turn=turn, stop_reason=response.stop_reason,
                    tool_calls=[c.name for c in conv.builder.last_tool_calls])
+
+    @staticmethod
+    def _admit(b: Any, event: ModelResponded) -> ModelResponded:
+        """A provider's response as the engine keeps it: valid Unicode, call ids unique."""
+        event = with_valid_unicode(event)
+        parts = assign_call_ids(event.parts, b.call_ids)
+        return event if parts == event.parts else msgspec.structs.replace(event, parts=parts)
 
     # --- tool calls -----------------------------------------------------------
 
@@ -311,46 +333,48 @@ class Loop:
         if call.id in b.started:
             return self._interrupted(conv, call)
         tool = self.tools.get(call.name)
-        reason, why = self._refusal(b, call, tool)
-        if reason is not None:
-            return self._reject(conv, call, reason, tool_failed_message(call.name, why))
+        refusal = self.refusal(b, call, tool)
+        if refusal is not None:
+            return self._reject(conv, call, refusal, tool)
         assert tool is not None
         validated, problem = _validate(tool, call)
         if problem is not None:
-            return self._reject(conv, call, "invalid_arguments", tool_failed_message(
-                call.name, f"invalid arguments: {problem}. Call it again with arguments that "
-                "match its schema"))
+            return self._reject(conv, call, Refusal(
+                reason=R.INVALID_ARGUMENTS, details={"problem": problem, "stage": "schema"}), tool)
         duplicate = self._is_duplicate(b, call)
         if duplicate:
             observe = b.duplicate_policy.observe_only
             self._emit("duplicate_prevented", conv, call_id=call.id, name=call.name,
                        arguments=call.arguments, observe_only=observe)
             if not observe:
-                return self._reject(conv, call, "duplicate", duplicate_message(
-                    call.name, b.mode, tool.spec.display_name))
-        key = (idempotency_key(b.conversation_id, b.turn_count, call.name, call.arguments)
-               if tool.effect != "side_effecting" else None)
+                return self._reject(conv, call, Refusal(reason=R.DUPLICATE), tool)
+        key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
         self._append(conv, ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments,
                                        idempotency_key=key, duplicate=duplicate))
         self._run(conv, call, tool, validated, key)
 
-    def _refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> tuple[str | None, str]:
+    def refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> Refusal | None:
+        """Why ``call`` must not run (before its arguments are validated), or ``None``.
+
+        The built-in rules, in order: the run is halted, the arguments are
+        invalid or cut off, the tool is unknown, the tool is disabled; then
+        the ``refuse`` hook, if any. Schema validation and the duplicate
+        policy come after this. ``b`` is the live state.
+        """
         limit = b.duplicate_policy.max_refusals
         if limit is not None and b.refusals >= limit:
-            return "halted", (f"not run: the run is halted after {b.refusals} refused duplicate "
-                              "tool call(s)")
+            return Refusal(reason=R.HALTED, details={"refusals": b.refusals})
         if call.invalid:
             if call.invalid.startswith("cut off"):
-                return "cut_off", ("the call was cut off by the output token limit (max_tokens); "
-                                   "call it again with shorter arguments")
-            return "invalid_arguments", f"invalid arguments: {call.invalid}"
+                return Refusal(reason=R.CUT_OFF)
+            return Refusal(reason=R.INVALID_ARGUMENTS,
+                           details={"problem": call.invalid, "stage": "parse"})
         if tool is None:
-            names = ", ".join(self.tools.names()) or "none"
-            return "unknown", f"unknown tool {call.name!r}; available tools: {names}"
+            return Refusal(reason=R.UNKNOWN, details={"available": list(self.tools.names())})
         disabled = tool.disabled_reason(self._context(b, call, None))
         if disabled:
-            return "disabled", f"tool is disabled: {disabled}"
-        return None, ""
+            return Refusal(reason=R.DISABLED, details={"why": disabled})
+        return self.refuse(b, call, tool) if self.refuse is not None else None
 
     def _is_duplicate(self, b: Any, call: ToolCall) -> bool:
         policy = b.duplicate_policy
@@ -358,11 +382,17 @@ class Loop:
             self.predicate = resolve_predicate(policy.custom)
         return check_duplicate(policy, b, call.name, call.arguments, self.predicate)
 
-    def _reject(self, conv: Conversation, call: ToolCall, reason: str, content: str) -> None:
-        self._append(conv, ToolCallRejected(call_id=call.id, name=call.name, reason=reason,
-                                            content=content, arguments=call.arguments))
+    def _reject(self, conv: Conversation, call: ToolCall, refusal: Refusal,
+                tool: Tool | None) -> None:
+        b = conv.builder
+        content = refusal_message(refusal.reason, call.name, refusal.details, mode=b.mode,
+                                  display=tool.spec.display_name if tool is not None else None,
+                                  arguments=call.arguments)
+        self._append(conv, ToolCallRejected(
+            call_id=call.id, name=call.name, reason=refusal.reason, content=content,
+            arguments=call.arguments, details=refusal.details))
         self._emit("tool_executed", conv, call_id=call.id, name=call.name, success=False,
-                   rejected=reason)
+                   rejected=str(refusal.reason))
 
     def _run(self, conv: Conversation, call: ToolCall, tool: Tool, validated: dict[str, Any],
              key: str | None) -> None:
@@ -389,9 +419,9 @@ class Loop:
             content = (tool.render(success=outcome.success, data=data, error=outcome.error,
                                    arguments=call.arguments) if tool is not None
                        else tool_failed_message(call.name, outcome.error or "unknown error"))
-        self._append(conv, ToolCompleted(
+        self._append(conv, with_valid_unicode(ToolCompleted(
             call_id=call.id, name=call.name, success=outcome.success, content=content, data=data,
-            error=outcome.error, duration_ms=outcome.duration_ms, source=outcome.source))
+            error=outcome.error, duration_ms=outcome.duration_ms, source=outcome.source)))
         self._emit("tool_executed", conv, call_id=call.id, name=call.name,
                    success=outcome.success, rejected=None)
 
@@ -402,7 +432,7 @@ class Loop:
         if tool is not None and tool.effect != "side_effecting":
             validated, problem = _validate(tool, call)
             if problem is None:
-                key = idempotency_key(b.conversation_id, b.turn_count, call.name, call.arguments)
+                key = idempotency_key(b, call)
                 return self._run(conv, call, tool, validated, key)
         self._complete(conv, call, tool, ToolExecution(
             success=False, error=INTERRUPTED, source="interrupted"))

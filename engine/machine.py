@@ -51,6 +51,11 @@ _LIVE = [L.READY, L.AWAITING_MODEL, L.REQUESTED, L.AWAITING_TOOLS, L.ANSWERED,
          L.COMPLETED, L.FAILED, L.HALTED]
 
 
+def _distinct_ids(parts: Any) -> bool:
+    ids = [p.id for p in parts if type(p) is ToolCall]
+    return len(ids) < 2 or len(set(ids)) == len(ids)
+
+
 GUARDS: dict[str, Callable[[Any, Any], bool]] = {
     # a fresh conversation, not a fork's continuation
     "fresh_start": lambda s, e: e.fork is None,
@@ -64,6 +69,8 @@ GUARDS: dict[str, Callable[[Any, Any], bool]] = {
     "next_attempt": lambda s, e: e.attempt == (s.attempt + 1 if s.failure is not None else 1),
     "not_live": lambda s, e: e.source != "provider",
     "has_tool_calls": lambda s, e: ToolCall in map(type, e.parts),
+    # every call of a response is answered by its id, so no two may share one
+    "distinct_call_ids": lambda s, e: _distinct_ids(e.parts),
     "answers_pending": lambda s, e: e.call_id in s.pending,
     "last_pending": lambda s, e: len(s.pending) == 1,
     "not_started": lambda s, e: e.call_id in s.pending and e.call_id not in s.started,
@@ -77,10 +84,11 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     ("user_message", [L.READY, L.AWAITING_MODEL, L.ANSWERED], L.AWAITING_MODEL, [], []),
     ("user_message", [L.COMPLETED, L.FAILED, L.HALTED], L.AWAITING_MODEL, ["chat_mode"], []),
     ("model_requested", [L.AWAITING_MODEL], L.REQUESTED, ["next_turn", "next_attempt"], []),
-    ("model_responded", [L.REQUESTED], L.AWAITING_TOOLS, ["requested_turn", "has_tool_calls"], []),
+    ("model_responded", [L.REQUESTED], L.AWAITING_TOOLS,
+     ["requested_turn", "has_tool_calls", "distinct_call_ids"], []),
     ("model_responded", [L.REQUESTED], L.ANSWERED, ["requested_turn"], ["has_tool_calls"]),
     ("model_responded", [L.AWAITING_MODEL], L.AWAITING_TOOLS,
-     ["not_live", "next_turn", "has_tool_calls"], []),
+     ["not_live", "next_turn", "has_tool_calls", "distinct_call_ids"], []),
     ("model_responded", [L.AWAITING_MODEL], L.ANSWERED, ["not_live", "next_turn"], ["has_tool_calls"]),
     ("model_failed", [L.REQUESTED], L.AWAITING_MODEL, ["requested_turn"], []),
     ("tool_started", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_started"], []),

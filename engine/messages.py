@@ -64,6 +64,10 @@ class ToolCall(_Part, tag="tool_call"):
     ``arguments`` its parsed object. ``invalid`` is set (and ``arguments``
     empty) when the text is not a JSON object, or when the call was cut off
     by the token limit; such a call is never executed.
+
+    ``id`` is unique in its conversation (``engine.calls.assign_call_ids``);
+    ``provider_id`` keeps the id the provider sent when it had to be changed
+    (a provider repeated it), and is what the provider is sent back.
     """
 
     id: str
@@ -71,6 +75,7 @@ class ToolCall(_Part, tag="tool_call"):
     arguments: dict[str, Any] = {}
     raw_arguments: str = "{}"
     invalid: str | None = None
+    provider_id: str | None = None
 
 
 class ToolResult(_Part, tag="tool_result"):

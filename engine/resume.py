@@ -12,11 +12,20 @@ When a process dies, the journal says exactly how far the run got. The loop
   ``idempotency_key`` it had the first time; otherwise the call is recorded as
   failed, ``outcome unknown: interrupted``, so the model can decide.
 
-The idempotency key is derived from the conversation id, the turn and the
-canonical arguments — never from the provider's call id, which changes
-between attempts::
+The idempotency key is derived from the chain of the call, as recorded: the
+digest of the request the call answers (``model_requested.digest``: the
+whole history up to it), the provider's response id, the turn, the call's
+position in the response and its call key (``engine.duplicates.call_key``:
+tool name and canonical arguments). It never uses the conversation's id
+(an exported conversation imported under another id keeps its keys, so it
+replays) nor the provider's call id (it changes between attempts)::
 
-    >>> idempotency_key("c1", 2, "add", {"b": 2, "a": 1}) == idempotency_key("c1", 2, "add", {"a": 1.0, "b": 2})
+    >>> from engine.messages import ToolCall
+    >>> from engine.state import ConversationState
+    >>> s = ConversationState(request_digest="ab", response_id="r1", turn_count=2,
+    ...                       last_tool_calls=(ToolCall(id="x", name="add", arguments={"a": 1}),))
+    >>> idempotency_key(s, s.last_tool_calls[0]) == idempotency_key(
+    ...     s, ToolCall(id="x", name="add", arguments={"a": 1.0}))
     True
 """
 
@@ -29,19 +38,13 @@ if TYPE_CHECKING:
     from journal import Journal
 
 from .duplicates import call_key
-from .events import DuplicatePolicy, RunInterrupted
+from .events import RunInterrupted
+from .messages import ToolCall
 
 __all__ = ["INTERRUPTED", "idempotency_key", "record_interruption"]
 
 #: The error recorded for a side-effecting call whose process died mid-run.
 INTERRUPTED = "outcome unknown: interrupted"
-_NO_POLICY = DuplicatePolicy()
-
-
-def idempotency_key(conversation_id: str, turn: int, name: str, arguments: dict[str, Any]) -> str:
-    """A stable key for one logical call: same conversation, turn, tool and canonical arguments."""
-    key = f"{conversation_id}\x00{turn}\x00{call_key(name, arguments, _NO_POLICY)}"
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def record_interruption(journal: Journal, conversation_id: str, *, reason: str = "sigint",
@@ -62,3 +65,17 @@ def record_interruption(journal: Journal, conversation_id: str, *, reason: str =
         return False
     conv.append(event)
     return True
+
+
+def idempotency_key(state: Any, call: ToolCall) -> str:
+    """A stable key for one logical call of ``state``'s last response (see the module docstring).
+
+    ``state`` is a ``ConversationState`` or the live ``StateBuilder``; a
+    ``call`` not among its ``last_tool_calls`` takes position -1.
+    """
+    position = next((i for i, c in enumerate(state.last_tool_calls) if c.id == call.id), -1)
+    raw = call.raw_arguments if call.invalid else None
+    chain = (state.request_digest, state.response_id or "", str(state.turn_count), str(position),
+             call_key(call.name, call.arguments, raw_arguments=raw))
+    data = b"".join(len(b).to_bytes(8, "big") + b for b in (f.encode("utf-8", "surrogatepass") for f in chain))
+    return hashlib.sha256(data).hexdigest()[:32]

@@ -104,8 +104,11 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     requested_turn: int | None = None
     attempt: int = 0
     failure: ModelFailed | None = None
+    request_digest: str = ""
+    response_id: str | None = None
     pending_calls: tuple[ToolCall, ...] = ()
     started_calls: frozenset[str] = frozenset()
+    call_ids: frozenset[str] = frozenset()
     last_tool_calls: tuple[ToolCall, ...] = ()
     tool_execution_results: tuple[ToolOutcome, ...] = ()
     usage: Usage = Usage()
@@ -158,6 +161,7 @@ class StateBuilder:
     """
 
     __slots__ = (*_STATE_FIELDS, "pending", "started", "_messages", "_results")
+    call_ids: set[str]
 
     def __init__(self, state: ConversationState | None = None) -> None:
         state = state or ConversationState()
@@ -165,6 +169,8 @@ class StateBuilder:
             setattr(self, name, getattr(state, name))
         self.pending: dict[str, ToolCall] = {c.id: c for c in state.pending_calls}
         self.started: set[str] = set(state.started_calls)
+        #: every tool call id of the conversation so far (new calls get ids not in it)
+        self.call_ids = set(state.call_ids)
         self._messages: list[Message] = list(state.messages)
         self._results: list[ToolOutcome] = list(state.tool_execution_results)
         self.call_index = dict(state.call_index)
@@ -206,6 +212,7 @@ class StateBuilder:
             messages=tuple(self._messages),
             pending_calls=tuple(self.pending.values()),
             started_calls=frozenset(self.started),
+            call_ids=frozenset(self.call_ids),
             tool_execution_results=tuple(self._results),
             call_index=dict(self.call_index),
         )
@@ -237,8 +244,12 @@ class StateBuilder:
     def _requested(self, e: ModelRequested) -> None:
         self.requested_turn, self.attempt = e.turn, e.attempt
         self.error = self.failure = None  # a retry: the failure it answers is behind us
+        self.request_digest = e.digest
 
     def _responded(self, e: ModelResponded) -> None:
+        if self.requested_turn is None:  # an imported or runner message: no request of its own
+            self.request_digest = ""
+        self.response_id = e.response_id
         self.turn_count = e.turn
         self.requested_turn = None
         self._messages.append(Message(role="assistant", parts=e.parts, provider=e.provider or None,
@@ -251,6 +262,8 @@ class StateBuilder:
             elif kind is Text:
                 texts.append(part.text)
         self.pending = {c.id: c for c in calls}
+        if calls:
+            self.call_ids.update(self.pending)
         self.last_tool_calls = tuple(calls)
         if e.usage != _NO_USAGE:
             self.usage = self.usage + e.usage
@@ -352,6 +365,12 @@ def _why(b: StateBuilder, tag: str, event: Any) -> str:
         return f"attempt {event.attempt} requested but the next attempt is {want}"
     if turn is not None and b.requested_turn is not None and turn != b.requested_turn:
         return f"answers turn {turn} but turn {b.requested_turn} was requested"
+    if tag == "model_responded":
+        ids = [p.id for p in event.parts if type(p) is ToolCall]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            return (f"tool call id {repeated[0]!r} appears more than once in one response "
+                    "(engine.calls.assign_call_ids makes ids unique)")
     if tag == "model_responded" and b.lifecycle is Lifecycle.AWAITING_MODEL:
         return "a live model response needs a model_requested before it"
     if tag == "user_message" and b.lifecycle in _TERMINAL:

@@ -21,11 +21,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .canonical import canonical_json
+from .errors import InvalidEventError
+
 __all__ = [
     "display_name",
     "duplicate_message",
     "failure_message",
     "json_data",
+    "refusal_message",
     "result_content",
     "success_message",
     "tool_failed_message",
@@ -95,3 +99,53 @@ def result_content(tool_name: str, *, success: bool, data: Any = None, error: st
     if not handler and data is not None:
         text += "\n\n" + json_data(data)
     return text
+
+
+def _arguments_text(arguments: Any) -> str:
+    try:
+        return canonical_json(arguments)
+    except InvalidEventError:
+        return repr(arguments)
+
+
+def refusal_message(reason: str, tool_name: str, details: dict[str, Any] | None = None, *,
+                    mode: str = "chat", display: str | None = None,
+                    arguments: Any = None) -> str:
+    """The correction the model reads for a refused call, rendered from its reason and details.
+
+    ``reason`` is a ``RejectReason`` code; ``details`` its data (see
+    ``engine.events.RejectReason``). The one place these sentences are written.
+
+    >>> refusal_message("disabled", "publish", {"why": "no credentials"})
+    'TOOL FAILED: publish execution failed - tool is disabled: no credentials'
+    """
+    d = details or {}
+    if reason == "duplicate":
+        return duplicate_message(tool_name, mode, display)
+    if reason == "unrecorded":
+        return (f"Tool call refused: this conversation replays recorded conversation "
+                f"{d.get('source', '')!r} and serves tool results only from its recording, which "
+                f"has no {tool_name} call with these arguments ({_arguments_text(arguments or {})})."
+                " The tool was not run; answer without it or use a call the recording has.")
+    if reason == "refused":
+        return (f"Tool call refused: this replay runs with tools disabled, so {tool_name} was "
+                "not run. Answer without tools.")
+    if reason == "halted":
+        why = (f"not run: the run is halted after {d.get('refusals', 0)} refused duplicate "
+               "tool call(s)")
+    elif reason == "cut_off":
+        why = ("the call was cut off by the output token limit (max_tokens); call it again with "
+               "shorter arguments")
+    elif reason == "invalid_arguments" and d.get("stage") == "schema":
+        why = (f"invalid arguments: {d.get('problem', '')}. Call it again with arguments that "
+               "match its schema")
+    elif reason == "invalid_arguments":
+        why = f"invalid arguments: {d.get('problem', '')}"
+    elif reason == "unknown":
+        why = (f"unknown tool {tool_name!r}; available tools: "
+               f"{', '.join(d.get('available', ())) or 'none'}")
+    elif reason == "disabled":
+        why = f"tool is disabled: {d.get('why', '')}"
+    else:
+        why = d.get("why") or f"not run ({reason})"
+    return tool_failed_message(tool_name, why)

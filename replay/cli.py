@@ -93,7 +93,7 @@ def _driver(tool_sets: tuple[str, ...]):
         return None
     from functools import partial
 
-    from .driver import load_tools, loop_driver
+    from .driver import loop_driver
 
     return partial(loop_driver, registry=load_tools(tool_sets))
 

@@ -42,8 +42,9 @@ from engine.events import (
 from journal import Journal, NewEvent, StoredEvent
 
 from ._scratch import ScratchJournal
-from .errors import Divergence, ReplayError
-from .recorded import RecordedProvider, RecordedTools, Recording, event_dict
+from .driver import loop_driver
+from .errors import Divergence, ReplayError, RunPaused
+from .recorded import REPLAY_LATENCY_MS, RecordedProvider, RecordedTools, Recording, event_dict
 
 __all__ = ["REPLAY_LATENCY_MS", "WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "RunPaused", "replay",
            "same_event"]
@@ -97,15 +98,6 @@ class _RecordingEnd(ReplayError):
     """The re-run went past the end of an unfinished recording: nothing left to compare."""
 
 
-class RunPaused(ReplayError):
-    """The recorded run stopped here (single-turn run, crash) until the next user message.
-
-    Raised to the driver when the loop would append anything where the
-    recording has the next user message (an input: the recorded run had
-    stopped there); the driver then sends that message.
-    """
-
-
 def _as_dict(event: StoredEvent | NewEvent) -> dict[str, Any]:
     try:
         return event_dict(decode_event(event.type, event.version, event.payload))
@@ -113,10 +105,6 @@ def _as_dict(event: StoredEvent | NewEvent) -> dict[str, Any]:
         raise
     except Exception:  # noqa: BLE001 - show what was written even if it does not decode
         return {"type": event.type, "payload": event.payload}
-
-
-#: the latency a replay's loop measures (its timer is stopped): recordings are compared as if
-REPLAY_LATENCY_MS = 0.0
 
 
 def _expected_payload(event: object, row: StoredEvent) -> str:
@@ -207,7 +195,7 @@ def replay(journal: Journal, conversation_id: str, *, collect: bool = False,
     if reason is not None:
         return ReplayResult(conversation_id=conversation_id, ok=True, skipped=reason)
     checker = _Checker(recording, finished=type(recording.events[-1][1]) in _RUN_ENDS)
-    divergence = _run(journal, recording, checker, driver or _default_driver(), check_digest)
+    divergence = _run(journal, recording, checker, driver, check_digest)
     if divergence is None and checker.checked < len(recording.rows):
         seq = checker.checked + 1
         divergence = Divergence(conversation_id, seq, _as_dict(recording.rows[seq - 1]), None,
@@ -218,23 +206,17 @@ def replay(journal: Journal, conversation_id: str, *, collect: bool = False,
                         checked=checker.checked, divergence=divergence)
 
 
-def _run(journal: Journal, recording: Recording, checker: _Checker, driver: Driver,
+def _run(journal: Journal, recording: Recording, checker: _Checker, driver: Driver | None,
          check_digest: bool) -> Divergence | None:
     with ScratchJournal() as scratch:
         _seed_ancestry(scratch, journal, recording.conversation_id)
         scratch.checker = checker
         provider = RecordedProvider(recording, check_digest=check_digest)
         try:
-            driver(scratch, recording, provider, RecordedTools(recording))
+            (driver or loop_driver)(scratch, recording, provider, RecordedTools(recording))
         except Divergence as exc:
             return recording.divergence or exc
         except (_RecordingEnd, RunPaused):
             pass
     # a divergence the loop caught and turned into something else is still the first one
     return recording.divergence
-
-
-def _default_driver() -> Driver:
-    from .driver import loop_driver
-
-    return loop_driver

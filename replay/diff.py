@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from engine.canonical import canonical_value
+from engine.duplicates import call_key
 from engine.events import (
     ConversationStarted,
     ModelFailed,
@@ -44,12 +44,21 @@ Pricing = Callable[[str, str, Usage], "float | None"]
 
 
 class CallSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One tool call and what became of it (``outcome``: success, failed, rejected:<reason>, pending)."""
+    """One tool call and what became of it (``outcome``: success, failed, rejected:<reason>, pending).
+
+    ``arguments`` is the argument object, or the raw text of arguments that
+    did not parse; calls compare by ``key()``.
+    """
 
     name: str
     arguments: Any = None
     outcome: str = "pending"
     result: str | None = None
+
+    def key(self) -> str:
+        """The call's ``call_key``: same tool, same canonical arguments."""
+        raw = self.arguments if isinstance(self.arguments, str) else None
+        return call_key(self.name, {} if raw is not None else self.arguments, None, raw)
 
 
 class TurnSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -68,7 +77,7 @@ class TurnSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     def behaviour(self) -> tuple:
         """What ``same`` compares (no ids, provider, model, usage or cost)."""
-        return (self.user, self.text, [msgspec.to_builtins(c) for c in self.calls],
+        return (self.user, self.text, [(c.key(), c.outcome, c.result) for c in self.calls],
                 self.stop_reason, self.failed)
 
 
@@ -118,7 +127,7 @@ def summarise(journal: Journal, conversation_id: str) -> list[TurnSummary]:
             calls = []
             for part in event.parts:
                 if type(part) is ToolCall:
-                    call = CallSummary(name=part.name, arguments=_canonical(part),
+                    call = CallSummary(name=part.name, arguments=_arguments(part),
                                        outcome="invalid" if part.invalid else "pending")
                     by_id[part.id] = call
                     calls.append(call)
@@ -144,13 +153,9 @@ def summarise(journal: Journal, conversation_id: str) -> list[TurnSummary]:
     return turns
 
 
-def _canonical(call: ToolCall) -> Any:
-    if call.invalid:
-        return call.raw_arguments
-    try:
-        return canonical_value(call.arguments)
-    except Exception:  # noqa: BLE001 - a value that is not JSON still shows, as text
-        return repr(call.arguments)
+def _arguments(call: ToolCall) -> Any:
+    """The arguments as shown (the raw text of a call whose arguments did not parse)."""
+    return call.raw_arguments if call.invalid else call.arguments
 
 
 def _usage_delta(a: Usage, b: Usage) -> dict[str, int]:

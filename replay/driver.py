@@ -1,23 +1,23 @@
-"""The engine's agent loop as replay's driver and as the provider-swap runner.
+"""The engine's agent loop as deterministic replay's driver.
 
 Deterministic replay drives ``engine.loop.Loop`` through its seams: the
 recorded ``conversation_started`` (``Conversation.start``), a
 ``RecordedProvider`` and a ``RecordedExecutor`` that serves the recorded tool
-results. Unless the caller passes its current tools (``tools=``), the
-registry is made of the recorded tool specs (``SpecTool``: any JSON-object
-arguments pass, nothing runs), so a recording replays without its tools'
-code; pass the real registry to also check argument validation and
-enablement against the current code.
+results. Unless the caller passes its current tools (``registry=``), the
+registry is made of the recorded tool specs (``replay.tools.SpecTool``: any
+JSON-object arguments pass, nothing runs), so a recording replays without
+its tools' code; pass the real registry to also check argument validation
+and enablement against the current code. Calls a recorded provider swap
+refused by its tool policy are refused again through the loop's public
+refusal hook (``Loop(refuse=...)``), from the recorded reason codes.
 
-A provider swap drives a ``Loop`` with the target provider; under the
-``recorded`` and ``refuse`` policies, a call that the policy refuses is
-refused where the loop refuses calls (``tool_call_rejected`` with reason
-``unrecorded`` or ``refused``), before anything would run.
+The provider-swap runner is ``replay.swap_runner``; tool loading and the
+stand-in tools are ``replay.tools``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from operator import is_
 from typing import Any
 
@@ -25,98 +25,19 @@ import msgspec
 
 from engine.conversation import Conversation
 from engine.directives import Directives
-from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolSpec, UserMessage
-from engine.errors import ToolError
+from engine.events import ConversationStarted
 from engine.executor import ToolExecution
 from engine.loop import Loop
 from engine.messages import ToolCall
 from engine.tools import Tool, ToolContext, ToolRegistry
 from journal import Journal
 
-from .errors import ReplayError
-from .recorded import RecordedProvider, RecordedRetries, RecordedTools, Recording
-from .swap import SwapTools
+from .errors import RunPaused
+from .rebuild import user_runs_of
+from .recorded import REPLAY_LATENCY_MS, RecordedProvider, RecordedRetries, RecordedTools, Recording
+from .tools import Verdicts, execution_of, spec_registry
 
-__all__ = ["RecordedExecutor", "SpecTool", "SwapExecutor", "load_tools", "loop_driver",
-           "loop_runner", "record_scripted", "rendered_started", "spec_registry"]
-
-
-def _never_run() -> None:
-    raise ReplayError("a tool known only from its recorded spec cannot run")
-
-
-class _Verdicts:
-    """What the recorded tools said about calls: invalid arguments and disabled tools.
-
-    Read back from the recorded rejections' texts, so a stand-in tool refuses
-    exactly the calls the real tool refused, with the same reason (and a
-    change in the loop's texts still shows as a divergence).
-    """
-
-    _INVALID = ("invalid arguments: ", ". Call it again with arguments that match its schema")
-    _DISABLED = "tool is disabled: "
-
-    def __init__(self, recording: Recording | None) -> None:
-        self.invalid: dict[str, str] = {}
-        self.disabled: dict[str, str] = {}
-        #: call id -> (reason, why) for the calls a swap's tool policy refused
-        self.policy: dict[str, tuple[str, str]] = {}
-        for _seq, event in (recording.events if recording is not None else ()):
-            if type(event) is not ToolCallRejected:
-                continue
-            text = event.content.split(" execution failed - ", 1)[-1]
-            if event.reason == "invalid_arguments" and text.startswith(self._INVALID[0]) and \
-                    text.endswith(self._INVALID[1]):
-                problem = text[len(self._INVALID[0]):-len(self._INVALID[1])]
-                self.invalid[_key(event.name, event.arguments)] = problem
-            elif event.reason == "disabled" and text.startswith(self._DISABLED):
-                self.disabled[event.call_id] = text[len(self._DISABLED):]
-            elif event.reason in ("unrecorded", "refused"):
-                self.policy[event.call_id] = (event.reason, text)
-
-
-def _key(name: str, arguments: dict[str, Any]) -> str:
-    from engine.duplicates import call_key
-    from engine.events import DuplicatePolicy
-
-    return call_key(name, arguments, DuplicatePolicy())
-
-
-class SpecTool(Tool):
-    """A tool known only by its recorded ``ToolSpec``: it never runs.
-
-    It accepts the arguments the recording accepted and refuses, with the
-    recorded reason, the calls the recording shows refused as invalid or
-    disabled (the recording, not the tool's code, is the reference).
-    """
-
-    def __init__(self, spec: ToolSpec, verdicts: _Verdicts | None = None) -> None:
-        super().__init__(_never_run, name=spec.name)
-        self.spec = spec
-        self.verdicts = verdicts or _Verdicts(None)
-
-    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The arguments as they are, unless the recording refused them as invalid."""
-        invalid = self.verdicts.invalid
-        problem = invalid.get(_key(self.name, arguments)) if invalid else None
-        if problem is not None:
-            raise ToolError(problem)
-        return dict(arguments)
-
-    def disabled_reason(self, context: ToolContext) -> str | None:
-        """The recorded reason if the recording refused this call as disabled."""
-        return self.verdicts.disabled.get(context.call_id)
-
-
-def spec_registry(specs: Iterable[ToolSpec], recording: Recording | None = None) -> ToolRegistry:
-    """A registry of ``SpecTool``s, in the recorded order, answering as ``recording`` did."""
-    verdicts = _Verdicts(recording)
-    return ToolRegistry([SpecTool(s, verdicts) for s in specs])
-
-
-def _execution(done: ToolCompleted) -> ToolExecution:
-    return ToolExecution(success=done.success, data=done.data, error=done.error,
-                         content=done.content, duration_ms=done.duration_ms, source=done.source)
+__all__ = ["RecordedExecutor", "loop_driver", "record_scripted", "rendered_started"]
 
 
 class RecordedExecutor:
@@ -133,41 +54,21 @@ class RecordedExecutor:
     def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
                 validated: dict[str, Any]) -> ToolExecution:
         """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none)."""
-        execution = _execution(self.tools.result(call))
+        execution = execution_of(self.tools.result(call))
         if self.rerender and execution.source == "live":
             return msgspec.structs.replace(execution, content=None)
         return execution
 
 
-def _user_groups(events: Sequence[tuple[int, Any]]) -> list[list[UserMessage]]:
-    groups: list[list[UserMessage]] = []
-    fresh = True
-    for _seq, event in events:
-        if type(event) is UserMessage:
-            if fresh:
-                groups.append([])
-            groups[-1].append(event)
-            fresh = False
-        else:
-            fresh = True
-    return groups
-
-
 class _ReplayLoop(Loop):
-    """The loop, keeping the request it builds so a divergence can show it.
-
-    A recorded provider swap refused some calls by its tool policy; those
-    are refused again, where the swap's loop refused them, with the same text.
-    """
+    """The loop, keeping the request it builds so a divergence can show it."""
 
     recording: Recording
-    verdicts: _Verdicts
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self._built: tuple[tuple, Any] | None = None
-        if hasattr(self, "_digest"):  # the loop's incremental digest, shared with the provider
-            self._digest = _MemoDigest(self._digest)
+        self._digest = _MemoDigest(self._digest)
 
     def build_request(self, b: Any) -> Any:
         # the same object for the same state: the provider then reuses the digest the loop
@@ -182,12 +83,6 @@ class _ReplayLoop(Loop):
         self._built = (key, request)
         self.recording.last_request = request
         return request
-
-    def _refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> tuple[str | None, str]:
-        reason, why = super()._refusal(b, call, tool)
-        if reason is None and call.id in self.verdicts.policy:
-            return self.verdicts.policy[call.id]
-        return reason, why
 
 
 class _MemoDigest:
@@ -232,86 +127,26 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     ``observers``...). A run the recording paused (a single-turn run, or a
     crash) before the next user message pauses here too.
     """
-    from .deterministic import RunPaused
-
-    from .deterministic import REPLAY_LATENCY_MS
-
     loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
     loop_options.setdefault("retry", RecordedRetries(provider))  # retried where recorded
-    verdicts = _Verdicts(recording)
-    loop = _ReplayLoop(scratch, provider,
-                       registry or ToolRegistry([SpecTool(s, verdicts)
-                                                 for s in recording.started.tools]),
-                       executor=RecordedExecutor(tools, rerender=rerender), **loop_options)
-    loop.recording, loop.verdicts = recording, verdicts
-    if isinstance(getattr(loop, "_digest", None), _MemoDigest):
-        provider.digests = loop._digest
+    verdicts = Verdicts(recording)
+    loop = _ReplayLoop(scratch, provider, registry or spec_registry(recording.started.tools,
+                                                                    verdicts),
+                       executor=RecordedExecutor(tools, rerender=rerender),
+                       refuse=verdicts.refuse, **loop_options)
+    loop.recording = recording
+    provider.digests = loop._digest
     started = recording.started
     if directives is not None:
         started = rendered_started(started, directives)
     conv = Conversation.start(scratch, started)
-    for group in [[], *_user_groups(recording.events[1:])]:  # a fork may continue at once
+    for group in [[], *user_runs_of(e for _seq, e in recording.events)]:  # a fork may go on at once
         if group:
             conv.append(*group)
         try:
             loop.drive(conv)
         except RunPaused:
             conv = Conversation.open(scratch, recording.conversation_id)
-
-
-class SwapExecutor:
-    """The loop's ``ToolExecutor`` for a provider swap under the ``recorded`` policy."""
-
-    def __init__(self, tools: SwapTools) -> None:
-        self.tools = tools
-
-    def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
-                validated: dict[str, Any]) -> ToolExecution:
-        """The recorded result matching the call's tool name and canonical arguments."""
-        answer = self.tools.outcome(call)
-        if type(answer) is not ToolCompleted:  # refused calls never reach the executor
-            raise ReplayError(f"no recorded result for {call.name} ({call.id})")
-        return _execution(answer)
-
-
-class _SwapLoop(Loop):
-    """The loop, refusing what the swap's tool policy refuses where it refuses calls."""
-
-    def __init__(self, *args: Any, swap_tools: SwapTools, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.swap_tools = swap_tools
-
-    def _refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> tuple[str | None, str]:
-        reason, why = super()._refusal(b, call, tool)
-        if reason is None and self.swap_tools.policy != "live":
-            answer = self.swap_tools.peek(call)
-            if type(answer) is ToolCallRejected:
-                return answer.reason, answer.content
-        return reason, why
-
-
-def loop_runner(journal: Journal, started: ConversationStarted, runs: list[list[UserMessage]],
-                provider: Any, tools: SwapTools, live_tools: Any = None) -> None:
-    """Record a provider swap with the engine's loop: one run per recorded user turn."""
-    if tools.policy == "live":
-        registry = live_tools if isinstance(live_tools, ToolRegistry) else ToolRegistry(
-            live_tools or ())
-        loop = _SwapLoop(journal, provider, registry, swap_tools=tools)
-    else:
-        loop = _SwapLoop(journal, provider, spec_registry(started.tools), swap_tools=tools,
-                         executor=SwapExecutor(tools))
-    conv = Conversation.start(journal, started, rest=runs[0])
-    loop.drive(conv)
-    for group in runs[1:]:
-        conv.append(*group)
-        loop.drive(conv)
-
-
-def load_tools(specs: Sequence[str]) -> ToolRegistry:
-    """Tools named as ``turnlog run --tools`` names them (``demo`` or ``MODULE:ATTR``)."""
-    from engine.choices import load_tools as named_tools
-
-    return named_tools(specs)
 
 
 def record_scripted(journal: Journal, conversation_id: str, prompts: Sequence[str],

@@ -19,11 +19,20 @@ from typing import Any
 
 from engine.errors import EngineError
 
-__all__ = ["Divergence", "ForkPointError", "RecordingError", "ReplayError"]
+__all__ = ["Divergence", "ForkPointError", "RecordingError", "ReplayError", "RunPaused"]
 
 
 class ReplayError(EngineError):
     """Replay, fork, provider swap or diff could not do what was asked."""
+
+
+class RunPaused(ReplayError):
+    """The recorded run stopped here (single-turn run, crash) until the next user message.
+
+    Raised to the driver when the loop would append anything where the
+    recording has the next user message (an input: the recorded run had
+    stopped there); the driver then sends that message.
+    """
 
 
 class ForkPointError(ReplayError):

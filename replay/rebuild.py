@@ -17,17 +17,17 @@ fork of a fork of a 100,000-event conversation costs one fold and no copy::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from engine.conversation import load_state
 from engine.errors import CorruptEventError
-from engine.events import Event, decode_event
+from engine.events import ConversationStarted, Event, UserMessage, decode_event
 from engine.state import ConversationState
 from journal import Journal, StoredEvent
 
 from .errors import ReplayError
 
-__all__ = ["decode_stored", "lineage_events", "own_events", "rebuild"]
+__all__ = ["decode_stored", "lineage_events", "own_events", "rebuild", "user_runs_of"]
 
 
 def _check_seq(journal: Journal, conversation_id: str, at_seq: int | None) -> None:
@@ -70,3 +70,22 @@ def lineage_events(journal: Journal, conversation_id: str,
 def own_events(journal: Journal, conversation_id: str) -> list[tuple[StoredEvent, Event]]:
     """The (row, event) pairs of the conversation's own stream (no ancestors)."""
     return [(row, decode_stored(row)) for row in journal.read(conversation_id)]
+
+
+def user_runs_of(events: Iterable[Event]) -> list[list[UserMessage]]:
+    """A recording's user messages grouped by run: consecutive messages went in together.
+
+    ``conversation_started`` events (a fork's own, or its ancestors') neither
+    start nor end a run; any other event ends one.
+    """
+    runs: list[list[UserMessage]] = []
+    fresh = True
+    for event in events:
+        if type(event) is UserMessage:
+            if fresh:
+                runs.append([])
+            runs[-1].append(event)
+            fresh = False
+        elif type(event) is not ConversationStarted:
+            fresh = True
+    return runs

@@ -23,7 +23,6 @@ from engine.canonical import canonical_json
 from engine.duplicates import call_key
 from engine.events import (
     ConversationStarted,
-    DuplicatePolicy,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -38,8 +37,12 @@ from journal import Journal
 from .errors import Divergence, RecordingError
 from .rebuild import lineage_events, own_events, rebuild
 
-__all__ = ["Exchange", "RecordedProvider", "RecordedRetries", "RecordedTools", "Recording",
-           "event_dict", "request_of"]
+__all__ = ["REPLAY_LATENCY_MS", "Exchange", "RecordedProvider", "RecordedRetries", "RecordedTools",
+           "Recording", "event_dict", "request_of"]
+
+
+#: the latency a replay's loop measures (its timer is stopped): recordings are compared as if
+REPLAY_LATENCY_MS = 0.0
 
 
 def event_dict(event: Any) -> dict[str, Any]:
@@ -251,9 +254,8 @@ class RecordedTools:
                 "result for it"))
         seq, completed = found
         recorded = rec.calls.get(call.id)
-        same_args = recorded is not None and _canonical(recorded.arguments) == _canonical(
-            call.arguments)
-        if completed.name != call.name or not same_args:
+        same_call = recorded is not None and _key(recorded) == _key(call)
+        if completed.name != call.name or not same_call:
             raise rec.diverged(Divergence(
                 rec.conversation_id, seq, event_dict(completed),
                 {"type": "tool_started", "call_id": call.id, "name": call.name,
@@ -264,11 +266,6 @@ class RecordedTools:
         return completed
 
 
-_PLAIN_POLICY = DuplicatePolicy(rule="anywhere")
-
-
-def _canonical(arguments: dict[str, Any]) -> str:
-    # the duplicate rule's comparison key: canonical arguments, with a fast path
-    return call_key("", arguments, _PLAIN_POLICY)
-
-
+def _key(call: ToolCall) -> str:
+    # exact: no volatile keys are left out when checking a replayed call against its recording
+    return call_key(call.name, call.arguments, None, call.raw_arguments if call.invalid else None)

@@ -30,106 +30,30 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-from engine.canonical import canonical_json
-from engine.errors import ConversationExistsError, InvalidEventError
-from engine.events import (
-    ConversationStarted,
-    ModelResponded,
-    ReplayRef,
-    ToolCallRejected,
-    ToolCompleted,
-    UserMessage,
-)
-from engine.messages import ToolCall
+from engine.errors import ConversationExistsError
+from engine.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
+from engine.texts import refusal_message
 from journal import Journal
 
 from .errors import ReplayError
-from .rebuild import lineage_events, rebuild
+from .rebuild import lineage_events, rebuild, user_runs_of
+from .swap_runner import SwapTools, ToolPolicy, loop_runner
 
 __all__ = ["Runner", "SwapResult", "SwapTools", "ToolPolicy", "swap", "swap_started",
            "unrecorded_message", "user_runs"]
 
-ToolPolicy = Literal["recorded", "live", "refuse"]
-POLICIES = ("recorded", "live", "refuse")
-
-
 def unrecorded_message(name: str, arguments: dict[str, Any], source: str) -> str:
     """What the model reads when a recorded-tools replay has no result for its call."""
-    return (f"Tool call refused: this conversation replays recorded conversation {source!r} and "
-            f"serves tool results only from its recording, which has no {name} call with these "
-            f"arguments ({_key_args(arguments)}). The tool was not run; answer without it or "
-            "use a call the recording has.")
+    return refusal_message(RejectReason.UNRECORDED, name, {"source": source}, arguments=arguments)
 
 
 def refused_message(name: str) -> str:
     """What the model reads when the replay's tool policy is ``refuse``."""
-    return (f"Tool call refused: this replay runs with tools disabled, so {name} was not run. "
-            "Answer without tools.")
-
-
-def _key_args(arguments: dict[str, Any]) -> str:
-    try:
-        return canonical_json(arguments)
-    except InvalidEventError:
-        return repr(arguments)
-
-
-class SwapTools:
-    """Answers the swapped run's tool calls under a policy, from the source's recorded results.
-
-    ``outcome(call)`` returns the event that answers ``call`` (a
-    ``ToolCompleted`` with ``source="recorded"`` or a ``ToolCallRejected``), or
-    ``None`` under the ``live`` policy (run the tool).
-    """
-
-    def __init__(self, journal: Journal, source: str, policy: ToolPolicy) -> None:
-        if policy not in POLICIES:
-            raise ReplayError(f"unknown tool policy {policy!r}; expected one of "
-                              f"{', '.join(POLICIES)}")
-        self.source, self.policy = source, policy
-        self.recorded: dict[tuple[str, str], list[ToolCompleted]] = {}
-        self._served: dict[tuple[str, str], int] = {}
-        if policy == "recorded":
-            self._index(journal)
-
-    def _index(self, journal: Journal) -> None:
-        calls: dict[str, ToolCall] = {}
-        for _row, event in lineage_events(journal, self.source):
-            if type(event) is ModelResponded:
-                calls.update((p.id, p) for p in event.parts if type(p) is ToolCall)
-            elif type(event) is ToolCompleted and event.call_id in calls:
-                call = calls[event.call_id]
-                self.recorded.setdefault((call.name, _key_args(call.arguments)), []).append(event)
-
-    def peek(self, call: ToolCall) -> ToolCompleted | ToolCallRejected | None:
-        """What ``outcome`` would answer, without using up a recorded result."""
-        return self.outcome(call, consume=False)
-
-    def outcome(self, call: ToolCall, *, consume: bool = True
-                ) -> ToolCompleted | ToolCallRejected | None:
-        """The answer to ``call`` under the policy (``None``: run it live)."""
-        if self.policy == "live":
-            return None
-        if self.policy == "refuse":
-            return ToolCallRejected(call_id=call.id, name=call.name, reason="refused",
-                                    content=refused_message(call.name), arguments=call.arguments)
-        key = (call.name, _key_args(call.arguments))
-        results = self.recorded.get(key) if not call.invalid else None
-        if not results:
-            return ToolCallRejected(call_id=call.id, name=call.name, reason="unrecorded",
-                                    content=unrecorded_message(call.name, call.arguments,
-                                                               self.source),
-                                    arguments=call.arguments)
-        i = self._served.get(key, 0)
-        if consume:
-            self._served[key] = i + 1
-        done = results[min(i, len(results) - 1)]
-        return msgspec.structs.replace(done, call_id=call.id, source="recorded",
-                                       duration_ms=None)
+    return refusal_message(RejectReason.REFUSED, name)
 
 
 def swap_started(journal: Journal, source: str, new_id: str, *, provider: str, model: str,
@@ -145,17 +69,7 @@ def swap_started(journal: Journal, source: str, new_id: str, *, provider: str, m
 
 def user_runs(journal: Journal, source: str) -> list[list[UserMessage]]:
     """The recorded user messages, grouped by run (consecutive messages go in together)."""
-    runs: list[list[UserMessage]] = []
-    fresh = True
-    for _row, event in lineage_events(journal, source):
-        if type(event) is UserMessage:
-            if fresh:
-                runs.append([])
-            runs[-1].append(event)
-            fresh = False
-        elif type(event) is not ConversationStarted:
-            fresh = True
-    return runs
+    return user_runs_of(event for _row, event in lineage_events(journal, source))
 
 
 def new_replay_id(source: str, provider: str) -> str:
@@ -208,8 +122,7 @@ def swap(journal: Journal, conversation_id: str, provider: Any, *, model: str | 
         raise ReplayError(f"conversation {conversation_id!r} has no user message to replay")
     started = swap_started(journal, conversation_id, new_id, provider=provider.name, model=model,
                            tools=tools)
-    if runner is None:
-        from .driver import loop_runner as runner
+    runner = runner or loop_runner
     runner(journal, started, runs, provider, swap_tools, live_tools)
     state = rebuild(journal, new_id)
     return SwapResult(conversation_id=new_id, replay_of=conversation_id, tools=tools,

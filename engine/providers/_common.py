@@ -133,9 +133,11 @@ class _Planner:
                 continue
             part = _assistant_part(part, self.provider)
             if type(part) is ToolCall:
-                wire = self._unique(part.id)
+                # the provider is sent back the id it minted (a repeated one is suffixed)
+                wire = self._unique(part.provider_id or part.id)
                 self.recorded.append(part.id)
-                part = part if wire == part.id else msgspec.structs.replace(part, id=wire)
+                part = part if wire == part.id and part.provider_id is None else (
+                    msgspec.structs.replace(part, id=wire, provider_id=None))
                 self.calls.append(part)
                 self.results.append(None)
             parts.append(part)

@@ -61,16 +61,39 @@ def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal
             return LocalExecutor().execute(call, tool, context, validated)
 
     Loop(journal, ScriptedProvider([{}, {"text": "ok"}]), demo_tools(), executor=Spy()).resume("crash")
-    assert keys == [idempotency_key("crash", 1, "get_weather", {"city": "Paris"})]
+    state = load_state(journal, "crash", 5)  # as it stood when the tool started
+    assert keys == [idempotency_key(state, state.last_tool_calls[0])]
     done = [json.loads(e.payload) for e in journal.read("crash") if e.type == "tool_completed"]
     assert done[0]["success"] is True
 
 
-def test_idempotency_key_ignores_the_provider_call_id_and_key_order():
-    a = idempotency_key("c", 3, "add", {"a": 1, "b": 2})
-    assert a == idempotency_key("c", 3, "add", {"b": 2.0, "a": 1})
-    assert a != idempotency_key("c", 4, "add", {"a": 1, "b": 2})
-    assert a != idempotency_key("d", 3, "add", {"a": 1, "b": 2})
+def _state(**kw):
+    from engine.state import ConversationState
+
+    call = ToolCall(id=kw.pop("call_id", "call_1"), name="add", arguments=kw.pop("arguments",
+                                                                                {"a": 1, "b": 2}))
+    base = {"request_digest": "d" * 64, "response_id": "r1", "turn_count": 3}
+    return ConversationState(last_tool_calls=(call,), **{**base, **kw}), call
+
+
+def test_idempotency_key_ignores_the_conversation_id_and_key_order():
+    s, call = _state()
+    a = idempotency_key(s, call)
+    assert a == idempotency_key(*_state(conversation_id="another"))
+    assert a == idempotency_key(*_state(arguments={"b": 2.0, "a": 1}))
+    assert a != idempotency_key(*_state(turn_count=4))
+    assert a != idempotency_key(*_state(request_digest="e" * 64))
+    assert a != idempotency_key(*_state(response_id="r2"))
+    assert a != idempotency_key(*_state(arguments={"a": 1, "b": 3}))
+
+
+def test_two_equal_calls_in_one_response_get_different_keys():
+    from engine.state import ConversationState
+
+    calls = (ToolCall(id="x", name="add", arguments={"a": 1}),
+             ToolCall(id="x_2", name="add", arguments={"a": 1}))
+    s = ConversationState(request_digest="d", response_id="r", turn_count=1, last_tool_calls=calls)
+    assert idempotency_key(s, calls[0]) != idempotency_key(s, calls[1])
 
 
 def test_a_request_without_a_response_is_sent_again_on_resume(journal):
