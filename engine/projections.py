@@ -86,8 +86,13 @@ def install(db: Database) -> None:
 def in_step(conn: sqlite3.Connection) -> bool:
     """Whether both tables hold exactly one row per projected event (counts and last positions).
 
-    Cheap: every figure comes from an index, no payload is read.
+    Cheap: every figure comes from an index, no payload is read. False when the
+    tables are missing (a journal written without the engine, read read-only).
     """
+    present = {name for (name,) in conn.execute(
+        f"SELECT name FROM sqlite_master WHERE name IN ('{MODEL_CALLS}', '{TOOL_CALLS}')")}
+    if len(present) < 2:
+        return False
     for table, types in ((MODEL_CALLS, _MODEL_TYPES), (TOOL_CALLS, _TOOL_TYPES)):
         projected = conn.execute(f"SELECT count(*), max(position) FROM {table}").fetchone()
         source = conn.execute(

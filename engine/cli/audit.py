@@ -46,7 +46,7 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
                        provider=provider, model=model, status=status, tool=tool, top=top)
     check_query(query)
     prices = PriceTable.load(prices_file) if prices_file else PriceTable.default()
-    with journal_for(db_path):  # refuses a missing or foreign file before anything else
+    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file before anything else
         pass
     conn = connect_readonly(db_path)
     try:

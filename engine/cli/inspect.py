@@ -28,7 +28,7 @@ _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id =
 
 
 def _reader(db_path: str) -> sqlite3.Connection:
-    with journal_for(db_path):  # refuses a missing or foreign file with a clear message
+    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file with a clear message
         pass
     return connect_readonly(db_path)
 

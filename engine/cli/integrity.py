@@ -32,7 +32,7 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
 
         turnlog verify --heads heads.json
     """
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         if conversation_id is not None:
             journal.stream(conversation_id)
         report = journal.verify(conversation_id)
@@ -66,7 +66,7 @@ def heads(output: str | None, db_path: str, as_json: bool) -> None:
 
         turnlog heads --json > heads.json && turnlog verify --heads heads.json
     """
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         items: list[Head] = journal.heads()
     if output:
         dump_heads(items, output)
