@@ -30,7 +30,7 @@ import sqlite3
 from sqlite_utils import Database
 
 import journal
-from journal import Extension
+from journal import Extension, ProjectionMismatch
 
 from . import projections
 
@@ -177,8 +177,21 @@ def _migrate(db: Database, from_version: int) -> None:
         db.execute(sql)
 
 
+def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatch]:
+    """The extension's check: every view as defined here, every projection row recomputed."""
+    found = [
+        ProjectionMismatch("engine.views", name, None, None, None,
+                           "the view's definition differs from the engine's (redefined)")
+        for name, sql in db.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'view' AND name IN "
+            f"({', '.join('?' * len(VIEWS))})", list(VIEWS))
+        if " ".join(sql.split()) != " ".join(VIEWS[name].split())
+    ]
+    return found + projections.check(db.conn, conversation_id)
+
+
 #: The audit views as a journal extension (bump ``version`` when a view changes).
-VIEWS_EXTENSION = Extension(name="engine.views", version=1, migrate=_migrate)
+VIEWS_EXTENSION = Extension(name="engine.views", version=1, migrate=_migrate, verify=_verify)
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

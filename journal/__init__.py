@@ -9,7 +9,15 @@ from ._heads import dump_heads, load_heads
 from ._journal import Journal, connect_readonly
 from ._protocol import JournalProtocol
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension
-from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._types import (
+    BadEvent,
+    Head,
+    NewEvent,
+    ProjectionMismatch,
+    StoredEvent,
+    StreamInfo,
+    VerifyReport,
+)
 from .errors import (
     ConcurrencyError,
     CorruptEventError,
@@ -46,6 +54,7 @@ __all__ = [
     "JournalProtocol",
     "NewEvent",
     "NotAJournalError",
+    "ProjectionMismatch",
     "ReadOnlyJournalError",
     "SchemaTooNewError",
     "SeqGapError",

@@ -114,6 +114,7 @@ class Journal:
         self._now = system_stamp if clock is None else partial(clock_stamp, clock)
         # stream_id -> (last seq, its hash) as this handle last saw them
         self._heads: dict[str, tuple[int, str]] = {}
+        self._extensions = tuple(extensions)
         if self.readonly:
             self._conn = connect_readonly(self.path, extensions=extensions)
             self._cursor = self._conn.cursor()
@@ -412,14 +413,24 @@ class Journal:
         """Recompute every hash chain (or one stream's) and report the first bad event.
 
         Finds edited fields, removed, inserted or reordered events and broken fork
-        links. It cannot see events cut off the end of a stream: keep :meth:`heads`
-        outside the journal and use :meth:`check_heads` for that.
+        links. For one stream that is a fork, every ancestor's prefix up to the fork
+        point is recomputed too. It cannot see events cut off the end of a stream:
+        keep :meth:`heads` outside the journal and use :meth:`check_heads` for that.
+        The extensions' checks (:attr:`Extension.verify`) recompute their projections
+        from events; what they find is in ``report.projections``.
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         try:
             report = verify_chains(self._conn, stream_id)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            found = tuple(
+                mismatch
+                for ext in self._extensions if ext.verify is not None
+                for mismatch in ext.verify(Database(self._conn), stream_id)
+            )
+            if found:
+                return VerifyReport(False, report.checked_events, report.first_bad, found)
             return report
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
