@@ -7,6 +7,7 @@ nothing about conversations. See ``DESIGN.md``, section "The journal".
 from ._hashing import GENESIS_HASH, event_hash
 from ._heads import dump_heads, load_heads
 from ._journal import Journal, connect_readonly
+from ._lineage import walk_ancestry
 from ._protocol import JournalProtocol
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension
 from ._types import (
@@ -67,4 +68,5 @@ __all__ = [
     "dump_heads",
     "event_hash",
     "load_heads",
+    "walk_ancestry",
 ]

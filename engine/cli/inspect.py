@@ -14,6 +14,7 @@ import click
 
 from engine.errors import ConversationNotFound
 from engine.views import connect_readonly
+from journal import walk_ancestry
 
 from ._common import db_option, emit, journal_for, json_option, translate_errors
 from ._timeline import header, timeline
@@ -28,7 +29,7 @@ _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id =
 
 
 def _reader(db_path: str) -> sqlite3.Connection:
-    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file with a clear message
+    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file clearly
         pass
     return connect_readonly(db_path)
 
@@ -36,13 +37,11 @@ def _reader(db_path: str) -> sqlite3.Connection:
 def _turn_count(conn: sqlite3.Connection, own_turns: int, parent: str | None,
                 fork_seq: int | None) -> int:
     """Own model responses plus those a fork inherits from its ancestors up to the fork point."""
-    total, seen = own_turns, set()
-    while parent is not None and parent not in seen:
-        seen.add(parent)
-        total += conn.execute(_ANCESTOR_TURNS, (parent, fork_seq)).fetchone()[0]
-        link = conn.execute(_LINK, (parent,)).fetchone()
-        parent, fork_seq = link if link else (None, None)
-    return total
+    if parent is None:
+        return own_turns
+    segments = walk_ancestry(lambda s: conn.execute(_LINK, (s,)).fetchone(), parent, fork_seq)
+    return own_turns + sum(conn.execute(_ANCESTOR_TURNS, segment).fetchone()[0]
+                           for segment in segments)
 
 
 def _row(conn: sqlite3.Connection, r: tuple) -> dict[str, Any]:
