@@ -30,6 +30,7 @@ from ._audit_sql import EVENTS, PROJECTIONS, Source
 from .errors import BadFilterError
 from .messages import Usage
 from .prices import PriceTable
+from .projections import check as check_projections
 from .projections import in_step
 
 __all__ = ["REPLAY_REPORTS", "STATUSES", "AuditQuery", "audit", "check_query", "parse_since"]
@@ -94,7 +95,8 @@ def check_query(query: AuditQuery) -> None:
 
 
 def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
-          prices: PriceTable | None = None, source: Source | None = None) -> dict[str, Any]:
+          prices: PriceTable | None = None, source: Source | None = None, *,
+          check: bool = False) -> dict[str, Any]:
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
 
     ``conn`` is a connection to a journal that has the engine's views and
@@ -102,10 +104,16 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     projection tables when they are in step with ``events``, else from
     ``events`` itself (``source`` forces one; the report's ``source`` says
     which). Only temporary tables are written.
+
+    ``check`` first recomputes the projection tables from ``events``
+    (``engine.projections.check``): every difference is listed under
+    ``projection_mismatches`` and the figures then come from ``events``, never
+    from a forged table. Without it, ``projection_mismatches`` is ``None``.
     """
     check_query(query)
     prices = prices or PriceTable.default()
-    src = source or (PROJECTIONS if in_step(conn) else EVENTS)
+    mismatches = check_projections(conn) if check else None
+    src = source or (PROJECTIONS if not mismatches and in_step(conn) else EVENTS)
     _scope(conn, query, src)
     report: dict[str, Any] = _conversations(conn)
     # Unfiltered, every event is in scope: skip the per-event scope check.
@@ -122,6 +130,9 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     report["cost"] = _cost(calls, prices, query.top)
     report["divergences"] = _divergences(conn)
     report["filters"] = {k: v for k, v in msgspec.to_builtins(query).items() if k != "top"}
+    report["projection_mismatches"] = None if mismatches is None else [
+        {"table": m.object, "conversation_id": m.stream_id, "position": m.position,
+         "column": m.column, "reason": m.reason} for m in mismatches]
     conn.execute("DROP TABLE temp.audit_scope")
     return report
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from journal import Journal, StoredEvent
+from journal import JournalProtocol, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
@@ -38,13 +38,23 @@ def require_conversation(journal: Journal, conversation_id: str) -> int:
     return last
 
 
-def _lineage_builder(journal: Journal, conversation_id: str,
+def _lineage_builder(journal: JournalProtocol, conversation_id: str,
                      to_seq: int | None = None) -> StateBuilder:
-    require_conversation(journal, conversation_id)
-    return fold_stored(journal.lineage(conversation_id, to_seq))
+    """Fold the conversation's history; ``builder.seq`` is then its last own seq.
+
+    State and seq come from the same rows: the stream's own events are one read
+    (the ancestors' prefixes never change), so no writer committing meanwhile can
+    make the seq newer than the state (which would let a stale state pass the
+    lifecycle check on the next append).
+    """
+    builder = fold_stored(journal.lineage(conversation_id, to_seq))
+    if not builder.seq:
+        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
+    return builder
 
 
-def load_state(journal: Journal, conversation_id: str, to_seq: int | None = None) -> ConversationState:
+def load_state(journal: JournalProtocol, conversation_id: str,
+               to_seq: int | None = None) -> ConversationState:
     """The state of ``conversation_id`` (forks folded over their parents), up to ``to_seq``."""
     return _lineage_builder(journal, conversation_id, to_seq).state()
 
@@ -52,7 +62,7 @@ def load_state(journal: Journal, conversation_id: str, to_seq: int | None = None
 class Conversation:
     """One conversation's writer. Build it with ``start`` (new) or ``open`` (existing)."""
 
-    def __init__(self, journal: Journal, conversation_id: str, builder: StateBuilder,
+    def __init__(self, journal: JournalProtocol, conversation_id: str, builder: StateBuilder,
                  last_seq: int) -> None:
         self.journal = journal
         self.id = conversation_id
@@ -61,7 +71,7 @@ class Conversation:
         self._staged: list[Event] = []
 
     @classmethod
-    def start(cls, journal: Journal, started: ConversationStarted,
+    def start(cls, journal: JournalProtocol, started: ConversationStarted,
               recorded_at: str | None = None, *, rest: Sequence[Event] = (),
               rest_recorded_at: Sequence[str | None] | None = None) -> Conversation:
         """Record ``started`` as the first event of a new stream.
@@ -83,10 +93,10 @@ class Conversation:
         return conv
 
     @classmethod
-    def open(cls, journal: Journal, conversation_id: str) -> Conversation:
+    def open(cls, journal: JournalProtocol, conversation_id: str) -> Conversation:
         """The writer for an existing conversation, its state folded from the journal."""
         builder = _lineage_builder(journal, conversation_id)
-        return cls(journal, conversation_id, builder, journal.last_seq(conversation_id))
+        return cls(journal, conversation_id, builder, builder.seq)
 
     @property
     def state(self) -> ConversationState:
@@ -158,9 +168,9 @@ class Conversation:
 
     def _reload(self, parent: tuple[str, int] | None) -> None:
         self._staged = []
-        if self.journal.last_seq(self.id):
-            self.builder = _lineage_builder(self.journal, self.id)
-            self.last_seq = self.journal.last_seq(self.id)
+        builder = fold_stored(self.journal.lineage(self.id))
+        if builder.seq:  # state and last seq from the same read
+            self.builder, self.last_seq = builder, builder.seq
         elif parent is not None:
             self.builder = _lineage_builder(self.journal, parent[0], parent[1])
         else:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .audit import STATUSES
 from .errors import BadFilterError, ConversationNotFound
+from journal import walk_ancestry
 
 __all__ = ["conversation_events", "conversation_info", "events_after", "last_position",
            "list_conversations"]
@@ -30,13 +31,11 @@ _AFTER = ("SELECT position, stream_id, seq, type, recorded_at, payload FROM even
 def _turn_count(conn: sqlite3.Connection, own_turns: int, parent: str | None,
                 fork_seq: int | None) -> int:
     """Own model responses plus those a fork inherits from its ancestors up to the fork point."""
-    total, seen = own_turns, set()
-    while parent is not None and parent not in seen:
-        seen.add(parent)
-        total += conn.execute(_ANCESTOR_TURNS, (parent, fork_seq)).fetchone()[0]
-        link = conn.execute(_LINK, (parent,)).fetchone()
-        parent, fork_seq = link if link else (None, None)
-    return total
+    if parent is None:
+        return own_turns
+    segments = walk_ancestry(lambda s: conn.execute(_LINK, (s,)).fetchone(), parent, fork_seq)
+    return own_turns + sum(conn.execute(_ANCESTOR_TURNS, segment).fetchone()[0]
+                           for segment in segments)
 
 
 def _row(conn: sqlite3.Connection, r: tuple) -> dict[str, Any]:

@@ -16,7 +16,10 @@ behind it), the migration builds them from ``events`` when first installed,
 triggers refuse UPDATE and DELETE on them as on ``events``, and
 :func:`in_step` checks cheaply (counts and last positions) that they cover
 exactly the events they project; the audit falls back to reading ``events``
-when they do not (a journal edited by hand, say).
+when they do not (a journal edited by hand, say). Counts cannot see a forged
+figure, so :func:`check` recomputes every row from ``events`` and names each
+difference (table, conversation, position, column): ``turnlog verify`` runs
+it through the engine's journal extension, ``turnlog audit --check`` too.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import sqlite3
 
 from sqlite_utils import Database
 
-__all__ = ["MODEL_CALLS", "TOOL_CALLS", "in_step", "install", "rebuild"]
+from journal import ProjectionMismatch
+
+__all__ = ["MODEL_CALLS", "TOOL_CALLS", "check", "in_step", "install", "rebuild"]
 
 MODEL_CALLS = "_audit_model_calls"
 TOOL_CALLS = "_audit_tool_calls"
@@ -48,6 +53,13 @@ _TOOL_ROW = """{e}.position, {e}.stream_id, json_extract({e}.payload, '$.name'),
          WHEN json_extract({e}.payload, '$.success') THEN 'succeeded' ELSE 'failed' END,
     json_extract({e}.payload, '$.reason'),
     json_extract({e}.payload, '$.duration_ms')"""
+
+_MODEL_COLUMNS = ("position", "conversation_id", "day", "ok", "input_tokens", "output_tokens",
+                  "cached_input_tokens", "cache_write_tokens", "reasoning_tokens", "error_type")
+_TOOL_COLUMNS = ("position", "conversation_id", "tool", "outcome", "reason", "duration_ms")
+_PROJECTED = ((MODEL_CALLS, _MODEL_TYPES, _MODEL_ROW, _MODEL_COLUMNS),
+              (TOOL_CALLS, _TOOL_TYPES, _TOOL_ROW, _TOOL_COLUMNS))
+_MAX_REPORTED = 100
 
 _TABLES = [
     f"""CREATE TABLE {MODEL_CALLS} (
@@ -86,8 +98,13 @@ def install(db: Database) -> None:
 def in_step(conn: sqlite3.Connection) -> bool:
     """Whether both tables hold exactly one row per projected event (counts and last positions).
 
-    Cheap: every figure comes from an index, no payload is read.
+    Cheap: every figure comes from an index, no payload is read. False when the
+    tables are missing (a journal written without the engine, read read-only).
     """
+    present = {name for (name,) in conn.execute(
+        f"SELECT name FROM sqlite_master WHERE name IN ('{MODEL_CALLS}', '{TOOL_CALLS}')")}
+    if len(present) < 2:
+        return False
     for table, types in ((MODEL_CALLS, _MODEL_TYPES), (TOOL_CALLS, _TOOL_TYPES)):
         projected = conn.execute(f"SELECT count(*), max(position) FROM {table}").fetchone()
         source = conn.execute(
@@ -95,6 +112,52 @@ def in_step(conn: sqlite3.Connection) -> bool:
         if projected != source:
             return False
     return True
+
+
+def check(conn: sqlite3.Connection, conversation_id: str | None = None,
+          extension: str = "engine.views") -> list[ProjectionMismatch]:
+    """Recompute both tables from ``events`` (every row, or one conversation's) and
+    return each difference: a row missing, a row no event backs, a column that differs.
+
+    Reads every projected payload once: O(events of those types). At most 100
+    differences are listed (the first by position).
+    """
+    present = {name for (name,) in conn.execute(
+        f"SELECT name FROM sqlite_master WHERE name IN ('{MODEL_CALLS}', '{TOOL_CALLS}')")}
+    found: list[ProjectionMismatch] = []
+    for table, types, row, columns in _PROJECTED:
+        if table not in present:
+            continue  # not installed: nothing can be forged, the audit reads events
+        scope = () if conversation_id is None else (conversation_id,)
+        expected = (f"SELECT {row.format(e='e')} FROM events AS e WHERE e.type IN {types}"
+                    + (" AND e.stream_id = ?" if scope else ""))
+        stored = f"SELECT * FROM {table}" + (" WHERE conversation_id = ?" if scope else "")
+        positions = sorted(
+            {p for (p, *_) in conn.execute(f"{expected} EXCEPT {stored}", scope * 2)}
+            | {p for (p, *_) in conn.execute(f"{stored} EXCEPT {expected}", scope * 2)})
+        for position in positions[:_MAX_REPORTED - len(found)]:
+            want = conn.execute(f"SELECT {row.format(e='e')} FROM events AS e "
+                                f"WHERE e.position = ? AND e.type IN {types}", (position,)).fetchone()
+            have = conn.execute(f"SELECT * FROM {table} WHERE position = ?", (position,)).fetchone()
+            found.append(_mismatch(extension, table, columns, position, want, have))
+    return found
+
+
+def _mismatch(extension: str, table: str, columns: tuple[str, ...], position: int,
+              want: tuple | None, have: tuple | None) -> ProjectionMismatch:
+    if have is None:
+        return ProjectionMismatch(extension, table, want[1], position, None,
+                                  "the row for this event is missing")
+    if want is None:
+        return ProjectionMismatch(extension, table, have[1], position, None,
+                                  "no event of its kind is at this position (a forged row)")
+    index = next((i for i, (w, h) in enumerate(zip(want, have)) if w != h), None)
+    if index is None:
+        return ProjectionMismatch(extension, table, want[1], position, None,
+                                  "the row differs from the event in a value's type")
+    return ProjectionMismatch(extension, table, want[1], position, columns[index],
+                              f"{columns[index]} is {have[index]!r}, the event says "
+                              f"{want[index]!r}")
 
 
 def rebuild(path: str) -> None:

@@ -26,11 +26,11 @@ Example, with nothing but ``sqlite3 turnlog.db``::
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from sqlite_utils import Database
 
-from journal import Extension, Journal, JournalError
+import journal
+from journal import Extension, ProjectionMismatch
 
 from . import projections
 
@@ -177,25 +177,42 @@ def _migrate(db: Database, from_version: int) -> None:
         db.execute(sql)
 
 
+def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatch]:
+    """The extension's check: every view as defined here, every projection row recomputed."""
+    found = [
+        ProjectionMismatch("engine.views", name, None, None, None,
+                           "the view's definition differs from the engine's (redefined)")
+        for name, sql in db.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'view' AND name IN "
+            f"({', '.join('?' * len(VIEWS))})", list(VIEWS))
+        if " ".join(sql.split()) != " ".join(VIEWS[name].split())
+    ]
+    return found + projections.check(db.conn, conversation_id)
+
+
 #: The audit views as a journal extension (bump ``version`` when a view changes).
-VIEWS_EXTENSION = Extension(name="engine.views", version=1, migrate=_migrate)
+VIEWS_EXTENSION = Extension(name="engine.views", version=1, migrate=_migrate, verify=_verify)
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)
 
 
 def connect_readonly(path: str) -> sqlite3.Connection:
-    """A read-only SQLite connection to the journal at ``path``, its views created first.
+    """A read-only SQLite connection to the journal at ``path``, with the engine's views.
 
-    For queries over the views (``turnlog audit``, ``ls``, ``tail``): it can
-    never write to ``events``; temporary tables live in memory.
+    For queries over the views (``turnlog audit``, ``ls``, ``tail``). It never
+    creates, migrates or writes a file (``journal.connect_readonly``: a 0444 file
+    or a read-only mount works); temporary tables live in memory. A journal whose
+    file lacks the views (written without the engine) gets them as temporary views.
     """
-    Journal(path, extensions=EXTENSIONS).close()  # checks the file and migrates the views
+    conn = journal.connect_readonly(path, extensions=EXTENSIONS, check_same_thread=False)
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True,
-                               isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 5000")
-        conn.execute("PRAGMA temp_store = MEMORY")
+        installed = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'view'")}
+        for name, sql in VIEWS.items():
+            if name not in installed:
+                conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
     except sqlite3.Error as exc:
-        raise JournalError(f"cannot open {path} for reading: {exc}") from exc
+        conn.close()
+        raise journal.JournalError(f"{path}: cannot prepare the views for reading: {exc}") from exc
     return conn

@@ -6,10 +6,19 @@ nothing about conversations. See ``DESIGN.md``, section "The journal".
 
 from ._hashing import GENESIS_HASH, event_hash
 from ._heads import dump_heads, load_heads
-from ._journal import Journal
+from ._journal import Journal, connect_readonly
+from ._lineage import walk_ancestry
 from ._protocol import JournalProtocol
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension
-from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._types import (
+    BadEvent,
+    Head,
+    NewEvent,
+    ProjectionMismatch,
+    StoredEvent,
+    StreamInfo,
+    VerifyReport,
+)
 from .errors import (
     ConcurrencyError,
     CorruptEventError,
@@ -46,6 +55,7 @@ __all__ = [
     "JournalProtocol",
     "NewEvent",
     "NotAJournalError",
+    "ProjectionMismatch",
     "ReadOnlyJournalError",
     "SchemaTooNewError",
     "SeqGapError",
@@ -54,7 +64,9 @@ __all__ = [
     "StreamNotFoundError",
     "TurnlogError",
     "VerifyReport",
+    "connect_readonly",
     "dump_heads",
     "event_hash",
     "load_heads",
+    "walk_ancestry",
 ]

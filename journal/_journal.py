@@ -17,6 +17,7 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._rows import Row, chain_rows, check_stream_id, clock_stamp, system_stamp
 from ._schema import Extension, check_extensions, check_schema, open_schema
+from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
     SQLITE_CONSTRAINT_PRIMARYKEY,
@@ -24,7 +25,6 @@ from ._sqlite import (
     check_existing,
     check_header,
     connect,
-    connect_readonly,
     is_constraint,
     translate,
 )
@@ -39,7 +39,7 @@ from .errors import (
     StreamNotFoundError,
 )
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "connect_readonly"]
 
 _MAX_SEQ = 2**63 - 1
 _COLUMNS = "position, stream_id, seq, type, version, recorded_at, payload, prev_hash, hash"
@@ -114,17 +114,16 @@ class Journal:
         self._now = system_stamp if clock is None else partial(clock_stamp, clock)
         # stream_id -> (last seq, its hash) as this handle last saw them
         self._heads: dict[str, tuple[int, str]] = {}
+        self._extensions = tuple(extensions)
         if self.readonly:
-            check_existing(self.path)
-            self._conn = connect_readonly(self.path)
-        else:
-            check_header(self.path)
-            self._conn = connect(self.path)
+            self._conn = connect_readonly(self.path, extensions=extensions)
+            self._cursor = self._conn.cursor()
+            self._thread = threading.get_ident()
+            return
+        check_header(self.path)
+        self._conn = connect(self.path)
         try:
-            if self.readonly:
-                check_schema(Database(self._conn), self.path, extensions)
-            else:
-                open_schema(Database(self._conn), self.path, extensions, synchronous)
+            open_schema(Database(self._conn), self.path, extensions, synchronous)
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.Error):
@@ -414,14 +413,24 @@ class Journal:
         """Recompute every hash chain (or one stream's) and report the first bad event.
 
         Finds edited fields, removed, inserted or reordered events and broken fork
-        links. It cannot see events cut off the end of a stream: keep :meth:`heads`
-        outside the journal and use :meth:`check_heads` for that.
+        links. For one stream that is a fork, every ancestor's prefix up to the fork
+        point is recomputed too. It cannot see events cut off the end of a stream:
+        keep :meth:`heads` outside the journal and use :meth:`check_heads` for that.
+        The extensions' checks (:attr:`Extension.verify`) recompute their projections
+        from events; what they find is in ``report.projections``.
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         try:
             report = verify_chains(self._conn, stream_id)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            found = tuple(
+                mismatch
+                for ext in self._extensions if ext.verify is not None
+                for mismatch in ext.verify(Database(self._conn), stream_id)
+            )
+            if found:
+                return VerifyReport(False, report.checked_events, report.first_bad, found)
             return report
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
@@ -442,6 +451,32 @@ class Journal:
             return check_heads(self._conn, heads)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "checking heads") from exc
+
+
+def connect_readonly(
+    path: str | os.PathLike[str],
+    *,
+    extensions: Sequence[Extension] = (),
+    check_same_thread: bool = True,
+) -> sqlite3.Connection:
+    """A plain ``sqlite3`` connection to the existing journal at ``path``, for SQL over it.
+
+    The same guarantees as ``Journal(path, readonly=True)``: nothing is created,
+    migrated or written (temporary tables and views are allowed), a 0444 file or a
+    read-only mount can be read; :class:`JournalNotFoundError` for a missing file,
+    :class:`NotAJournalError` for an empty or foreign one, :class:`SchemaTooNewError`.
+    """
+    path = os.fspath(path)
+    check_existing(path)
+    conn = _connect_readonly(path, check_same_thread=check_same_thread)
+    try:
+        check_schema(Database(conn), path, extensions)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc, path, "opening the journal for reading") from exc
+        raise
+    return conn
 
 
 def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:

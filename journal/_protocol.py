@@ -71,6 +71,7 @@ class JournalProtocol(Protocol):
         :class:`~journal.SeqGapError` (retrying cannot help). ``parent=(stream, seq)``
         on a stream's first append makes it a fork.
 
+        >>> from journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("note", 1, '{"n":1}')], 0)
         >>> [e.seq for e in j.append("b", [NewEvent("note", 1, "{}")], 0, parent=("a", 1))]
@@ -97,6 +98,7 @@ class JournalProtocol(Protocol):
 
         For followers: remember the last position seen and pass it back.
 
+        >>> from journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("x", 1, "{}"), NewEvent("y", 1, "{}")], 0)
         >>> [e.type for e in j.read_all(types={"y"})], [e.position for e in j.read_all(until=1)]
@@ -111,6 +113,7 @@ class JournalProtocol(Protocol):
     def ancestry(self, stream_id: str, to_seq: int | None = None) -> list[Segment]:
         """``[(stream, up to seq), ...]`` of a stream's history, root first, itself last.
 
+        >>> from journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("x", 1, "{}")] * 3, 0)
         >>> _ = j.append("b", [NewEvent("x", 1, "{}")], 0, parent=("a", 2))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 from sqlite_utils import Database
 
+from ._types import ProjectionMismatch
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = [
@@ -42,11 +43,17 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     to ``version``. It runs inside the journal's migration transaction, so it must not
     commit; if it raises, nothing of the migration is kept. A journal whose recorded
     version is newer than ``version`` is refused with :class:`SchemaTooNewError`.
+
+    ``verify(db, stream_id)``, when given, recomputes the extension's derived objects
+    (projection tables, views) from ``events`` — for every stream, or only
+    ``stream_id``'s rows — and returns every :class:`ProjectionMismatch`;
+    :meth:`Journal.verify` runs it and reports what it finds. It must only read.
     """
 
     name: str
     version: int
     migrate: Callable[[Database, int], None]
+    verify: Callable[[Database, str | None], Sequence[ProjectionMismatch]] | None = None
 
 
 _EVENTS_V1 = """CREATE TABLE events (

@@ -6,7 +6,13 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .errors import JournalError, JournalLockedError, JournalNotFoundError, NotAJournalError
+from .errors import (
+    JournalError,
+    JournalLockedError,
+    JournalNotFoundError,
+    NotAJournalError,
+    ReadOnlyJournalError,
+)
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -26,7 +32,9 @@ _WAL_HEADER_SIZE = 32
 
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+_SQLITE_READONLY = 8
 _SQLITE_CORRUPT = 11
+_SQLITE_AUTH = 23
 _SQLITE_NOTADB = 26
 SQLITE_CONSTRAINT_CHECK = 275
 SQLITE_CONSTRAINT_PRIMARYKEY = 1555
@@ -82,12 +90,15 @@ def check_existing(path: str) -> None:
     check_header(path)
 
 
-def connect_readonly(path: str) -> sqlite3.Connection:
+def connect_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """A connection to an existing journal that never creates, writes or deletes a file.
 
+    Every statement that would change the file is refused (an authorizer; temporary
+    tables and views stay allowed), as :class:`ReadOnlyJournalError`.
+
     - File and directory writable (a live journal; a writer may be appending): opened
-      read-write without create and ``query_only``, so reads go through SQLite's WAL
-      index like any reader's, and SQLite removes the ``-wal``/``-shm`` it needed on close.
+      read-write without create, so reads go through SQLite's WAL index like any
+      reader's, and SQLite removes the ``-wal``/``-shm`` it needed when it closes.
     - Otherwise (a 0444 file, a read-only directory or mount), with a ``-wal`` present:
       ``mode=ro``. Where that cannot work (no ``-shm`` and none can be created) and the
       ``-wal`` holds no frames, or without a ``-wal`` at all: ``immutable=1`` (nobody
@@ -96,29 +107,55 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     uri = Path(path).resolve().as_uri()
     directory = os.path.dirname(os.path.abspath(path))
     if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
-        return _open_uri(path, f"{uri}?mode=rw", query_only=True)
+        return _open_uri(path, f"{uri}?mode=rw", check_same_thread)
     if os.path.exists(path + "-wal"):
         try:
-            return _open_uri(path, f"{uri}?mode=ro", query_only=False)
+            return _open_uri(path, f"{uri}?mode=ro", check_same_thread)
         except JournalError:
             if _wal_has_frames(path):
                 raise JournalError(
                     f"{path}: its -wal file holds committed events, and SQLite cannot read "
                     "them without creating a -shm file, which this read-only location forbids"
                 ) from None
-    return _open_uri(path, f"{uri}?immutable=1", query_only=False)
+    return _open_uri(path, f"{uri}?immutable=1", check_same_thread)
 
 
-def _open_uri(path: str, uri: str, *, query_only: bool) -> sqlite3.Connection:
+_WRITES = frozenset(
+    getattr(sqlite3, name)
+    for name in (
+        "SQLITE_ALTER_TABLE", "SQLITE_ANALYZE", "SQLITE_CREATE_INDEX", "SQLITE_CREATE_TABLE",
+        "SQLITE_CREATE_TRIGGER", "SQLITE_CREATE_VIEW", "SQLITE_CREATE_VTABLE", "SQLITE_DELETE",
+        "SQLITE_DROP_INDEX", "SQLITE_DROP_TABLE", "SQLITE_DROP_TRIGGER", "SQLITE_DROP_VIEW",
+        "SQLITE_DROP_VTABLE", "SQLITE_INSERT", "SQLITE_REINDEX", "SQLITE_UPDATE",
+    )
+)
+# connection settings only (sqlite-utils sets recursive_triggers on every connection)
+_READ_PRAGMAS = frozenset({"busy_timeout", "temp_store", "cache_size", "recursive_triggers"})
+
+
+def _read_only(action: int, arg1: str | None, arg2: str | None, db: str | None,
+               trigger: str | None) -> int:
+    """The authorizer of a read-only connection: only the temp schema may change."""
+    if action in _WRITES and db != "temp":
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_ATTACH:  # an attached file could be created or written
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1 not in _READ_PRAGMAS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _open_uri(path: str, uri: str, check_same_thread: bool) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None,
-                               timeout=BUSY_TIMEOUT_MS / 1000)
+                               timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=check_same_thread)
     except sqlite3.Error as exc:
         raise translate(exc, path, "cannot open the journal for reading") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if query_only:
-            conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.set_authorizer(_read_only)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the header now
     except sqlite3.Error as exc:
         conn.close()
@@ -160,6 +197,12 @@ def translate(exc: sqlite3.Error, path: str, action: str) -> JournalError:
         return JournalLockedError(
             f"{path}: {action}: another connection kept the journal locked for more than "
             f"{BUSY_TIMEOUT_MS} ms ({exc})"
+        )
+    if primary == _SQLITE_AUTH:
+        return ReadOnlyJournalError(f"{path}: {action}: the journal is open read-only ({exc})")
+    if primary == _SQLITE_READONLY:
+        return ReadOnlyJournalError(
+            f"{path}: {action}: the file or its directory cannot be written ({exc})"
         )
     if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
         return NotAJournalError(f"{path} is corrupt or not a SQLite database ({action}: {exc})")

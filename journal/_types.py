@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["BadEvent", "Head", "NewEvent", "StoredEvent", "StreamInfo", "VerifyReport"]
+__all__ = [
+    "BadEvent",
+    "Head",
+    "NewEvent",
+    "ProjectionMismatch",
+    "StoredEvent",
+    "StreamInfo",
+    "VerifyReport",
+]
 
 
 class NewEvent(msgspec.Struct, frozen=True):
@@ -65,9 +73,30 @@ class BadEvent(msgspec.Struct, frozen=True):
     reason: str
 
 
+class ProjectionMismatch(msgspec.Struct, frozen=True):
+    """Where an extension's derived object (a projection table, a view) disagrees with events.
+
+    ``extension`` and ``object`` (its table or view) say what; ``stream_id``,
+    ``position`` and ``column`` say where, when the difference is in one row.
+    """
+
+    extension: str
+    object: str
+    stream_id: str | None
+    position: int | None
+    column: str | None
+    reason: str
+
+
 class VerifyReport(msgspec.Struct, frozen=True):
-    """The result of :meth:`Journal.verify`: ``first_bad`` is ``None`` when ``ok``."""
+    """The result of :meth:`Journal.verify`; ``ok`` when no chain and no projection is bad.
+
+    ``first_bad`` is the first event whose chain does not hold; ``projections`` lists
+    what the extensions' checks (:attr:`Extension.verify`) found recomputing their
+    derived objects from ``events``.
+    """
 
     ok: bool
     checked_events: int
     first_bad: BadEvent | None
+    projections: tuple[ProjectionMismatch, ...] = ()

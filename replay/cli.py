@@ -73,7 +73,7 @@ def replay(conversation_id: str | None, all_: bool, provider: str | None, model:
         return
     from .deterministic import replay as run_replay
 
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         result = run_replay(journal, conversation_id, collect=True, driver=driver)
     if as_json:
         emit(result.to_dict())
@@ -220,7 +220,7 @@ def diff(a: str, b: str, db_path: str, as_json: bool) -> None:
 
         turnlog diff c-openai c-anthropic --json
     """
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         result = diff_conversations(journal, a, b)
     if as_json:
         emit(result.to_dict())

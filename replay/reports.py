@@ -1,14 +1,16 @@
 """``replay_all``: replay every conversation of a journal and keep the report.
 
 Each run of ``replay_all`` writes one row per conversation to the
-``replay_reports`` table of the journal file (created on first use; a
-projection, never a source of truth: ``events`` stays the only record of
-conversations)::
+``replay_reports`` table of the journal file (a projection, never a source of
+truth: ``events`` stays the only record of conversations)::
 
     replay_reports(run_id TEXT, run_at TEXT, conversation_id TEXT, ok INTEGER,
                    skipped TEXT, divergence_seq INTEGER, reason TEXT, divergence TEXT /* JSON */)
 
-The audit reads the latest run (``max(run_at)``) if the table exists.
+The table is the journal extension ``replay.reports`` (:data:`REPORTS_EXTENSION`),
+created through the journal's migration path on the first recorded run, and
+written and read with sqlite-utils. The audit reads the latest run
+(``max(run_at)``) if the table exists.
 """
 
 from __future__ import annotations
@@ -21,26 +23,29 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from sqlite_utils import Database
 
-from journal import Journal
+from journal import Extension, Journal, JournalError, JournalProtocol, connect_readonly
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
 
-__all__ = ["REPORTS_TABLE", "ReplayReport", "latest_report", "replay_all"]
+__all__ = ["REPORTS_EXTENSION", "REPORTS_TABLE", "ReplayReport", "latest_report", "replay_all"]
 
 REPORTS_TABLE = "replay_reports"
-_CREATE = f"""CREATE TABLE IF NOT EXISTS {REPORTS_TABLE} (
-    run_id TEXT NOT NULL,
-    run_at TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    ok INTEGER NOT NULL,
-    skipped TEXT,
-    divergence_seq INTEGER,
-    reason TEXT,
-    divergence TEXT CHECK (divergence IS NULL OR json_valid(divergence)),
-    PRIMARY KEY (run_id, conversation_id)
-)"""
+_COLUMNS = {"run_id": str, "run_at": str, "conversation_id": str, "ok": int, "skipped": str,
+            "divergence_seq": int, "reason": str, "divergence": str}
+
+
+def _migrate(db: Database, from_version: int) -> None:
+    # journals recorded before the extension existed already have the same table
+    if from_version == 0 and not db[REPORTS_TABLE].exists():
+        db[REPORTS_TABLE].create(_COLUMNS, pk=("run_id", "conversation_id"),
+                                 not_null={"run_id", "run_at", "conversation_id", "ok"})
+
+
+#: The ``replay_reports`` table as a journal extension (bump ``version`` to change it).
+REPORTS_EXTENSION = Extension(name="replay.reports", version=1, migrate=_migrate)
 
 
 class ReplayReport(msgspec.Struct, kw_only=True):
@@ -68,7 +73,7 @@ class ReplayReport(msgspec.Struct, kw_only=True):
                 "results": [r.to_dict() for r in self.results]}
 
 
-def replay_all(journal: Journal, *, driver: Driver | None = None, record: bool = True,
+def replay_all(journal: JournalProtocol, *, driver: Driver | None = None, record: bool = True,
                check_digest: bool = True,
                on_result: Callable[[ReplayResult], None] | None = None) -> ReplayReport:
     """Replay every conversation in ``journal`` (collecting divergences) and report.
@@ -93,34 +98,44 @@ def replay_all(journal: Journal, *, driver: Driver | None = None, record: bool =
 
 
 def _write(path: str, report: ReplayReport) -> None:
-    rows = [(report.run_id, report.run_at, r.conversation_id, int(r.ok), r.skipped,
-             r.divergence.seq if r.divergence else None,
-             r.divergence.reason if r.divergence else None,
-             json.dumps(r.divergence.to_dict(), ensure_ascii=False) if r.divergence else None)
+    rows = [{"run_id": report.run_id, "run_at": report.run_at,
+             "conversation_id": r.conversation_id, "ok": int(r.ok), "skipped": r.skipped,
+             "divergence_seq": r.divergence.seq if r.divergence else None,
+             "reason": r.divergence.reason if r.divergence else None,
+             "divergence": json.dumps(r.divergence.to_dict(), ensure_ascii=False)
+             if r.divergence else None}
             for r in report.results]
     try:
-        with sqlite3.connect(path, timeout=10) as db:
-            db.execute(_CREATE)
-            db.executemany(f"INSERT INTO {REPORTS_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        db.close()
-    except sqlite3.Error as exc:
+        Journal(path, extensions=[REPORTS_EXTENSION]).close()  # installs the table if needed
+        db = Database(sqlite3.connect(path, timeout=10, isolation_level=None))
+        try:
+            with db.conn:
+                db[REPORTS_TABLE].insert_all(rows)
+        finally:
+            db.conn.close()
+    except (sqlite3.Error, JournalError) as exc:
         raise ReplayError(f"cannot record the replay report in {path}: {exc}") from None
 
 
 def latest_report(path: str) -> list[dict[str, Any]]:
-    """The rows of the latest ``replay_all`` run recorded in the journal at ``path`` ([] if none)."""
+    """The rows of the latest ``replay_all`` run recorded in the journal at ``path`` ([] if none).
+
+    Reads only: nothing is created or written (a read-only journal works).
+    """
     try:
-        with sqlite3.connect(path, timeout=10) as db:
-            db.row_factory = sqlite3.Row
-            exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                (REPORTS_TABLE,)).fetchone()
-            if not exists:
-                return []
-            rows = db.execute(
-                f"SELECT * FROM {REPORTS_TABLE} WHERE run_id = (SELECT run_id FROM "
-                f"{REPORTS_TABLE} ORDER BY run_at DESC LIMIT 1) ORDER BY conversation_id")
-            out = [dict(r) for r in rows]
-        db.close()
-        return out
+        db = Database(connect_readonly(path))
+    except JournalError as exc:
+        raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
+    try:
+        table = db[REPORTS_TABLE]
+        if not table.exists():
+            return []
+        latest = list(table.rows_where(select="run_id", order_by="run_at DESC", limit=1))
+        if not latest:
+            return []
+        return list(table.rows_where("run_id = ?", [latest[0]["run_id"]],
+                                     order_by="conversation_id"))
     except sqlite3.Error as exc:
         raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
+    finally:
+        db.conn.close()

@@ -56,13 +56,16 @@ def json_option(fn: Callable) -> Callable:
                         help="Print machine-readable JSON on stdout.")(fn)
 
 
-def open_journal(path: str, *, must_exist: bool = False) -> Journal:
-    """Open the journal, refusing to create one where the command only reads."""
-    if must_exist and path != ":memory:" and not os.path.exists(path):
-        raise CLIError(f"no journal at {path} (use --db or TURNLOG_DB)")
+def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False) -> Journal:
+    """Open the journal, refusing to create one where the command only reads.
+
+    ``readonly``: for read commands; nothing is ever created, migrated or written.
+    """
+    if (must_exist or readonly) and path != ":memory:" and not os.path.exists(path):
+        raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
     from engine.views import EXTENSIONS  # the engine's SQL views, when present
 
-    return Journal(path, extensions=EXTENSIONS)
+    return Journal(path, extensions=EXTENSIONS, readonly=readonly)
 
 
 def emit(data: Any) -> None:
@@ -109,9 +112,10 @@ def translate_errors(fn: Callable) -> Callable:
 
 
 @contextlib.contextmanager
-def journal_for(path: str, *, must_exist: bool = True) -> Iterator[Journal]:
-    """Open, yield and always close a journal (the one place commands open journals)."""
-    journal = open_journal(path, must_exist=must_exist)
+def journal_for(path: str, *, must_exist: bool = True,
+                readonly: bool = False) -> Iterator[Journal]:
+    """Open, yield and always close a journal (``readonly`` for read commands)."""
+    journal = open_journal(path, must_exist=must_exist, readonly=readonly)
     try:
         yield journal
     finally:

@@ -10,7 +10,7 @@ from engine.audit import STATUSES, AuditQuery, audit, check_query, parse_since
 from engine.prices import PriceTable
 from engine.views import connect_readonly
 
-from ._common import db_option, emit, journal_for, json_option, translate_errors
+from ._common import db_option, emit, fail, journal_for, json_option, problem, translate_errors
 
 __all__ = ["audit_command", "money", "render"]
 
@@ -26,12 +26,15 @@ __all__ = ["audit_command", "money", "render"]
               help="A price table (TOML) instead of turnlog's default engine/prices.toml.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the most expensive conversations to list (0: all).")
+@click.option("--check", is_flag=True,
+              help="First recompute the projection tables from the events; on any "
+                   "difference, list it, take every figure from the events, exit 1.")
 @db_option
 @json_option
 @translate_errors
 def audit_command(since: str | None, provider: str | None, model: str | None,
                   status: str | None, tool: str | None, prices_file: str | None, top: int,
-                  db_path: str, as_json: bool) -> None:
+                  check: bool, db_path: str, as_json: bool) -> None:
     """Figures across conversations: status, turns, tokens, tools, failures, cost.
 
     Cost is estimated from a price table per model and token kind, at the
@@ -46,17 +49,22 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
                        provider=provider, model=model, status=status, tool=tool, top=top)
     check_query(query)
     prices = PriceTable.load(prices_file) if prices_file else PriceTable.default()
-    with journal_for(db_path):  # refuses a missing or foreign file before anything else
+    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file before anything else
         pass
     conn = connect_readonly(db_path)
     try:
-        report = audit(conn, query, prices)
+        report = audit(conn, query, prices, check=check)
     finally:
         conn.close()
     if as_json:
         emit(report)
     else:
         click.echo(render(report))
+    for m in report["projection_mismatches"] or ():
+        problem(f"FORGED PROJECTION: {m['table']} conversation {m['conversation_id']!r} "
+                f"position {m['position']}: {m['reason']} (figures above come from the events)")
+    if report["projection_mismatches"]:
+        fail(1)
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:

@@ -21,7 +21,7 @@ __all__ = ["ls", "show"]
 
 
 def _reader(db_path: str) -> sqlite3.Connection:
-    with journal_for(db_path):  # refuses a missing or foreign file with a clear message
+    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file clearly
         pass
     return connect_readonly(db_path)
 

@@ -33,7 +33,7 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
 
         turnlog verify --heads heads.json
     """
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         if conversation_id is not None:
             require_conversation(journal, conversation_id)
         report = journal.verify(conversation_id)
@@ -43,14 +43,20 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
                      if conversation_id is None or h.stream_id == conversation_id]
             problems = journal.check_heads(saved)
             first_bad = problems[0] if problems else None
-    ok = first_bad is None
+    ok = first_bad is None and not report.projections
+    forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
+               "column": m.column, "reason": m.reason} for m in report.projections]
     if as_json:
-        emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad)})
+        emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
+              "projections": forged})
     elif ok:
         click.echo(f"ok: {report.checked_events} events verified")
-    else:
+    elif first_bad is not None:
         click.echo(f"TAMPERED: conversation {first_bad.stream_id!r} seq {first_bad.seq}: "
                    f"{first_bad.reason}")
+    for m in forged if not as_json else ():
+        click.echo(f"FORGED PROJECTION: {m['table']} conversation {m['conversation_id']!r} "
+                   f"position {m['position']}: {m['reason']}")
     if not ok:
         fail(1)
 
@@ -67,7 +73,7 @@ def heads(output: str | None, db_path: str, as_json: bool) -> None:
 
         turnlog heads --json > heads.json && turnlog verify --heads heads.json
     """
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         items: list[Head] = journal.heads()
     if output:
         dump_heads(items, output)

@@ -45,7 +45,7 @@ def tail(from_position: int | None, conversation_id: str | None, once: bool,
 
         turnlog tail --from-position 1 --json --timeout 10
     """
-    with journal_for(db_path):
+    with journal_for(db_path, readonly=True):
         pass
     conn = connect_readonly(db_path)
     deadline = None if timeout is None else time.monotonic() + timeout

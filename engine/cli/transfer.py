@@ -68,7 +68,7 @@ def export(conversation_id: str, fmt: str, output: str | None, db_path: str) -> 
 
         turnlog export support-42 --format anthropic -o messages.json
     """
-    with journal_for(db_path) as journal:
+    with journal_for(db_path, readonly=True) as journal:
         text = export_conversation(journal, conversation_id, _EXPORT_ALIASES.get(fmt, fmt))
     if output:
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

@@ -43,7 +43,7 @@ from tests.engine.audit_data import PRICES, build
 
 @pytest.fixture
 def audited(db_path):
-    j = Journal(str(db_path))  # a journal written without the views: opening adds them
+    j = Journal(str(db_path), extensions=EXTENSIONS)  # as turnlog writes it: views, projections
     build(j)
     j.close()
     return db_path

@@ -55,3 +55,19 @@ def test_every_journal_error_is_a_turnlog_error_and_drawn_in_the_tree():
         error = getattr(journal.errors, name)
         assert issubclass(error, journal.TurnlogError)
         assert name in tree
+
+
+def test_the_protocols_examples_hold():
+    import doctest
+
+    from journal import _protocol
+
+    result = doctest.testmod(_protocol)
+    assert result.attempted >= 10 and result.failed == 0
+
+
+def test_the_protocol_names_every_public_method_of_the_sqlite_journal():
+    own = {name for name, member in inspect.getmembers(journal.Journal, inspect.isfunction)
+           if not name.startswith("_")}
+    declared = {name for name in vars(journal.JournalProtocol) if not name.startswith("_")}
+    assert own == declared - {"path", "readonly"}

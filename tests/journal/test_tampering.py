@@ -317,3 +317,37 @@ def test_a_null_in_any_column_is_a_bad_event(original, column):
                     f"UPDATE events SET {column} = NULL WHERE stream_id = 'a' AND seq = 3")
 
     assert_reported(copy)
+
+
+def test_the_cli_repro_a_fork_whose_parent_was_edited_no_longer_verifies(tmp_path):
+    """``turnlog fork ID --at 4``, parent seq 1 edited behind the journal's back:
+    ``turnlog verify FORK`` exits 1 naming the parent's seq 1 (it used to exit 0)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from engine.cli import cli
+
+    db = str(tmp_path / "turnlog.db")
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, [*args, "--db", db])
+
+    assert run("demo").exit_code == 0
+    [cid] = [c["conversation_id"] for c in json.loads(run("ls", "--json").output)]
+    assert run("fork", cid, "--at", "4", "--id", "the-fork").exit_code == 0
+    assert run("verify", "the-fork").exit_code == 0
+    conn = sqlite3.connect(db)
+    for trigger in TRIGGERS:
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.execute("UPDATE events SET payload = replace(payload, 'Paris', 'Parix') "
+                 f"WHERE stream_id = '{cid}' AND seq = 1")
+    assert conn.total_changes == 1
+    conn.commit()
+    conn.close()
+
+    result = run("verify", "the-fork", "--json")
+
+    assert result.exit_code == 1
+    bad = json.loads(result.output)["first_bad"]
+    assert (bad["conversation_id"], bad["seq"]) == (cid, 1)
