@@ -23,6 +23,7 @@ from engine.cli._common import (
 )
 
 from .diff import diff as diff_conversations
+from .fork import check_fork_point
 from .fork import fork as fork_conversation
 
 __all__ = ["COMMANDS", "diff", "fork", "replay"]
@@ -180,8 +181,7 @@ def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | N
         if run:  # build the provider and tools first: bad usage must write nothing
             from .rebuild import rebuild
 
-            if not 1 <= at_seq <= journal.last_seq(conversation_id):  # the fork's own error
-                fork_conversation(journal, conversation_id, at_seq)
+            check_fork_point(journal, conversation_id, at_seq, message=True)
             parent = rebuild(journal, conversation_id, at_seq)
             chosen = make_provider(provider or parent.provider, model or parent.model, script)
             tools = load_tools(tool_sets)
