@@ -7,7 +7,7 @@ import click
 from engine.conversation import require_conversation
 from journal import BadEvent, Head, dump_heads, load_heads
 
-from ._common import db_option, emit, fail, journal_for, json_option, translate_errors
+from ._common import colour, db_option, emit, fail, journal_for, json_option, translate_errors
 
 __all__ = ["heads", "verify"]
 
@@ -47,9 +47,9 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
     if as_json:
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad)})
     elif ok:
-        click.echo(f"ok: {report.checked_events} events verified")
+        click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified")
     else:
-        click.echo(f"TAMPERED: conversation {first_bad.stream_id!r} seq {first_bad.seq}: "
+        click.echo(f"{colour('TAMPERED', 'tampered')}: conversation {first_bad.stream_id!r} seq {first_bad.seq}: "
                    f"{first_bad.reason}")
     if not ok:
         fail(1)

@@ -195,3 +195,12 @@ def test_import_turnlog_is_the_one_public_import():
             assert getattr(turnlog, name) is getattr(package, name), name
     assert set(turnlog.__all__) == set(engine.__all__) | set(journal.__all__) | set(replay.__all__)
     assert turnlog.__doc__ and "import turnlog" in turnlog.__doc__
+
+
+def test_replay_of_an_imported_conversation_says_an_imported(tmp_path, db):
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "hi"},
+                                      {"role": "assistant", "content": "hello"}]))
+    assert turnlog("import", transcript, "--id", "imp", "--db", db).returncode == 0
+    out = turnlog("replay", "imp", "--db", db)
+    assert out.returncode == 0 and "holds an imported model message" in out.stdout
