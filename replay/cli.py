@@ -139,7 +139,8 @@ def _swap(conversation_id: str, provider_name: str, model: str | None, policy: s
                    f"on {result.provider}/{result.model} (tools: {policy})")
         if result.error:
             click.echo(f"error: {result.error}")
-        click.echo(f"next: {command_hint('diff', conversation_id, result.conversation_id, db_path=db_path)}")
+        hint = command_hint("diff", conversation_id, result.conversation_id, db_path=db_path)
+        click.echo(f"next: {hint}")
     if result.status != "completed":
         fail(1)
 
