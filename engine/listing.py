@@ -12,9 +12,10 @@ import json
 import sqlite3
 from typing import Any
 
+from journal import walk_ancestry
+
 from .audit import STATUSES
 from .errors import BadFilterError, ConversationNotFound
-from journal import walk_ancestry
 
 __all__ = ["conversation_events", "conversation_info", "events_after", "last_position",
            "list_conversations"]

@@ -12,6 +12,7 @@ import click
 from engine.choices import load_tools, make_provider
 from engine.cli._common import (
     CLIError,
+    colour,
     command_hint,
     db_option,
     emit,
@@ -23,6 +24,7 @@ from engine.cli._common import (
 )
 
 from .diff import diff as diff_conversations
+from .fork import check_fork_point
 from .fork import fork as fork_conversation
 
 __all__ = ["COMMANDS", "diff", "fork", "replay"]
@@ -80,7 +82,8 @@ def replay(conversation_id: str | None, all_: bool, provider: str | None, model:
     elif result.skipped:
         click.echo(f"{conversation_id}: skipped ({result.skipped})")
     elif result.ok:
-        click.echo(f"{conversation_id}: ok, {result.checked} events replayed identically")
+        click.echo(f"{conversation_id}: {colour('ok', 'ok')}, {result.checked} events replayed "
+                   "identically")
     else:
         click.echo(result.divergence.render())
     if not result.ok:
@@ -111,7 +114,8 @@ def _replay_all(db_path: str, as_json: bool, driver) -> None:
         emit(report.to_dict())
     else:
         for r in report.results:
-            state = "skipped" if r.skipped else "ok" if r.ok else f"DIVERGED at seq {r.divergence.seq}"
+            state = ("skipped" if r.skipped else colour("ok", "ok") if r.ok
+                     else colour(f"DIVERGED at seq {r.divergence.seq}", "diverged"))
             click.echo(f"{r.conversation_id}  {state}")
         click.echo(f"{len(report.results)} conversation(s), {len(report.divergences)} diverged")
     if not report.ok:
@@ -135,7 +139,8 @@ def _swap(conversation_id: str, provider_name: str, model: str | None, policy: s
                    f"on {result.provider}/{result.model} (tools: {policy})")
         if result.error:
             click.echo(f"error: {result.error}")
-        click.echo(f"next: {command_hint('diff', conversation_id, result.conversation_id, db_path=db_path)}")
+        hint = command_hint("diff", conversation_id, result.conversation_id, db_path=db_path)
+        click.echo(f"next: {hint}")
     if result.status != "completed":
         fail(1)
 
@@ -180,8 +185,7 @@ def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | N
         if run:  # build the provider and tools first: bad usage must write nothing
             from .rebuild import rebuild
 
-            if not 1 <= at_seq <= journal.last_seq(conversation_id):  # the fork's own error
-                fork_conversation(journal, conversation_id, at_seq)
+            check_fork_point(journal, conversation_id, at_seq, message=True)
             parent = rebuild(journal, conversation_id, at_seq)
             chosen = make_provider(provider or parent.provider, model or parent.model, script)
             tools = load_tools(tool_sets)
@@ -191,7 +195,11 @@ def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | N
         if run:
             from engine.loop import Loop
 
-            result = Loop(journal, chosen, tools).resume(fid)
+            from engine.cli.run import resume_hint, run_interruptible
+
+            loop = Loop(journal, chosen, tools)
+            result = run_interruptible(journal, fid, lambda: loop.resume(fid), resume_hint(
+                fid, db_path, tuple(tool_sets), script))
     out = {"conversation_id": fid, "parent": conversation_id, "fork_seq": at_seq}
     if result is not None:
         out.update(status=result.status, final_content=result.final_content, error=result.error)
@@ -225,7 +233,7 @@ def diff(a: str, b: str, db_path: str, as_json: bool) -> None:
     if as_json:
         emit(result.to_dict())
         return
-    click.echo(result.render())
+    click.echo(result.render(style=lambda text, kind: colour(text, kind, bold=True)))
 
 
 COMMANDS = [diff, fork, replay]

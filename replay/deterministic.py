@@ -170,7 +170,9 @@ def _seed_ancestry(scratch: ScratchJournal, journal: Journal, conversation_id: s
 def _not_replayable(recording: Recording) -> str | None:
     for seq, event in recording.events:
         if type(event) is ModelResponded and event.source != "provider":
-            return f"seq {seq} holds a {event.source} model message, not one the loop produced"
+            article = "an" if event.source[:1] in "aeiou" else "a"
+            return (f"seq {seq} holds {article} {event.source} model message, "
+                    "not one the loop produced")
         if type(event) is ToolCompleted and event.source in ("imported",):
             return f"seq {seq} holds an imported tool result, not one the loop produced"
     return None

@@ -109,9 +109,13 @@ class ConversationDiff(msgspec.Struct, kw_only=True):
         """JSON-ready form (``same``, ``turns``, ...), as ``turnlog diff --json`` prints it."""
         return msgspec.to_builtins(self)
 
-    def render(self) -> str:
-        """A readable side-by-side rendering, one block per turn."""
-        return _render(self)
+    def render(self, style: Callable[[str, str], str] | None = None) -> str:
+        """A readable side-by-side rendering, one block per turn.
+
+        ``style(text, kind)`` may decorate the verdicts (kind ``same`` or
+        ``different``), e.g. with terminal colour; by default they stay plain.
+        """
+        return _render(self, style or (lambda text, _kind: text))
 
 
 def summarise(journal: Journal, conversation_id: str) -> list[TurnSummary]:
@@ -231,11 +235,12 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def _render(d: ConversationDiff) -> str:
+def _render(d: ConversationDiff, style: Callable[[str, str], str]) -> str:
     width = 60
     out = [f"{'A: ' + d.a:<{width}} | B: {d.b}", "-" * (2 * width + 3)]
     for t in d.turns:
-        mark = "same" if t.same else "DIFFERENT: " + ", ".join(t.differences)
+        mark = (style("same", "same") if t.same
+                else style("DIFFERENT", "different") + ": " + ", ".join(t.differences))
         out.append(f"turn {t.turn}  {mark}")
         left, right = _side(t.a), _side(t.b)
         for i in range(max(len(left), len(right))):
@@ -249,5 +254,5 @@ def _render(d: ConversationDiff) -> str:
     out.append(f"usage delta (B - A): {delta or 'none'}")
     if d.cost_delta is not None:
         out.append(f"cost delta (B - A): {d.cost_delta:+.6f} USD")
-    out.append("SAME" if d.same else "DIFFERENT")
+    out.append(style("SAME", "same") if d.same else style("DIFFERENT", "different"))
     return "\n".join(out)

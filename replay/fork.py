@@ -32,7 +32,7 @@ from journal import Journal
 from .errors import ForkPointError
 from .rebuild import lineage_events, rebuild
 
-__all__ = ["fork", "fork_started", "message_fork_points"]
+__all__ = ["check_fork_point", "fork", "fork_started", "message_fork_points"]
 
 _UNSET: Any = object()
 
@@ -98,13 +98,38 @@ def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | N
     try:
         Conversation.start(journal, started, rest=then)
     except InvalidTransition as exc:
-        points = message_fork_points(journal, conversation_id)
         why = exc.reason or f"it is {exc.state.replace('_', ' ')} there"
-        where = (f"a message can follow seq {_ranges(points)}" if points
-                 else "no seq of it can take a message")
-        raise ForkPointError(f"cannot fork {conversation_id} at seq {at_seq} with a message "
-                             f"({why}); {where}") from None
+        raise _no_message_here(journal, conversation_id, at_seq, why) from None
     return new_id
+
+
+def check_fork_point(journal: Journal, conversation_id: str, at_seq: int, *,
+                     message: bool = False) -> None:
+    """Raise the ``ForkPointError`` ``fork`` would raise for this point, writing nothing.
+
+    With ``message`` the point must also be one a user message can follow
+    (the error then lists those that can).
+    """
+    last = journal.last_seq(conversation_id)
+    if last == 0:
+        load_state(journal, conversation_id)  # ConversationNotFound, with the usual message
+    if type(at_seq) is not int or not 1 <= at_seq <= last:
+        raise ForkPointError(f"cannot fork {conversation_id!r} at seq {at_seq!r}: "
+                             f"it has seqs 1..{last}")
+    if message and at_seq not in message_fork_points(journal, conversation_id):
+        state = rebuild(journal, conversation_id, at_seq)
+        why = (f"{len(state.pending_calls)} tool call(s) still await results"
+               if state.pending_calls else f"it is {state.lifecycle.value.replace('_', ' ')} there")
+        raise _no_message_here(journal, conversation_id, at_seq, why)
+
+
+def _no_message_here(journal: Journal, conversation_id: str, at_seq: int,
+                     why: str) -> ForkPointError:
+    points = message_fork_points(journal, conversation_id)
+    where = (f"a message can follow seq {_ranges(points)}" if points
+             else "no seq of it can take a message")
+    return ForkPointError(f"cannot fork {conversation_id} at seq {at_seq} with a message "
+                          f"({why}); {where}")
 
 
 def message_fork_points(journal: Journal, conversation_id: str) -> list[int]:

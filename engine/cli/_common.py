@@ -139,7 +139,7 @@ def _colour_on(err: bool = False) -> bool:
 
 _STATUS_COLOURS = {"completed": "green", "ok": "green", "failed": "red", "halted": "yellow",
                    "active": "cyan", "interrupted": "yellow", "diverged": "red",
-                   "tampered": "red", "removed": "red", "added": "green"}
+                   "tampered": "red", "same": "green", "different": "red"}
 
 
 def colour(text: str, kind: str | None = None, *, err: bool = False, **style: Any) -> str:

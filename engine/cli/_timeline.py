@@ -137,7 +137,9 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
         case "conversation_failed":
             return [f"{at}FAILED: {_clip(p['error'], full)}"]
         case "run_interrupted":
-            why = p.get("message") or p.get("reason", "")
+            reason = p.get("reason", "sigint")  # the payload omits the default
+            why = p.get("message") or {"sigint": "Ctrl-C", "sigterm": "terminated"}.get(reason,
+                                                                                       reason)
             return [f"{at}INTERRUPTED ({why}): the run stopped unfinished; "
                     "`turnlog resume` continues it"]
     return [f"{at}{type_} {_clip(_json(p), full)}"]

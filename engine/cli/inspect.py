@@ -14,7 +14,15 @@ from engine.audit import STATUSES, parse_since
 from engine.listing import conversation_events, conversation_info, list_conversations
 from engine.views import connect_readonly
 
-from ._common import colour, db_option, emit, journal_for, json_option, translate_errors
+from ._common import (
+    colour,
+    command_hint,
+    db_option,
+    emit,
+    journal_for,
+    json_option,
+    translate_errors,
+)
 from ._timeline import header, timeline
 
 __all__ = ["ls", "show"]
@@ -104,6 +112,9 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     started = events[0]["payload"] if events and events[0]["type"] == "conversation_started" else {}
     for line in header(info, started, full) + [""] + timeline(events, full):
         click.echo(line)
+    if info["status"] == "active":
+        click.echo(f"\nunfinished: {command_hint('resume', conversation_id, db_path=db_path)} "
+                   "continues it (name its --tools and --script as for run)")
 
 
 COMMANDS = [ls, show]

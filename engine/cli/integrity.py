@@ -7,7 +7,7 @@ import click
 from engine.conversation import require_conversation
 from journal import BadEvent, Head, dump_heads, load_heads
 
-from ._common import db_option, emit, fail, journal_for, json_option, translate_errors
+from ._common import colour, db_option, emit, fail, journal_for, json_option, translate_errors
 
 __all__ = ["heads", "verify"]
 
@@ -50,12 +50,13 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
               "projections": forged})
     elif ok:
-        click.echo(f"ok: {report.checked_events} events verified")
+        click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified")
     elif first_bad is not None:
-        click.echo(f"TAMPERED: conversation {first_bad.stream_id!r} seq {first_bad.seq}: "
+        click.echo(f"{colour('TAMPERED', 'tampered')}: conversation {first_bad.stream_id!r} "
+                   f"seq {first_bad.seq}: "
                    f"{first_bad.reason}")
     for m in forged if not as_json else ():
-        click.echo(f"FORGED PROJECTION: {m['table']} conversation {m['conversation_id']!r} "
+        click.echo(f"{colour('FORGED PROJECTION', 'tampered')}: {m['table']} conversation {m['conversation_id']!r} "
                    f"position {m['position']}: {m['reason']}")
     if not ok:
         fail(1)

@@ -10,7 +10,15 @@ from engine.formats.detect import FORMATS
 from engine.formats.exporter import EXPORT_FORMATS, export_conversation
 from engine.formats.importer import import_file
 
-from ._common import CLIError, db_option, emit, journal_for, json_option, translate_errors
+from ._common import (
+    CLIError,
+    db_option,
+    emit,
+    journal_for,
+    json_option,
+    problem,
+    translate_errors,
+)
 
 __all__ = ["export", "import_"]
 
@@ -49,6 +57,8 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     if as_json:
         emit(result)
         return
+    for warning in getattr(result, "warnings", ()):  # what the importer noticed but accepted
+        problem(f"warning: {warning}")
     formats = ", ".join(f"{k} {v}" for k, v in sorted(result.formats.items()))
     click.echo(f"imported {result.conversation_id}: {result.events} events "
                f"({formats}); status {result.status}")

@@ -144,7 +144,7 @@ def _unknown(entry: Any, index: int, fmt: str | None = None) -> UnknownEntryErro
             else f"a JSON {type(entry).__name__}")
     if isinstance(entry, dict) and "role" in entry:
         what += f", role {str(entry.get('role'))[:40]!r}"
-    expected = f"a {fmt} entry" if fmt else f"an entry in one of: {', '.join(FORMATS)}"
+    expected = f"{'an' if fmt[:1] in 'aeiou' else 'a'} {fmt} entry" if fmt else f"an entry in one of: {', '.join(FORMATS)}"
     return UnknownEntryError(f"entry {index}: unknown entry ({what}); expected {expected}",
                              index=index, keys=_keys(entry))
 

@@ -212,7 +212,7 @@ def test_forcing_a_format_reads_every_entry_as_that_format(journal):
                              {"role": "assistant", "content": text}], fmt="api",
                    conversation_id="f")
     assert load_state(journal, "f").final_content == text
-    with pytest.raises(UnknownEntryError, match="expected a orchestrator entry"):
+    with pytest.raises(UnknownEntryError, match="expected an orchestrator entry"):
         import_entries(journal, [{"role": "user", "content": "q"}], fmt="orchestrator")
 
 
