@@ -31,6 +31,7 @@ from ..errors import (
     AuthenticationError,
     BadRequestError,
     FormatError,
+    InvalidEventError,
     MalformedResponseError,
     ProviderTimeout,
     RateLimitError,
@@ -144,10 +145,18 @@ class ScriptedProvider:
         stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
         usage = Usage(**turn.usage) if turn.usage else Usage(
             input_tokens=len(canonical_json(msgspec.to_builtins(request))) // 4,
-            output_tokens=max(1, len(canonical_json(msgspec.to_builtins(parts))) // 4))
+            output_tokens=max(1, len(_json(parts)) // 4))
         return ModelResponse(parts=tuple(parts), stop_reason=stop, usage=usage,
                              provider=self.name, model=request.model or self.model,
                              response_id=f"scripted-{k + 1}", raw=msgspec.to_builtins(turn))
+
+
+def _json(parts: list[Part]) -> str:
+    # arguments without a canonical form (keys merging under NFC) are the loop's to refuse
+    try:
+        return canonical_json(msgspec.to_builtins(parts))
+    except InvalidEventError:
+        return msgspec.json.encode(parts).decode()
 
 
 def _call(call: ScriptCall, call_id: str) -> ToolCall:
