@@ -62,7 +62,7 @@ def assign_call_ids(parts: Iterable[Part], taken: Container[str] = ()) -> tuple[
                 n = 2
                 while f"{part.id}_{n}" in taken or f"{part.id}_{n}" in fresh:
                     n += 1
-                original = part.provider_id or part.id
+                original = part.id if part.provider_id is None else part.provider_id
                 part = msgspec.structs.replace(part, id=f"{part.id}_{n}", provider_id=original)
             fresh.add(part.id)
         out.append(part)

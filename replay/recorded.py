@@ -19,7 +19,6 @@ from typing import Any
 import msgspec
 
 from engine import errors as engine_errors
-from engine.canonical import canonical_json
 from engine.duplicates import call_key
 from engine.events import (
     ConversationStarted,
@@ -260,10 +259,14 @@ class RecordedTools:
                 rec.conversation_id, seq, event_dict(completed),
                 {"type": "tool_started", "call_id": call.id, "name": call.name,
                  "arguments": call.arguments},
-                f"tool call {call.id!r} is {call.name}({canonical_json(call.arguments)}) but the "
+                f"tool call {call.id!r} is {call.name}({_shown(call.arguments)}) but the "
                 f"recording answered {completed.name}"
-                f"({canonical_json(recorded.arguments) if recorded else '?'})"))
+                f"({_shown(recorded.arguments) if recorded else '?'})"))
         return completed
+
+
+def _shown(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def _key(call: ToolCall) -> str:

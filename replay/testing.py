@@ -42,11 +42,16 @@ from typing import Any
 from engine.events import (
     ConversationCompleted,
     ConversationFailed,
+    ConversationHalted,
     ConversationStarted,
+    DirectiveLayer,
     DuplicatePolicy,
+    ForkRef,
     ModelFailed,
     ModelRequested,
     ModelResponded,
+    RejectReason,
+    ReplayRef,
     ToolCallRejected,
     ToolCompleted,
     ToolSpec,
@@ -54,7 +59,8 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.messages import Text, ToolCall, Usage
+from engine.calls import assign_call_ids
+from engine.messages import Image, Text, Thinking, ToolCall, Usage
 from engine.state import StateBuilder
 from engine.texts import duplicate_message, result_content
 from journal import Journal
@@ -63,10 +69,13 @@ __all__ = [
     "RecordedConversation",
     "arguments",
     "conversations",
+    "events",
+    "identifiers",
     "json_values",
     "pytest_addoption",
     "pytest_generate_tests",
     "replay_cases",
+    "tool_call_lists",
     "tool_calls",
 ]
 
@@ -101,6 +110,28 @@ def arguments(max_size: int = 4):
     return st.dictionaries(st.from_regex(_NAMES, fullmatch=True), json_values(), max_size=max_size)
 
 
+def identifiers():
+    """Identifier-like names (``[a-z][a-z0-9_]{0,11}``): tool names, argument keys."""
+    return _st().from_regex(_NAMES, fullmatch=True)
+
+
+#: provider call ids as servers send them, from a small pool so repeats are common
+_PROVIDER_IDS = ("x", "x_2", "call_0", "call_1", "toolu_01", "")
+
+
+def tool_call_lists(names: Any = None, *, min_size: int = 0, max_size: int = 4):
+    """The calls of one response: several calls whose provider ids often repeat.
+
+    Ids come from a small pool (``"x"``, ``"x_2"``, ``"call_0"``, ...) as
+    providers send them (servers number calls from 0 every turn, some repeat
+    an id within a response); ``engine.calls.assign_call_ids`` makes them
+    unique, as the loop and the importers do.
+    """
+    st = _st()
+    return st.lists(tool_calls(names, ids=st.sampled_from(_PROVIDER_IDS)), min_size=min_size,
+                    max_size=max_size)
+
+
 def tool_calls(names: Any = None, *, ids: Any = None):
     """``ToolCall`` parts with valid JSON-object arguments (``raw_arguments`` matching).
 
@@ -117,6 +148,75 @@ def tool_calls(names: Any = None, *, ids: Any = None):
                         raw_arguments=json.dumps(args, ensure_ascii=False))
 
     return st.builds(build, ids, names, arguments())
+
+
+def events():
+    """Any single event with arbitrary field values (not a valid history: see ``conversations``).
+
+    For codec and schema laws: every event type, every part kind, tool calls
+    with any raw or invalid argument text.
+    """
+    st = _st()
+    small = st.integers(0, 10_000)
+    floats = st.floats(allow_nan=False, allow_infinity=False)
+    ids, names = st.from_regex(r"[A-Za-z0-9_-]{1,24}", fullmatch=True), identifiers()
+    args, values = arguments(), json_values()
+    calls = st.builds(ToolCall, id=ids, name=names, arguments=args,
+                      raw_arguments=st.text(max_size=30), invalid=st.none() | st.text(max_size=10),
+                      provider_id=st.none() | ids)
+    parts = st.one_of(
+        st.builds(Text, text=st.text(max_size=40)),
+        st.builds(Thinking, text=st.text(max_size=40), signature=st.none() | st.text(max_size=10),
+                  provider=st.none() | names),
+        calls,
+        st.builds(Image, media_type=st.sampled_from(["image/png", "image/jpeg"]),
+                  data=st.none() | st.text(alphabet="ABCDEF0123456789", max_size=20)))
+    usage = st.builds(Usage, input_tokens=small, output_tokens=small, cached_input_tokens=small,
+                      cache_write_tokens=small, reasoning_tokens=small)
+    specs = st.builds(ToolSpec, name=names, description=st.text(max_size=30),
+                      handler=st.booleans(),
+                      effect=st.sampled_from(["read_only", "idempotent", "side_effecting"]))
+    policies = st.builds(
+        DuplicatePolicy, rule=st.sampled_from(["previous", "window", "anywhere", "off"]),
+        window=st.integers(1, 5), exempt=st.lists(names, max_size=2).map(tuple),
+        observe_only=st.booleans(), max_refusals=st.none() | st.integers(1, 5))
+    replaced = st.lists(names, max_size=2).map(tuple)
+    return st.one_of(
+        st.builds(ConversationStarted, conversation_id=ids, provider=names, model=names,
+                  mode=st.sampled_from(["chat", "pipeline"]), max_turns=st.integers(1, 50),
+                  system=st.text(max_size=40),
+                  directives=st.lists(st.builds(DirectiveLayer, layer=names, name=names,
+                                                text=st.text(max_size=20)), max_size=2).map(tuple),
+                  tools=st.lists(specs, max_size=3).map(tuple), duplicate_policy=policies,
+                  parameters=args, metadata=args,
+                  fork=st.none() | st.builds(ForkRef, conversation_id=ids, seq=small, hash=ids),
+                  replay_of=st.none() | st.builds(ReplayRef, conversation_id=ids)),
+        st.builds(UserMessage, parts=st.lists(parts, max_size=3).map(tuple),
+                  timestamp=st.none() | st.text(max_size=25), replaced=replaced),
+        st.builds(ModelRequested, turn=small, digest=ids, provider=names, model=names,
+                  parameters=args),
+        st.builds(ModelResponded, turn=small, parts=st.lists(parts, max_size=4).map(tuple),
+                  stop_reason=st.sampled_from(["end_turn", "tool_use", "max_tokens", "refusal",
+                                               "other"]),
+                  usage=usage, provider=names, model=names, response_id=st.none() | ids,
+                  raw=values, latency_ms=st.none() | floats,
+                  source=st.sampled_from(["provider", "imported", "runner"]), replaced=replaced),
+        st.builds(ModelFailed, turn=small, error_type=names, message=st.text(max_size=30),
+                  status=st.none() | st.integers(100, 599), retryable=st.booleans()),
+        st.builds(ToolCallRejected, call_id=ids, name=names, reason=st.sampled_from(RejectReason),
+                  content=st.text(max_size=40), arguments=args,
+                  details=st.dictionaries(names, values, max_size=2)),
+        st.builds(ToolStarted, call_id=ids, name=names, arguments=args,
+                  idempotency_key=st.none() | ids, duplicate=st.booleans()),
+        st.builds(ToolCompleted, call_id=ids, name=names, success=st.booleans(),
+                  content=st.text(max_size=40), data=values,
+                  error=st.none() | st.text(max_size=20), duration_ms=st.none() | floats),
+        st.builds(TurnLimitReached, turn_count=small, max_turns=small,
+                  pending_tool_calls=st.booleans(), warning=st.text(max_size=20)),
+        st.builds(ConversationHalted, reason=st.text(max_size=20), refusals=small),
+        st.builds(ConversationCompleted, final_content=st.text(max_size=40)),
+        st.builds(ConversationFailed, error=st.text(max_size=30), error_type=names),
+    )
 
 
 _DEFAULT_TOOLS = (ToolSpec(name="search", effect="read_only"), ToolSpec(name="add"),
@@ -201,8 +301,10 @@ class _Recorder:
         self.turn += 1
         self.add(ModelRequested(turn=self.turn, digest="0" * 64, provider=s.provider, model=s.model))
         parts: list[Any] = [Text(text=text)] if text else []
-        parts += [ToolCall(id=f"call_{self.turn}_{i}", name=n, arguments=a)
-                  for i, (n, a) in enumerate(calls, start=1)]
+        # provider ids repeat (within the response and across turns), as real servers send
+        # them; the engine's one rule makes them unique, as the loop does
+        parts += assign_call_ids([ToolCall(id=f"call_{i % 2}", name=n, arguments=a)
+                                  for i, (n, a) in enumerate(calls)], self.builder.call_ids)
         self.add(ModelResponded(turn=self.turn, parts=tuple(parts),
                                 stop_reason="tool_use" if calls else "end_turn",
                                 usage=Usage(input_tokens=tokens, output_tokens=tokens // 4 + 1),

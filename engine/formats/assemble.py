@@ -12,9 +12,13 @@ Rules (what an imported history becomes):
 - consecutive assistant messages are one model response (one turn): their
   parts are concatenated. Data Machine ``AI ACTION`` messages of the same
   ``(Turn N)`` join one response even with their results between them;
-- a tool result answers the pending call with its id, or (Data Machine
-  text, which has no ids) the first unanswered call; a result that answers
-  nothing is refused with its entry index;
+- every tool call gets an id unique in the conversation
+  (``engine.calls.assign_call_ids``: a repeated id is suffixed, the
+  original kept as ``provider_id``);
+- a tool result answers the first unanswered call with its id (or that
+  provider id), or (Data Machine text, which has no ids) the first
+  unanswered call; a result that answers nothing is refused with its entry
+  index;
 - a Data Machine duplicate correction answers the pending call as a refused
   duplicate; without an ``AI ACTION`` before it (the reference's own
   transcripts) the refused call is the previous call again;
@@ -34,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..calls import assign_call_ids
 from ..errors import InvalidTransition, TranscriptOrderError
 from ..events import (
     ConversationCompleted,
@@ -93,6 +98,16 @@ class _Group:
         return [p for p in self.parts if type(p) is ToolCall]
 
 
+class _Taken:
+    """The call ids already used: the conversation's and the open response's."""
+
+    def __init__(self, builder: StateBuilder, group: _Group) -> None:
+        self.builder, self.group = builder, group
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self.builder.call_ids or any(c.id == call_id for c in self.group.calls)
+
+
 class _Assembler:
     def __init__(self, started: ConversationStarted) -> None:
         self.builder = StateBuilder()
@@ -129,12 +144,12 @@ class _Assembler:
         if group is not None and (
                 (item.turn_hint is not None and item.turn_hint == group.turn_hint)
                 or (not group.calls and not group.results)):
-            group.parts.extend(item.parts)
+            group.parts.extend(assign_call_ids(item.parts, _Taken(self.builder, group)))
             group.turn_hint = group.turn_hint if group.turn_hint is not None else item.turn_hint
             return
         self.flush()
-        self.group = _Group(item.index, list(item.parts), item.timestamp, item.recorded_at,
-                            item.provider, item.turn_hint)
+        self.group = _Group(item.index, list(assign_call_ids(item.parts, self.builder.call_ids)),
+                            item.timestamp, item.recorded_at, item.provider, item.turn_hint)
 
     def _pending(self, item: Item) -> ToolCall:
         group = self.group
@@ -145,8 +160,8 @@ class _Assembler:
             raise TranscriptOrderError(
                 f"entry {item.index}: a tool response with no unanswered AI ACTION before it",
                 index=item.index)
-        for call in open_calls:
-            if call.id == item.call_id:
+        for call in open_calls:  # a repeated provider id answers its calls in order
+            if call.id == item.call_id or call.provider_id == item.call_id:
                 return call
         raise TranscriptOrderError(
             f"entry {item.index}: tool result for call {item.call_id!r} answers no pending "

@@ -41,8 +41,9 @@ import msgspec
 from journal import Journal, StreamNotFoundError
 
 from ..conversation import Conversation
+from ..canonical import valid_unicode
 from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
-from ..events import EVENT_TYPES, ConversationStarted, decode_event
+from ..events import EVENT_TYPES, ConversationStarted, decode_event, with_valid_unicode
 from ..messages import Message, Text, ToolCall, ToolResult
 from .assemble import Item, assemble
 from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
@@ -198,15 +199,20 @@ def _datamachine(entry: dict[str, Any], index: int) -> list[Item]:
 def _turnlog(entry: dict[str, Any], index: int) -> list[Item]:
     payload = entry.get("payload", entry)
     kind = entry.get("type")
-    if not isinstance(payload, dict) or kind not in EVENT_TYPES:
+    if not isinstance(payload, dict) or not isinstance(kind, str) or kind not in EVENT_TYPES:
         raise _unknown(entry, index, "turnlog")
-    payload = {**payload, "type": kind}
+    payload, repaired = valid_unicode({**payload, "type": kind})
     version = entry.get("version", 1)
     try:
         event = decode_event(kind, version if isinstance(version, int) else 1,
                              json.dumps(payload), where=f"entry {index}")
     except (CorruptEventError, TypeError, ValueError) as exc:
         raise FormatError(f"entry {index}: not a valid turnlog {kind!r} event: {exc}") from None
+    if repaired:  # record where the invalid Unicode was (Event.replaced)
+        original = entry.get("payload", entry)
+        fields = sorted(k for k in original if k in event.__struct_fields__
+                        and valid_unicode(original[k])[1])
+        event = msgspec.structs.replace(event, replaced=tuple(fields))
     _, stamp = _stamp(entry.get("recorded_at"), index)
     return [Item("event", index, recorded_at=stamp, event=event)]
 
@@ -345,6 +351,8 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
         raise FormatError("the transcript has no entries")
     items, formats = normalise(entries, fmt, envelope)
     cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
+    if valid_unicode(cid)[1]:
+        raise FormatError(f"conversation id {cid!r} is not valid Unicode")
     try:
         journal.stream(cid)
     except StreamNotFoundError:
@@ -354,7 +362,8 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
     started, stamps0 = _started(items, cid, formats)
     events, stamps, builder = assemble(started, [i for i in items if i.kind != "system"])
     stamps[0] = stamps0
-    Conversation.start(journal, started, stamps[0], rest=events[1:], rest_recorded_at=stamps[1:])
+    events = [with_valid_unicode(e) for e in events]  # invalid Unicode: U+FFFD, recorded
+    Conversation.start(journal, events[0], stamps[0], rest=events[1:], rest_recorded_at=stamps[1:])
     return ImportResult(conversation_id=cid, events=len(events), formats=formats,
                         status=builder.state().status)
 

@@ -134,7 +134,7 @@ class _Planner:
             part = _assistant_part(part, self.provider)
             if type(part) is ToolCall:
                 # the provider is sent back the id it minted (a repeated one is suffixed)
-                wire = self._unique(part.provider_id or part.id)
+                wire = self._unique(part.id if part.provider_id is None else part.provider_id)
                 self.recorded.append(part.id)
                 part = part if wire == part.id and part.provider_id is None else (
                     msgspec.structs.replace(part, id=wire, provider_id=None))

@@ -7,10 +7,13 @@ import unicodedata
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.strategies import arguments, json_values
+from replay import testing as shipped
 
 from engine.canonical import canonical_json
 from engine.errors import InvalidEventError
+
+arguments = shipped.arguments(max_size=5)
+json_values = shipped.json_values(max_leaves=12)
 
 
 @given(arguments, st.randoms())

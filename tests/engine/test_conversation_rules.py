@@ -8,7 +8,7 @@ import itertools
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from tests.strategies import arguments, events
+from replay import testing as shipped
 
 from engine.conversation import Conversation, load_state
 from engine.errors import InvalidTransition
@@ -29,6 +29,9 @@ from engine.machine import Lifecycle
 from engine.messages import Text, ToolCall
 from engine.state import StateBuilder, fold_stored, reduce
 from journal import Journal
+
+arguments = shipped.arguments(max_size=5)
+events = shipped.events()
 
 L = Lifecycle
 

@@ -22,7 +22,10 @@ from engine.messages import ToolCall
 from engine.providers.scripted import ScriptedProvider
 from engine.state import StateBuilder
 from journal import Journal
-from tests.strategies import arguments, names
+from replay import testing as shipped
+
+arguments = shipped.arguments(max_size=5)
+names = shipped.identifiers()
 
 FAST = settings(max_examples=60, deadline=None)
 

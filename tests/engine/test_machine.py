@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.strategies import events, ids, tool_calls
+from replay import testing as shipped
 from transitions import MachineError
 
 from engine.events import EVENT_TYPES, ForkRef
 from engine.machine import TABLE, TRANSITIONS, Lifecycle, build_machine, next_state
 from engine.state import StateBuilder
+
+events = shipped.events()
+ids = shipped.identifiers()
+tool_calls = shipped.tool_calls()
 
 
 @st.composite

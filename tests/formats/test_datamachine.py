@@ -26,7 +26,9 @@ from engine.formats.datamachine import (
 from engine.messages import Text, ToolCall
 from engine.state import fold
 from engine.texts import duplicate_message, result_content
-from tests.strategies import names
+from replay import testing as shipped
+
+names = shipped.identifiers()
 
 # --- the reference's examples, verbatim ------------------------------------------
 

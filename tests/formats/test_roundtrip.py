@@ -34,7 +34,9 @@ from engine.formats.importer import import_entries, read_transcript
 from engine.messages import Text, ToolCall, text_of
 from engine.texts import result_content
 from journal import Journal
-from tests.strategies import names
+from replay import testing as shipped
+
+names = shipped.identifiers()
 
 texts = st.text(alphabet="abcdefghij klmnoé✓?.,:{}[]0123456789", min_size=1, max_size=30).filter(
     lambda t: t.strip() and not t.startswith(("AI ACTION", "TOOL RESPONSE", "You just called")))
