@@ -45,7 +45,7 @@ def load_heads(path: str | os.PathLike[str]) -> list[Head]:
     except OSError as exc:
         reason = exc.strerror or exc
         raise HeadsFileError(f"cannot read heads file {os.fspath(path)}: {reason}") from exc
-    if not data.lstrip().startswith(b"["):
+    if not data.lstrip().startswith((b"[", b"{")):
         return _plain_heads(data, os.fspath(path))
     try:
         records = _decoder.decode(data)
@@ -66,12 +66,13 @@ def _plain_heads(data: bytes, where: str) -> list[Head]:
             continue
         words = line.split()
         if len(words) != 3:
-            raise HeadsFileError(f"{where} line {number}: expected 'ID SEQ HASH' "
-                                 f"(turnlog heads output), got {line.strip()!r}")
+            raise HeadsFileError(f"{where} is not a turnlog heads file: line {number}: expected "
+                                 f"'ID SEQ HASH' (turnlog heads output), got {line.strip()!r}")
         try:
             record = msgspec.convert({"conversation_id": words[0], "seq": int(words[1]),
                                       "hash": words[2]}, _HeadRecord)
         except (ValueError, msgspec.ValidationError) as exc:
-            raise HeadsFileError(f"{where} line {number}: {exc}") from None
+            raise HeadsFileError(f"{where} is not a turnlog heads file: line {number}: "
+                                 f"{exc}") from None
         heads.append(Head(record.conversation_id, record.seq, record.hash))
     return heads

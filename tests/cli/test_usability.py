@@ -204,3 +204,11 @@ def test_replay_of_an_imported_conversation_says_an_imported(tmp_path, db):
     assert turnlog("import", transcript, "--id", "imp", "--db", db).returncode == 0
     out = turnlog("replay", "imp", "--db", db)
     assert out.returncode == 0 and "holds an imported model message" in out.stdout
+
+
+def test_load_heads_reads_the_plain_heads_lines(tmp_path):
+    from journal import Head, load_heads
+
+    path = tmp_path / "heads.txt"
+    path.write_text(f"a  1  {'0' * 64}\n\nb 22 {'f' * 64}\n")
+    assert load_heads(path) == [Head("a", 1, "0" * 64), Head("b", 22, "f" * 64)]
