@@ -66,7 +66,9 @@ GUARDS: dict[str, Callable[[Any, Any], bool]] = {
     "next_turn": lambda s, e: e.turn == s.turn_count + 1,
     "requested_turn": lambda s, e: e.turn == s.requested_turn,
     # a turn's first request is attempt 1; a retry after its model_failed counts on by one
-    "next_attempt": lambda s, e: e.attempt == (s.attempt + 1 if s.failure is not None else 1),
+    # (or is unnumbered, 1, as journals written before attempts were numbered have it)
+    "next_attempt": lambda s, e: e.attempt == 1 or (s.failure is not None
+                                                    and e.attempt == s.attempt + 1),
     "not_live": lambda s, e: e.source != "provider",
     "has_tool_calls": lambda s, e: ToolCall in map(type, e.parts),
     # every call of a response is answered by its id, so no two may share one

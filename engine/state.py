@@ -361,7 +361,7 @@ def _why(b: StateBuilder, tag: str, event: Any) -> str:
     if turn is not None and tag == "model_requested" and turn != b.turn_count + 1:
         return f"turn {turn} requested but the next turn is {b.turn_count + 1}"
     if tag == "model_requested" and b.lifecycle is Lifecycle.AWAITING_MODEL:
-        want = b.attempt + 1 if b.failure is not None else 1
+        want = f"1 or {b.attempt + 1}" if b.failure is not None else "1"
         return f"attempt {event.attempt} requested but the next attempt is {want}"
     if turn is not None and b.requested_turn is not None and turn != b.requested_turn:
         return f"answers turn {turn} but turn {b.requested_turn} was requested"

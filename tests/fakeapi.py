@@ -6,7 +6,8 @@ answers each request with the next scripted reply for that provider,
 records every request (headers and body), and refuses with HTTP 400 — in
 the real API's error shape — any request that breaks the
 rules in ``fakerules`` (unanswered tool calls, split tool results, empty
-text blocks, bad ids, unmatched function responses ...).
+text blocks, bad ids, unmatched function responses ...) or that the SDK's own
+request types refuse (``sdktypes``: a second opinion on the same bodies).
 
 Usage (the ``fake_api`` fixture starts and stops one per test)::
 
@@ -50,6 +51,7 @@ from typing import Any
 import pytest
 
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
+from tests.sdktypes import sdk_problem
 
 __all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_body", "error_reply", "fake_api", "reply"]
 
@@ -226,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised(provider):
             self._send(401, error_body(provider, 401, "invalid x-api-key"))
             return
-        record.refused = _CHECKS[provider](body)
+        record.refused = _CHECKS[provider](body) or sdk_problem(provider, body)
         if record.refused:
             self._send(400, error_body(provider, 400, record.refused))
             return

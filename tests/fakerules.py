@@ -427,6 +427,20 @@ def _responses_item(item: Any, at: str) -> str | None:
     return f"{at}.type: invalid input item type {kind!r}"
 
 
+def _strict_problem(schema: Any, at: str) -> str | None:
+    """Why a strict function schema is refused (every object closed, every property required)."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(props, dict):
+        if schema.get("additionalProperties") is not False:
+            return f"In context={at}, 'additionalProperties' is required to be supplied and to be false"
+        if sorted(schema.get("required", [])) != sorted(props or {}):
+            return f"In context={at}, 'required' is required to include every key in properties"
+    subs = [*(props or {}).values(), schema.get("items"), *(schema.get("anyOf") or [])]
+    return next((p for sub in subs if (p := _strict_problem(sub, at))), None)
+
+
 def check_responses(body: Any) -> str | None:
     """The first Responses API rule ``body`` breaks, or ``None``."""
     if not isinstance(body, dict):
@@ -436,9 +450,12 @@ def check_responses(body: Any) -> str | None:
     items = body.get("input")
     if not isinstance(body.get("model"), str) or not isinstance(items, list) or not items:
         return "model and a non-empty input array are required"
-    for t in body.get("tools", []):
+    for i, t in enumerate(body.get("tools", [])):
         if t.get("type") != "function" or not _TOOL_NAME.fullmatch(str(t.get("name"))):
             return "tools: invalid function tool"
+        if t.get("strict", True) is not False and (problem := _strict_problem(
+                t.get("parameters") or {}, f"tools[{i}].parameters")):
+            return f"Invalid schema for function '{t.get('name')}' (strict by default): {problem}"
     calls: list[str] = []
     outputs: list[str] = []
     for i, item in enumerate(items):

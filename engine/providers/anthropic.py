@@ -167,13 +167,20 @@ def _block(part: Part) -> dict[str, Any]:
     raise TypeError(f"unknown part {part!r}")  # pragma: no cover
 
 
+def _sendable(part: Part) -> bool:
+    # a thinking block goes back only with its signature (the API refuses it without one)
+    return type(part) is not Thinking or part.redacted or bool(part.signature)
+
+
 def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
     """``(system, messages)`` in Anthropic's shape; see the module doc for the rules kept."""
     system_text, entries = plan_history(system, messages, NAME)
     wire: list[dict[str, Any]] = []
     for entry in entries:
         role = "assistant" if entry.role == "assistant" else "user"
-        blocks = [_block(p) for p in entry.parts]
+        blocks = [_block(p) for p in entry.parts if _sendable(p)]
+        if not blocks:
+            continue
         if wire and wire[-1]["role"] == role:
             # merged; tool_result blocks stay first because results follow their assistant
             wire[-1]["content"].extend(blocks)

@@ -61,9 +61,14 @@ _PARAMS = {"max_tokens": "max_output_tokens", "temperature": "temperature", "top
 
 
 def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tool specs as Responses ``tools`` (flat function tools)."""
+    """Tool specs as Responses ``tools`` (flat function tools).
+
+    ``strict`` is always sent, as ``False``: the API requires the field and,
+    strict, refuses any schema that is not closed (``additionalProperties:
+    false``, every property required), which ordinary tool schemas are not.
+    """
     return [{"type": "function", "name": t.name, "description": t.description,
-             "parameters": t.parameters} for t in tools]
+             "parameters": t.parameters, "strict": False} for t in tools]
 
 
 def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
@@ -78,7 +83,7 @@ def _user(parts: list[Part]) -> dict[str, Any]:
         return {"role": "user", "content": "".join(p.text for p in parts)}
     return {"role": "user", "content": [
         {"type": "input_text", "text": p.text} if type(p) is Text
-        else {"type": "input_image", "image_url": data_url(p)}
+        else {"type": "input_image", "image_url": data_url(p), "detail": "auto"}  # required
         for p in parts if type(p) in (Text, Image)]}
 
 

@@ -84,9 +84,9 @@ def test_exhausted_retries_fail_with_every_attempt_in_the_journal(fake_api, jour
 
 
 def test_a_timeout_is_retried(fake_api, journal):
-    fake_api.script("openai", [Reply(hang=2.0), reply("openai", text="late but fine")])
+    fake_api.script("openai", [Reply(hang=5.0), reply("openai", text="late but fine")])
     provider = get_provider("openai", model="m", api_key="k", base_url=fake_api.base_url("openai"),
-                            timeout=0.3)
+                            timeout=1.5)
     sleeps: list[float] = []
     result = Loop(journal, provider, demo_tools(),
                   retry=RetryPolicy(sleep=sleeps.append, random=lambda: 0.0)).start(

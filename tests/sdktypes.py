@@ -1,0 +1,68 @@
+"""A second opinion on request bodies: the SDKs' own request types, via pydantic.
+
+``fakerules`` is written by the same hands as the mappings, so a mistake can
+hide in both. ``sdk_problem`` validates a body against the request types the
+official SDKs declare (``anthropic.types.MessageCreateParams``,
+``openai.types.chat.CompletionCreateParams``, ``openai.types.responses.
+ResponseCreateParams``, the non-streaming variants) with a pydantic
+``TypeAdapter``. The SDKs type list fields as ``Iterable``, which pydantic
+validates lazily, so the validated value is walked to the end. Gemini has no
+SDK among turnlog's dependencies; its rules live in ``fakerules`` alone.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from anthropic.types import message_create_params
+from openai.types.chat import completion_create_params
+from openai.types.responses import response_create_params
+from pydantic import TypeAdapter, ValidationError
+
+__all__ = ["SDK_TYPES", "sdk_problem"]
+
+SDK_TYPES: dict[str, Any] = {
+    "anthropic": message_create_params.MessageCreateParamsNonStreaming,
+    "openai": completion_create_params.CompletionCreateParamsNonStreaming,
+    "openai-responses": response_create_params.ResponseCreateParamsNonStreaming,
+}
+
+
+@cache
+def _adapter(provider: str) -> TypeAdapter[Any]:
+    return TypeAdapter(SDK_TYPES[provider])
+
+
+def _drain(value: Any) -> None:
+    """Walk ``value`` to the end, so every lazily validated ``Iterable`` is checked."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif not isinstance(item, (str, bytes)) and hasattr(item, "__next__"):
+            stack.extend(list(item))
+
+
+def sdk_problem(provider: str, body: Any) -> str | None:
+    """The first error the SDK's request type finds in ``body``, or ``None`` (no SDK: ``None``)."""
+    if provider not in SDK_TYPES:
+        return None
+    try:
+        _drain(_adapter(provider).validate_python(body))
+    except ValidationError as exc:
+        first = _meant(exc.errors())
+        where = ".".join(str(p) for p in first["loc"])
+        return f"SDK request type {SDK_TYPES[provider].__name__}: {where}: {first['msg']}"
+    return None
+
+
+def _meant(errors: list[Any]) -> Any:
+    """The error of the union member the body meant: not one whose ``type``/``role`` differs."""
+    wrong = [e["loc"][:-1] for e in errors
+             if e["type"] == "literal_error" and e["loc"] and e["loc"][-1] in ("type", "role")]
+    meant = [e for e in errors if not any(e["loc"][:len(w)] == w for w in wrong)] or errors
+    return max(meant, key=lambda e: len(e["loc"]))
