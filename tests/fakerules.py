@@ -238,7 +238,9 @@ def _gemini_part(part: Any, role: str, at: str) -> str | None:
         return f"{at}: a part must have exactly one data field, got {sorted(part)}"
     kind = data[0]
     text = part.get("text")
-    if kind == "text" and (not isinstance(text, str) or (not text and not part.get("thought"))):
+    # the real API takes an empty user text (an empty message), not an empty model text
+    if kind == "text" and (not isinstance(text, str) or (
+            not text and not part.get("thought") and role != "user")):
         return f"{at}.text: must be a non-empty string"
     if kind == "functionCall":
         fc = part["functionCall"]

@@ -44,7 +44,7 @@ def test_openai_valid_arguments_keep_their_exact_text():
      "tool_calls[0].id"),
     ("anthropic", {"id": "m"}, "content"),
     ("anthropic", {"content": [{"type": "tool_use", "id": "t1", "input": {}}]}, "content[0].name"),
-    ("anthropic", {"content": [{"type": "server_tool_use", "id": "s"}]}, "'server_tool_use'"),
+    ("anthropic", {"content": [{"type": "no_such_block", "id": "s"}]}, "'no_such_block'"),
     ("anthropic", {"content": [{"text": "no type"}]}, "content[0].type"),
     ("gemini", {"candidates": []}, "no candidates"),
     ("gemini", {"candidates": [{"content": {"role": "model"}}]}, "content.parts"),
