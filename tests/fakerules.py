@@ -25,7 +25,8 @@ _OPENAI_KEYS = {"model", "messages", "tools", "tool_choice", "temperature", "top
                 "parallel_tool_calls", "user", "response_format", "reasoning_effort"}
 _GEMINI_KEYS = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
                 "safetySettings", "cachedContent"}
-_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
+_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse",
+                "executableCode", "codeExecutionResult"}
 
 
 def _blank(text: Any) -> bool:

@@ -48,7 +48,7 @@ def test_openai_valid_arguments_keep_their_exact_text():
     ("anthropic", {"content": [{"text": "no type"}]}, "content[0].type"),
     ("gemini", {"candidates": []}, "no candidates"),
     ("gemini", {"candidates": [{"content": {"role": "model"}}]}, "content.parts"),
-    ("gemini", {"candidates": [{"content": {"parts": [{"executableCode": {}}]}}]},
+    ("gemini", {"candidates": [{"content": {"parts": [{"noSuchPart": {}}]}}]},
      "unknown part kind"),
     ("gemini", {"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]},
      "functionCall.name"),
