@@ -22,8 +22,10 @@ from typing import Any, Literal
 import msgspec
 
 __all__ = [
+    "EXTRA",
     "Image",
     "Message",
+    "Opaque",
     "Part",
     "Role",
     "Text",
@@ -31,6 +33,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "Usage",
+    "render_opaque",
     "text_of",
     "tool_calls_of",
 ]
@@ -49,12 +52,20 @@ class Text(_Part, tag="text"):
 
 
 class Thinking(_Part, tag="thinking"):
-    """A model's reasoning. ``signature`` and ``provider`` bind it to the provider that made it."""
+    """A model's reasoning. ``signature`` and ``provider`` bind it to the provider that made it.
+
+    ``source`` names the vendor field it came in when that is not the
+    provider's own (``reasoning_content``, ``reasoning``, ``reasoning_details``,
+    ``extra_content`` ...); ``wire`` keeps that field's value verbatim when it
+    is not plain text, so an export to the same wire sends it back unchanged.
+    """
 
     text: str
     signature: str | None = None
     provider: str | None = None
     redacted: bool = False
+    source: str | None = None
+    wire: Any = None
 
 
 class ToolCall(_Part, tag="tool_call"):
@@ -95,7 +106,28 @@ class Image(_Part, tag="image"):
     url: str | None = None
 
 
-Part = Text | Thinking | ToolCall | ToolResult | Image
+class Opaque(_Part, tag="opaque"):
+    """Content only ``provider`` can take back: its wire JSON (``data``) kept verbatim.
+
+    ``kind`` is the wire's type for it (``web_search_tool_result``,
+    ``document``, ``file``, ``executableCode`` ...). With ``attach`` set,
+    ``kind`` is a field of the previous part's wire block (``citations`` on
+    an Anthropic text block) and ``data`` that field's value. ``kind``
+    ``EXTRA`` holds the unknown keys of an imported message (``data`` is an
+    object of them). Exports to ``provider`` send ``data`` back as it was;
+    other providers get ``render_opaque``'s marked text instead.
+    """
+
+    provider: str
+    kind: str
+    data: Any = None
+    attach: bool = False
+
+
+#: ``Opaque.kind`` of an imported message's unknown keys.
+EXTRA = "extra"
+
+Part = Text | Thinking | ToolCall | ToolResult | Image | Opaque
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -140,6 +172,34 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+
+def _elide(value: Any) -> Any:
+    # inline file bytes are not readable text: their size stands in for them
+    if isinstance(value, dict):
+        return {k: (f"<{len(v)} characters of base64>" if k == "data" and isinstance(v, str)
+                    and len(v) > 200 else _elide(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_elide(v) for v in value]
+    return value
+
+
+def render_opaque(part: Opaque) -> str | None:
+    """The marked text another provider is sent instead of ``part`` (``None``: nothing).
+
+    The one rendering of provider-bound content: ``[provider kind: JSON]``,
+    with long inline base64 ``data`` replaced by its size. An ``EXTRA``
+    part (a message's unknown keys) is metadata of its own wire and renders
+    to nothing.
+
+    >>> render_opaque(Opaque(provider="anthropic", kind="web_search_tool_result",
+    ...                      data={"tool_use_id": "s1", "content": []}))
+    '[anthropic web_search_tool_result: {"tool_use_id":"s1","content":[]}]'
+    """
+    if part.kind == EXTRA:
+        return None
+    body = msgspec.json.encode(_elide(part.data)).decode()
+    return f"[{part.provider} {part.kind}: {body}]"
 
 
 def text_of(parts: tuple[Part, ...] | list[Part]) -> str:

@@ -25,7 +25,8 @@ _OPENAI_KEYS = {"model", "messages", "tools", "tool_choice", "temperature", "top
                 "parallel_tool_calls", "user", "response_format", "reasoning_effort"}
 _GEMINI_KEYS = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
                 "safetySettings", "cachedContent"}
-_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
+_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse",
+                "executableCode", "codeExecutionResult"}
 
 
 def _blank(text: Any) -> bool:
@@ -61,7 +62,25 @@ def _anthropic_block(block: Any, role: str, at: str) -> str | None:
         if not isinstance(content, (str, list)) or not isinstance(block.get("is_error", False), bool):
             return f"{at}: invalid tool_result"
         return None
-    return f"{at}: unknown content block type {kind!r}"
+    return _anthropic_sdk_block(block, at)
+
+
+def _anthropic_sdk_block(block: Any, at: str) -> str | None:
+    """Any other block the Messages API defines (server tools, documents ...), per its SDK."""
+    from anthropic.types.beta import BetaContentBlockParam
+    from pydantic import TypeAdapter, ValidationError
+
+    global _BLOCK_ADAPTER
+    if _BLOCK_ADAPTER is None:
+        _BLOCK_ADAPTER = TypeAdapter(BetaContentBlockParam)
+    try:
+        _BLOCK_ADAPTER.validate_python(block)
+    except ValidationError:
+        return f"{at}: unknown content block type {block.get('type')!r}"
+    return None
+
+
+_BLOCK_ADAPTER: Any = None
 
 
 def _anthropic_tool_turn(messages: list[Any], i: int) -> str | None:
@@ -149,7 +168,8 @@ def _openai_assistant(msg: dict[str, Any], at: str) -> tuple[str | None, list[st
     calls = msg.get("tool_calls")
     content = msg.get("content")
     if calls is None:
-        if content is None or content == "":
+        # an assistant audio reply (referenced by its id) stands in for content
+        if (content is None or content == "") and not isinstance(msg.get("audio"), dict):
             return f"{at}: assistant content is required when there are no tool_calls", []
         return None, []
     if not isinstance(calls, list) or not calls:
@@ -182,8 +202,22 @@ def _openai_content(content: Any, at: str) -> str | None:
             continue
         if kind == "image_url" and isinstance((part.get("image_url") or {}).get("url"), str):
             continue
+        if kind in ("file", "input_audio") and _openai_sdk_part(part):
+            continue
         return f"{at}.content[{k}]: invalid content part"
     return None
+
+
+def _openai_sdk_part(part: Any) -> bool:
+    """Whether ``part`` is a content part the Chat Completions SDK defines (file, audio)."""
+    from openai.types.chat import ChatCompletionContentPartParam
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        TypeAdapter(ChatCompletionContentPartParam).validate_python(part)
+    except ValidationError:
+        return False
+    return True
 
 
 def check_openai(body: Any) -> str | None:
@@ -238,7 +272,9 @@ def _gemini_part(part: Any, role: str, at: str) -> str | None:
         return f"{at}: a part must have exactly one data field, got {sorted(part)}"
     kind = data[0]
     text = part.get("text")
-    if kind == "text" and (not isinstance(text, str) or (not text and not part.get("thought"))):
+    # the real API takes an empty user text (an empty message), not an empty model text
+    if kind == "text" and (not isinstance(text, str) or (
+            not text and not part.get("thought") and role != "user")):
         return f"{at}.text: must be a non-empty string"
     if kind == "functionCall":
         fc = part["functionCall"]

@@ -36,9 +36,16 @@ AMBIGUOUS_TEXT = "anthropic?"
 _API_KEYS = {"role", "content", "timestamp"}
 _ORCH_KEYS = {"input", "context", "timestamp"}
 _ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "image",
-                     "document"}
+                     "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+                     "code_execution_tool_result", "bash_code_execution_tool_result",
+                     "text_editor_code_execution_tool_result", "tool_search_tool_result",
+                     "mcp_tool_use", "mcp_tool_result", "mcp_tool_listing", "container_upload",
+                     "document", "search_result", "compaction", "advisor_tool_result",
+                     "fallback"}
 _OPENAI_PARTS = {"image_url", "input_audio", "refusal", "file"}
-_OPENAI_KEYS = {"tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio"}
+_OPENAI_KEYS = {"tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio",
+                "annotations", "reasoning_content", "reasoning", "reasoning_details",
+                "thought_signature", "extra_content"}
 
 
 def _content_list(content: list[Any]) -> str | None:
@@ -58,7 +65,7 @@ def _role_entry(entry: dict[str, Any]) -> str | None:
     role, content = entry.get("role"), entry.get("content")
     if role in ("tool", "developer", "function") and "parts" not in entry:
         return "openai"
-    if role == "assistant" and (entry.keys() & _OPENAI_KEYS):
+    if role == "assistant" and (entry.keys() & _OPENAI_KEYS or content is None):
         return "openai"
     if role == "user" and "tool_call_id" in entry:
         return "openai"
@@ -67,7 +74,9 @@ def _role_entry(entry: dict[str, Any]) -> str | None:
     if not isinstance(content, str) or role not in ("user", "assistant", "system"):
         return None
     if entry.keys() - _API_KEYS:
-        return "openai" if entry.keys() <= _API_KEYS | _OPENAI_KEYS else None
+        # only the OpenAI wire has string content beside other keys (vendor extensions
+        # included: the reader keeps unknown keys as `extra` and reports them)
+        return "openai"
     if (extract_tool_call(entry) or extract_tool_response(entry)
             or duplicate_tool_name(entry)):
         return "datamachine"

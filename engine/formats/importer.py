@@ -43,9 +43,10 @@ from journal import Journal, StreamNotFoundError
 from ..conversation import Conversation
 from ..canonical import valid_unicode
 from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
-from ..events import EVENT_TYPES, ConversationStarted, decode_event, with_valid_unicode
-from ..messages import Message, Text, ToolCall, ToolResult
+from ..events import EVENT_TYPES, ConversationStarted, ToolSpec, decode_event, with_valid_unicode
+from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult
 from .assemble import Item, assemble
+from .cassette import split_document
 from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
 from .detect import AMBIGUOUS_TEXT, FORMATS, PROVIDER_FORMATS, detect_entry
 
@@ -53,12 +54,17 @@ __all__ = ["ImportResult", "import_entries", "import_file", "read_transcript"]
 
 
 class ImportResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What an import wrote: the conversation, its event count and entries per format."""
+    """What an import wrote: the conversation, its event count and entries per format.
+
+    ``warnings`` name what was kept without being understood (an entry's
+    unknown keys, kept in an ``extra`` part and exported back to their wire).
+    """
 
     conversation_id: str
     events: int
     formats: dict[str, int]
     status: str = "active"
+    warnings: tuple[str, ...] = ()
 
 
 def _decode_text(data: bytes, source: str) -> str:
@@ -109,10 +115,7 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     if isinstance(doc, list):
         return doc, {}
     if isinstance(doc, dict):
-        for key in ("messages", "contents", "events"):
-            if isinstance(doc.get(key), list):
-                return doc[key], {k: v for k, v in doc.items() if k in ("system", "systemInstruction")}
-        return [doc], {}
+        return split_document(doc) or ([doc], {})
     raise FormatError(f"{source}: expected a JSON array or object of entries, "
                       f"got {type(doc).__name__}")
 
@@ -252,12 +255,23 @@ def _message_items(message: Message, index: int, entry: Any) -> list[Item]:
                  provider=message.provider or "")]
 
 
+def _file_terms(message: str, fmt: str, single: bool) -> str:
+    """A reader's message in the file's terms: one entry is not ``messages[0]`` to the user."""
+    if single:
+        for head in (f"{fmt} messages[0].", f"{fmt} messages[0]: ", f"{fmt} contents[0].",
+                     f"{fmt} messages[0].content", f"{fmt} contents[0].parts"):
+            if message.startswith(head):
+                return f"{message[len(head):].lstrip('.: ') or message} ({fmt})"
+    return message
+
+
 def _read_run(fmt: str, entries: list[Any], envelope: dict[str, Any], where: str
               ) -> tuple[str, list[Message]]:
     try:
         return _unmap(fmt, entries, envelope)
     except FormatError as exc:
-        raise FormatError(f"{where}: {exc}") from None
+        text = _file_terms(str(exc), fmt, where.startswith("entry "))
+        raise FormatError(f"{where}: {text}") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         # the provider's reader met a shape it does not check; still the input's fault
         raise FormatError(f"{where}: not a readable {fmt} message "
@@ -280,9 +294,9 @@ def _provider_run(fmt: str, run: list[tuple[int, Any]]) -> list[Item]:
 
 
 def _envelope_system(envelope: dict[str, Any]) -> list[Item]:
-    if "system" in envelope:
+    if envelope.get("system") is not None:
         text, _ = _read_run("anthropic", [], {"system": envelope["system"]}, "system")
-    elif "systemInstruction" in envelope:
+    elif envelope.get("systemInstruction") is not None:
         text, _ = _read_run("gemini", [], envelope, "systemInstruction")
     else:
         return []
@@ -319,8 +333,53 @@ def normalise(entries: Sequence[Any], fmt: str | None = None,
     return items, counts
 
 
-def _started(items: list[Item], conversation_id: str, formats: dict[str, int]
-             ) -> tuple[ConversationStarted, str | None]:
+def _spec(tool: dict[str, Any]) -> ToolSpec:
+    fn = tool.get("function", tool)
+    schema = fn.get("parameters") or fn.get("input_schema") or fn.get("parametersJsonSchema")
+    if not isinstance(fn.get("name"), str):
+        raise FormatError(f"tools: a tool without a name ({sorted(fn)[:6]})")
+    return ToolSpec(name=fn["name"], description=fn.get("description") or "",
+                    parameters=schema if isinstance(schema, dict)
+                    else {"type": "object", "properties": {}})
+
+
+def _tools(envelope: dict[str, Any]) -> tuple[list[ToolSpec], list[Any]]:
+    """A request's function tools as specs, and its other (server-side) tools verbatim."""
+    specs: list[ToolSpec] = []
+    server: list[Any] = []
+    tools = envelope.get("tools") if isinstance(envelope.get("tools"), list) else []
+    functions = envelope.get("functions") if isinstance(envelope.get("functions"), list) else []
+    for tool in [*tools, *functions]:
+        if not isinstance(tool, dict):
+            raise FormatError(f"tools: expected objects, got {type(tool).__name__}")
+        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
+        if isinstance(declarations, list):
+            specs.extend(_spec(d) for d in declarations if isinstance(d, dict))
+        elif "function" in tool or "input_schema" in tool or (
+                "parameters" in tool and tool.get("type", "function") == "function"):
+            specs.append(_spec(tool))
+        else:
+            server.append(tool)
+    return specs, server
+
+
+def _warnings(items: list[Item]) -> tuple[str, ...]:
+    """One warning per entry whose unknown keys were kept as an ``extra`` part."""
+    from ..providers.openai import MESSAGE_KEYS
+
+    out = []
+    for item in items:
+        for part in item.parts:
+            if type(part) is Opaque and part.kind == EXTRA and isinstance(part.data, dict):
+                unknown = sorted(k for k in part.data if k not in MESSAGE_KEYS)
+                if unknown:
+                    out.append(f"entry {item.index}: unknown keys kept as `extra` and exported "
+                               f"back to {part.provider}: {', '.join(unknown)}")
+    return tuple(dict.fromkeys(out))
+
+
+def _started(items: list[Item], conversation_id: str, formats: dict[str, int],
+             envelope: dict[str, Any] | None = None) -> tuple[ConversationStarted, str | None]:
     """The first event (a turnlog ``conversation_started`` entry, or a new one) and its stamp."""
     systems = [i.content for i in items if i.kind == "system" and i.content.strip()]
     first = next((i for i in items if i.kind != "system"), None)
@@ -331,10 +390,17 @@ def _started(items: list[Item], conversation_id: str, formats: dict[str, int]
             started = msgspec.structs.replace(
                 started, system="\n\n".join([started.system, *systems]).strip())
         return started, first.recorded_at
-    return ConversationStarted(conversation_id=conversation_id, provider="imported", model="",
-                               system="\n\n".join(systems),
-                               metadata={"imported_formats": sorted(formats)}), (
-        first.recorded_at if first else None)
+    envelope = envelope or {}
+    specs, server = _tools(envelope)
+    metadata: dict[str, Any] = {"imported_formats": sorted(formats)}
+    if server:
+        metadata["server_tools"] = server
+    if envelope.get("parameters"):
+        metadata["request_parameters"] = envelope["parameters"]
+    model = envelope.get("model") if isinstance(envelope.get("model"), str) else ""
+    return ConversationStarted(conversation_id=conversation_id, provider="imported",
+                               model=model, system="\n\n".join(systems), tools=tuple(specs),
+                               metadata=metadata), (first.recorded_at if first else None)
 
 
 def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None = None,
@@ -359,13 +425,13 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
         pass
     else:
         raise ConversationExistsError(f"conversation {cid!r} already exists in {journal.path}")
-    started, stamps0 = _started(items, cid, formats)
+    started, stamps0 = _started(items, cid, formats, envelope)
     events, stamps, builder = assemble(started, [i for i in items if i.kind != "system"])
     stamps[0] = stamps0
     events = [with_valid_unicode(e) for e in events]  # invalid Unicode: U+FFFD, recorded
     Conversation.start(journal, events[0], stamps[0], rest=events[1:], rest_recorded_at=stamps[1:])
     return ImportResult(conversation_id=cid, events=len(events), formats=formats,
-                        status=builder.state().status)
+                        status=builder.state().status, warnings=_warnings(items))
 
 
 def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,

@@ -16,7 +16,15 @@
   Gemini (the only wire where a model turn may hold one);
 - thinking is kept only when the target provider made it (it is bound to
   that provider by its signature); another provider's thinking is dropped,
-  because it was never part of the visible conversation.
+  because it was never part of the visible conversation;
+- provider-bound content (``Opaque``: server tool blocks, documents,
+  citations, vendor parts) goes to its own provider as it is and to any
+  other as the marked text of ``render_opaque``; a message's unknown keys
+  (``EXTRA``) go to their own wire only;
+- a user message with nothing to send (empty or blank text) keeps its
+  place as one empty ``Text`` unless a user turn (or results) already holds
+  that place: each wire writes it the way it accepts (``""``, or
+  ``EMPTY_TEXT`` where blank text is refused).
 
 Consecutive entries of the same role are left for each module to merge, as
 each wire format merges differently.
@@ -46,11 +54,23 @@ from ..errors import (
     RateLimitError,
     ServerError,
 )
-from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..messages import (
+    EXTRA,
+    Image,
+    Message,
+    Opaque,
+    Part,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    render_opaque,
+)
 from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [
     "CUT_OFF",
+    "EMPTY_TEXT",
     "KEY_ENV",
     "UNANSWERED",
     "Entry",
@@ -75,6 +95,8 @@ __all__ = [
 
 CUT_OFF = "cut off by max_tokens"
 UNANSWERED = "Error: no result was recorded for this tool call."
+#: The text of an empty user message on a wire that refuses blank text (Anthropic).
+EMPTY_TEXT = "(empty message)"
 _NOT_FINITE = "arguments are not valid JSON: NaN and Infinity are not JSON numbers"
 
 _BLANK = re.compile(r"\s*")
@@ -93,15 +115,24 @@ def _keep(part: Part, provider: str) -> bool:
         return not _BLANK.fullmatch(part.text)
     if type(part) is Thinking:
         return part.provider == provider and bool(
-            part.text.strip() or part.redacted or part.signature)
+            part.text.strip() or part.redacted or part.signature or part.wire is not None)
+    if type(part) is Opaque:
+        return part.provider == provider or render_opaque(part) is not None
     return True
+
+
+def _bound(part: Part, provider: str) -> Part:
+    """``part`` itself, or another provider's ``Opaque`` as its marked text."""
+    if type(part) is Opaque and part.provider != provider:
+        return Text(text=render_opaque(part) or "")
+    return part
 
 
 def _assistant_part(part: Part, provider: str) -> Part:
     # only Gemini lets a model turn carry an image; elsewhere a placeholder keeps its place
     if type(part) is Image and provider != "gemini":
         return Text(text="[image]")
-    return part
+    return _bound(part, provider)
 
 
 class _Planner:
@@ -159,8 +190,13 @@ class _Planner:
                 if not self.answer(part):
                     others.append(Text(text=f"[result of tool {part.name} ({part.call_id})]: "
                                             f"{part.content}"))
-            elif _keep(part, self.provider) and type(part) in (Text, Image):
-                others.append(part)
+            elif _keep(part, self.provider) and type(part) in (Text, Image, Opaque):
+                others.append(_bound(part, self.provider))
+        if not any(type(p) is ToolResult for p in message.parts) and not any(
+                type(p) is not Opaque or p.kind != EXTRA for p in others) and not (
+                self.entries and self.entries[-1].role in ("user", "results") and not self.calls):
+            # an empty user message keeps its place (see the module doc)
+            others.insert(0, Text(text=""))
         if others:
             self.close()
             self.entries.append(Entry("user", others))

@@ -33,8 +33,21 @@ from ..errors import (
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ..messages import (
+    EXTRA,
+    Image,
+    Message,
+    Opaque,
+    Part,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Usage,
+    render_opaque,
+)
 from ._common import (
+    EMPTY_TEXT,
     count,
     error_for_status,
     error_message,
@@ -60,6 +73,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "OPENING",
+    "SERVER_BLOCKS",
     "AnthropicProvider",
     "map_messages",
     "map_request",
@@ -88,6 +102,20 @@ _SAMPLING = ("temperature", "top_p", "top_k")
 OPENING = "(conversation continues)"
 _ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
 _ID_MARK = "x_tl"  # prefix of an escaped foreign id; Anthropic's own ids start with "toolu_"
+
+#: Block types kept verbatim as ``Opaque`` parts (server tools, documents, search results).
+SERVER_BLOCKS = frozenset({
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+    "code_execution_tool_result", "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result", "tool_search_tool_result", "mcp_tool_use",
+    "mcp_tool_result", "mcp_tool_listing", "container_upload", "document", "search_result",
+    "compaction", "advisor_tool_result", "fallback",
+})
+#: The keys of each block type turnlog reads into its own parts; others ride along as
+#: attached ``Opaque`` parts (``citations``, ``cache_control``, ``caller`` ...).
+_OWN_KEYS = {"text": {"type", "text"}, "thinking": {"type", "thinking", "signature"},
+             "redacted_thinking": {"type", "data"}, "tool_use": {"type", "id", "name", "input"},
+             "image": {"type", "source"}}
 
 
 def wire_id(call_id: str) -> str:
@@ -164,6 +192,8 @@ def _block(part: Part) -> dict[str, Any]:
             return block | ({"is_error": True} if part.is_error else {})
         case Image():
             return _image_block(part)
+        case Opaque():
+            return dict(part.data) if isinstance(part.data, dict) else {"type": part.kind}
     raise TypeError(f"unknown part {part!r}")  # pragma: no cover
 
 
@@ -172,16 +202,34 @@ def _sendable(part: Part) -> bool:
     return type(part) is not Thinking or part.redacted or bool(part.signature)
 
 
+def _blocks(parts: Sequence[Part], extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """The blocks of ``parts``; attached parts set their field on the block before them."""
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if type(part) is Opaque and part.kind == EXTRA:
+            extra.update(part.data if isinstance(part.data, dict) else {})
+        elif type(part) is Opaque and part.attach and blocks:
+            blocks[-1][part.kind] = part.data
+        elif type(part) is Text and not part.text.strip():
+            blocks.append({"type": "text", "text": EMPTY_TEXT})  # blank text is refused
+        elif (type(part) is not Opaque or not part.attach) and _sendable(part):
+            blocks.append(_block(part))
+    return blocks
+
+
 def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
     """``(system, messages)`` in Anthropic's shape; see the module doc for the rules kept."""
     system_text, entries = plan_history(system, messages, NAME)
     wire: list[dict[str, Any]] = []
     for entry in entries:
         role = "assistant" if entry.role == "assistant" else "user"
-        blocks = [_block(p) for p in entry.parts if _sendable(p)]
-        if not blocks:
+        extra: dict[str, Any] = {}
+        blocks = _blocks(entry.parts, extra)
+        if not blocks and not extra:
             continue
-        if wire and wire[-1]["role"] == role:
+        if extra:
+            wire.append({"role": role, "content": blocks} | extra)
+        elif wire and wire[-1]["role"] == role:
             # merged; tool_result blocks stay first because results follow their assistant
             wire[-1]["content"].extend(blocks)
         else:
@@ -222,8 +270,7 @@ def _map_usage(usage: Any) -> Usage:
                  cached_input_tokens=read, cache_write_tokens=write)
 
 
-def _part(block: Any, where: str) -> Part:
-    kind = require(block, "type", str, where, NAME)
+def _own_part(block: Any, kind: str, where: str) -> Part:
     if kind == "text":
         return Text(text=require(block, "text", str, where, NAME))
     if kind == "thinking":
@@ -232,12 +279,26 @@ def _part(block: Any, where: str) -> Part:
     if kind == "redacted_thinking":
         return Thinking(text="", signature=require(block, "data", str, where, NAME),
                         provider=NAME, redacted=True)
-    if kind == "tool_use":
-        call_id = neutral_id(require(block, "id", str, where, NAME))
-        name = require(block, "name", str, where, NAME)
-        args, raw, invalid = parse_arguments(block.get("input", {}))
-        return ToolCall(id=call_id, name=name, arguments=args if invalid is None else {},
-                        raw_arguments=raw, invalid=invalid)
+    call_id = neutral_id(require(block, "id", str, where, NAME))
+    name = require(block, "name", str, where, NAME)
+    args, raw, invalid = parse_arguments(block.get("input", {}))
+    return ToolCall(id=call_id, name=name, arguments=args if invalid is None else {},
+                    raw_arguments=raw, invalid=invalid)
+
+
+def _with_attached(part: Part, block: dict[str, Any], kind: str) -> list[Part]:
+    """``part`` and, after it, the block's other non-null fields as attached ``Opaque`` parts."""
+    return [part] + [Opaque(provider=NAME, kind=key, data=value, attach=True)
+                     for key, value in block.items()
+                     if key not in _OWN_KEYS[kind] and value is not None]
+
+
+def _parts(block: Any, where: str) -> list[Part]:
+    kind = require(block, "type", str, where, NAME)
+    if kind in ("text", "thinking", "redacted_thinking", "tool_use"):
+        return _with_attached(_own_part(block, kind, where), block, kind)
+    if kind in SERVER_BLOCKS:
+        return [Opaque(provider=NAME, kind=kind, data=block)]
     raise MalformedResponseError(f"unknown content block type {kind!r} at {where}", provider=NAME)
 
 
@@ -250,7 +311,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
         raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
                                      provider=NAME)
     content = require(body, "content", list, "body", NAME)
-    parts = [_part(block, f"content[{i}]") for i, block in enumerate(content)]
+    parts = [p for i, block in enumerate(content) for p in _parts(block, f"content[{i}]")]
     stop = _FINISH_REASON_MAP.get(opt_str(body, "stop_reason") or "", "other")
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
         stop = "tool_use"
@@ -261,10 +322,13 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
 
 
 def _result_text(content: Any, where: str) -> str:
+    """A tool result's (or system's) text; other blocks as their marked text."""
     if isinstance(content, str):
         return content
     blocks = wire_list(content, where, NAME)
-    return "".join(wire_str(b, "text", where, NAME) for b in blocks if b.get("type") == "text")
+    return "".join(wire_str(b, "text", where, NAME) if b.get("type") == "text"
+                   else render_opaque(Opaque(provider=NAME, kind=str(b.get("type")), data=b))
+                   or "" for b in blocks)
 
 
 def _unmap_image(block: dict[str, Any], where: str) -> Image:
@@ -279,7 +343,7 @@ def _unmap_image(block: dict[str, Any], where: str) -> Image:
 
 def _unmap_assistant(blocks: list[dict[str, Any]], where: str) -> Message:
     try:
-        parts = [_part(b, f"{where}[{j}]") for j, b in enumerate(blocks)]
+        parts = [p for j, b in enumerate(blocks) for p in _parts(b, f"{where}[{j}]")]
     except MalformedResponseError as exc:
         raise FormatError(str(exc).replace("response ", "transcript ")) from None
     return Message(role="assistant", parts=tuple(parts), provider=NAME)
@@ -298,9 +362,11 @@ def _unmap_user(blocks: list[dict[str, Any]], where: str,
                 content=_result_text(b.get("content"), f"{at}.content"),
                 is_error=b.get("is_error") is True),)))
         elif kind == "text":
-            user.append(Text(text=wire_str(b, "text", at, NAME)))
+            user.extend(_with_attached(Text(text=wire_str(b, "text", at, NAME)), b, "text"))
         elif kind == "image":
-            user.append(_unmap_image(b, at))
+            user.extend(_with_attached(_unmap_image(b, at), b, "image"))
+        elif isinstance(kind, str) and kind in SERVER_BLOCKS:
+            user.append(Opaque(provider=NAME, kind=kind, data=b))
         else:
             raise FormatError(f"anthropic {at}: unknown block type {kind!r}")
     return out + ([Message(role="user", parts=tuple(user))] if user else [])

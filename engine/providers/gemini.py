@@ -12,7 +12,11 @@ Rules the mapping keeps: roles are ``user`` and ``model``; the system text is
 ``systemInstruction``; tools are ``[{"functionDeclarations": [...]}]``; the
 ``functionResponse`` parts answering a model turn come first in the next user
 content, one per ``functionCall``, in call order and with the call's name
-(``{"output": ...}`` on success, ``{"error": ...}`` on failure).
+(a successful result that is a JSON object is sent as that object, as a
+structured ``response`` came; other text as ``{"output": ...}``; a failure as
+``{"error": ...}``). A call's own ``id`` (newer models send one) goes back with
+it and with its response; snake_case parts (the SDKs' dumps) are read as
+camelCase; code execution and non-image files are kept verbatim (``Opaque``).
 
 Call ids: Gemini sends none (or, in newer models, sometimes an ``id``, which is
 kept). The missing ones are ``gemini_t{turn}_{n}``: ``turn`` is the response's
@@ -48,7 +52,7 @@ from ..errors import (
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
     count,
     error_for_status,
@@ -72,6 +76,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
     "GeminiProvider",
+    "OPAQUE_PARTS",
     "gemini_schema",
     "map_messages",
     "map_request",
@@ -100,6 +105,11 @@ _FINISH_REASON_MAP: dict[str, StopReason] = {
 }
 _CONFIG = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP",
            "top_k": "topK", "seed": "seed", "stop": "stopSequences"}
+
+
+#: Part kinds kept verbatim as ``Opaque`` parts (Gemini-side tools and files).
+OPAQUE_PARTS = frozenset({"executableCode", "codeExecutionResult", "fileData", "videoMetadata",
+                          "toolCall", "toolResponse"})
 
 
 def map_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -138,6 +148,24 @@ def _image(image: Image) -> dict[str, Any]:
     return {"fileData": {"mimeType": image.media_type, "fileUri": image.url or ""}}
 
 
+def _generated(call_id: str) -> bool:
+    """Whether ``call_id`` is one turnlog made up for a call Gemini sent without an id."""
+    head, _, n = call_id.rpartition("_")
+    return head.startswith("gemini_") and n.isdigit()
+
+
+def _response(part: ToolResult) -> dict[str, Any]:
+    """A result as ``functionResponse.response``: a structured one as it was, else wrapped."""
+    if not part.is_error and part.content.startswith("{"):
+        try:
+            value = json.loads(part.content)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and not _wrapped(value):
+            return value
+    return {"error" if part.is_error else "output": part.content}
+
+
 def _render_parts(parts: Sequence[Part], calls: list[ToolCall]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     signature: str | None = None
@@ -149,14 +177,22 @@ def _render_parts(parts: Sequence[Part], calls: list[ToolCall]) -> list[dict[str
             else:
                 signature = part.signature  # belongs to the next part
             continue
+        if type(part) is Opaque:
+            if part.attach and out:
+                out[-1][part.kind] = part.data
+            elif not part.attach and isinstance(part.data, dict):
+                out.append(dict(part.data))
+            continue
         if type(part) is Text:
             wire: dict[str, Any] = {"text": part.text}
         elif type(part) is ToolCall:
-            wire = {"functionCall": {"name": part.name, "args": part.arguments}}
+            wire = {"functionCall": {"name": part.name, "args": part.arguments}
+                    | ({} if _generated(part.id) else {"id": part.id})}
         elif type(part) is ToolResult:
-            name = next((c.name for c in calls if c.id == part.call_id), part.name)
-            key = "error" if part.is_error else "output"
-            wire = {"functionResponse": {"name": name, "response": {key: part.content}}}
+            call = next((c for c in calls if c.id == part.call_id), None)
+            wire = {"functionResponse": {"name": call.name if call else part.name,
+                                         "response": _response(part)}
+                    | ({"id": part.call_id} if call and not _generated(call.id) else {})}
         elif type(part) is Image:
             wire = _image(part)
         else:  # pragma: no cover
@@ -181,7 +217,7 @@ def map_messages(system: str, messages: Sequence[Message]
         if not parts:
             continue
         if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
+            contents[-1]["parts"].extend(p for p in parts if p != {"text": ""})
         else:
             contents.append({"role": role, "parts": parts})
     instruction = {"parts": [{"text": system_text}]} if system_text else None
@@ -218,6 +254,39 @@ def _map_usage(usage: Any) -> Usage:
                  reasoning_tokens=thoughts)
 
 
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def camel_part(wp: Any) -> Any:
+    """A part written in the SDKs' snake_case (``function_call``) in the REST API's camelCase.
+
+    The API reads both; the names inside ``args`` and ``response`` (the
+    caller's data) are left as they are.
+    """
+    if not isinstance(wp, dict):
+        return wp
+    out: dict[str, Any] = {}
+    for key, value in wp.items():
+        if isinstance(value, dict) and key not in ("args", "response"):
+            value = {(k if k in ("args", "response") else _camel(k)): v for k, v in value.items()}
+        out[_camel(key) if isinstance(key, str) else key] = value
+    return out
+
+
+def _media(wp: dict[str, Any], at: str) -> Part:
+    """``inlineData``/``fileData``: an ``Image`` for an image, else kept verbatim."""
+    key = "inlineData" if "inlineData" in wp else "fileData"
+    data = require(wp, key, dict, at, NAME)
+    media = opt_str(data, "mimeType") or "image/png"
+    if not media.startswith("image/") or set(wp) - {key}:
+        return Opaque(provider=NAME, kind=key, data=wp)
+    if key == "inlineData":
+        return Image(media_type=media, data=require(data, "data", str, f"{at}.{key}", NAME))
+    return Image(media_type=media, url=require(data, "fileUri", str, f"{at}.{key}", NAME))
+
+
 def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]:
     parts: list[Part] = []
     n = 0
@@ -225,6 +294,10 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
         at = f"{where}[{i}]"
         if not isinstance(wp, dict):
             raise MalformedResponseError(f"{at} is not an object", provider=NAME)
+        wp = camel_part(wp)
+        if isinstance(wp, dict) and wp.keys() & OPAQUE_PARTS:
+            parts.append(Opaque(provider=NAME, kind=min(wp.keys() & OPAQUE_PARTS), data=wp))
+            continue
         signature = opt_str(wp, "thoughtSignature")
         if wp.get("thought") is True:
             text = require(wp, "text", str, at, NAME) if "text" in wp else ""
@@ -241,10 +314,8 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
             parts.append(ToolCall(id=opt_str(call, "id") or f"{id_prefix}_{n}",
                                   name=require(call, "name", str, f"{at}.functionCall", NAME),
                                   arguments=args, raw_arguments=raw, invalid=invalid))
-        elif "inlineData" in wp:
-            data = require(wp, "inlineData", dict, at, NAME)
-            parts.append(Image(media_type=opt_str(data, "mimeType") or "image/png",
-                               data=require(data, "data", str, f"{at}.inlineData", NAME)))
+        elif "inlineData" in wp or "fileData" in wp:
+            parts.append(_media(wp, at))
         else:
             kinds = sorted(str(k) for k in wp if k != "thoughtSignature")
             raise MalformedResponseError(f"unknown part kind {kinds} at {at}", provider=NAME)
@@ -292,8 +363,14 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
     return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop, **common)
 
 
+def _wrapped(response: Any) -> bool:
+    """Whether ``response`` is turnlog's own ``{"output": text}`` / ``{"error": text}``."""
+    return (isinstance(response, dict) and set(response) in ({"output"}, {"error"})
+            and isinstance(next(iter(response.values())), str))
+
+
 def _result(response: Any) -> tuple[str, bool]:
-    if isinstance(response, dict) and set(response) in ({"output"}, {"error"}):
+    if _wrapped(response):
         value, is_error = next(iter(response.values())), "error" in response
     else:
         value, is_error = response, False
@@ -306,7 +383,8 @@ def _unmap_response(wp: dict[str, Any], at: str, open_calls: list[ToolCall]) -> 
     if not isinstance(fr, dict):
         raise FormatError(f"gemini {at}.functionResponse: expected an object")
     name = wire_str(fr, "name", f"{at}.functionResponse", NAME)
-    call = next((c for c in open_calls if c.name == name), None)
+    call = next((c for c in open_calls if c.id == fr.get("id")), None) or next(
+        (c for c in open_calls if c.name == name), None)
     if call is not None:
         open_calls.remove(call)
     text, is_error = _result(fr.get("response"))
@@ -331,12 +409,18 @@ def _unmap_user(wire_parts: list[dict[str, Any]], where: str,
     user: list[Part] = []
     for j, wp in enumerate(wire_parts):
         at = f"{where}[{j}]"
+        wp = camel_part(wp)
         if "functionResponse" in wp:
             out.append(_unmap_response(wp, at, open_calls))
         elif "text" in wp:
             user.append(Text(text=wire_str(wp, "text", at, NAME)))
-        elif "inlineData" in wp or "fileData" in wp:
+        elif ("inlineData" in wp or "fileData" in wp) and str(
+                (wp.get("inlineData") or wp.get("fileData") or {}).get("mimeType", "image/")
+                ).startswith("image/"):
             user.append(_unmap_media(wp, "inlineData" if "inlineData" in wp else "fileData", at))
+        elif wp.keys() & (OPAQUE_PARTS | {"inlineData"}):
+            user.append(Opaque(provider=NAME, kind=min(wp.keys() & (OPAQUE_PARTS | {"inlineData"})),
+                               data=wp))
         else:
             raise FormatError(f"gemini {at}: unknown part {sorted(map(str, wp))}")
     return out + ([Message(role="user", parts=tuple(user))] if user else [])
@@ -351,7 +435,7 @@ def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Me
     """
     if system_instruction is not None and not isinstance(system_instruction, dict):
         raise FormatError("gemini systemInstruction: expected an object")
-    system = "".join(wire_str(p, "text", "systemInstruction.parts", NAME) for p in
+    system = "".join(wire_str(camel_part(p), "text", "systemInstruction.parts", NAME) for p in
                      wire_list((system_instruction or {}).get("parts"),
                                "systemInstruction.parts", NAME))
     out: list[Message] = []

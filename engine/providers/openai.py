@@ -35,10 +35,22 @@ from ..errors import (
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage, text_of
+from ..messages import (
+    EXTRA,
+    Image,
+    Message,
+    Opaque,
+    Part,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Usage,
+    text_of,
+)
 from ._common import (
-    count,
     Entry,
+    count,
     data_url,
     error_for_status,
     error_message,
@@ -62,7 +74,9 @@ except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependen
 
 __all__ = [
     "DEFAULT_MODEL",
+    "MESSAGE_KEYS",
     "OpenAIProvider",
+    "REASONING_KEYS",
     "map_messages",
     "map_request",
     "map_response",
@@ -82,6 +96,16 @@ _FINISH_REASON_MAP: dict[str, StopReason] = {
     "length": "max_tokens",
     "content_filter": "refusal",
 }
+#: Vendor fields of an assistant message that carry reasoning or its signature; each
+#: becomes a ``Thinking`` part whose ``source`` names the field.
+REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details", "thought_signature",
+                  "extra_content")
+#: Message keys of the Chat Completions wire (any other key is a vendor extension,
+#: kept in an ``EXTRA`` part and reported on import).
+MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal",
+                          "function_call", "audio", "annotations", *REASONING_KEYS})
+_CARRIED = ("audio", "annotations")  # kept verbatim, attached to the message
+_CALL_KEYS = {"id", "type", "function"}
 _PARAMS = {"max_tokens": "max_completion_tokens", "temperature": "temperature",
            "top_p": "top_p", "seed": "seed", "stop": "stop"}
 
@@ -124,25 +148,54 @@ def _result_content(result: ToolResult) -> str:
 
 
 def _user(parts: list[Part]) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    for p in parts:
+        if type(p) is Opaque and p.kind == EXTRA and isinstance(p.data, dict):
+            extra |= p.data
+    parts = [p for p in parts if type(p) is not Opaque or p.kind != EXTRA]
     if all(type(p) is Text for p in parts):
-        return {"role": "user", "content": "".join(p.text for p in parts)}
-    content = [{"type": "text", "text": p.text} if type(p) is Text
-               else {"type": "image_url", "image_url": {"url": data_url(p)}}
-               for p in parts if type(p) in (Text, Image)]
-    return {"role": "user", "content": content}
+        return {"role": "user", "content": "".join(p.text for p in parts)} | extra
+    content: list[dict[str, Any]] = []
+    for p in parts:
+        if type(p) is Text:
+            content.append({"type": "text", "text": p.text})
+        elif type(p) is Image:
+            content.append({"type": "image_url", "image_url": {"url": data_url(p)}})
+        elif type(p) is Opaque and p.attach and content and "image_url" in content[-1]:
+            content[-1]["image_url"][p.kind] = p.data  # detail
+        elif type(p) is Opaque and not p.attach and isinstance(p.data, dict):
+            content.append(dict(p.data))  # file, input_audio
+    return {"role": "user", "content": content} | extra
+
+
+def _vendor_value(part: Thinking) -> Any:
+    if part.wire is not None:
+        return part.wire
+    return part.signature if part.source == "thought_signature" else part.text
 
 
 def _assistant(parts: list[Part]) -> dict[str, Any] | None:
     text = "".join(p.text for p in parts if type(p) is Text)
-    calls = [{"id": wire_id(p.id), "type": "function",
-              "function": {"name": p.name, "arguments": p.raw_arguments}}
-             for p in parts if type(p) is ToolCall]
-    if not text and not calls:
+    calls: list[dict[str, Any]] = []
+    fields: dict[str, Any] = {}
+    for p in parts:
+        if type(p) is ToolCall:
+            calls.append({"id": wire_id(p.id), "type": "function",
+                          "function": {"name": p.name, "arguments": p.raw_arguments}})
+        elif type(p) is Thinking and p.source:
+            fields[p.source] = _vendor_value(p)
+        elif type(p) is Opaque and p.kind == EXTRA and isinstance(p.data, dict):
+            fields |= p.data
+        elif type(p) is Opaque and p.attach and p.kind not in _CARRIED and calls:
+            calls[-1][p.kind] = p.data  # a call's vendor field (extra_content ...)
+        elif type(p) is Opaque and p.attach:
+            fields[p.kind] = p.data
+    if not text and not calls and not fields:
         return None  # only thinking or images, which this wire cannot carry
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = calls
-    return message
+    return message | fields
 
 
 def _render(entry: Entry) -> list[dict[str, Any]]:
@@ -189,6 +242,14 @@ def _map_usage(usage: Any) -> Usage:
                                         "reasoning_tokens"))
 
 
+def _tool_call_parts(call: Any, where: str) -> list[Part]:
+    """The call and, attached after it, its vendor fields (``extra_content`` ...)."""
+    extras = [Opaque(provider=NAME, kind=k, data=v, attach=True)
+              for k, v in call.items() if k not in _CALL_KEYS and k != "index" and v is not None
+              ] if isinstance(call, dict) and call.get("type", "function") == "function" else []
+    return [_tool_call(call, where), *extras]
+
+
 def _tool_call(call: Any, where: str) -> ToolCall:
     call_id = require(call, "id", str, where, NAME)
     fn = call.get("function")
@@ -204,11 +265,52 @@ def _tool_call(call: Any, where: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw, invalid=invalid)
 
 
-def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
+def _empty(value: Any) -> bool:
+    """Null, ``""``, ``{}``, ``[]``, or an object of such: what servers send for "none"."""
+    if isinstance(value, dict):
+        return all(_empty(v) or k == "expires_at" and v == 0 for k, v in value.items())
+    return value is None or value == "" or value == []
+
+
+def _reasoning_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # reasoning_details: text / summary items; encrypted has none
+        return "\n\n".join(t for d in value if isinstance(d, dict)
+                            for t in (opt_str(d, "text"), opt_str(d, "summary")) if t)
+    return ""
+
+
+def _vendor_parts(message: dict[str, Any]) -> list[Part]:
+    """Reasoning and signatures in vendor fields as ``Thinking`` with the field as ``source``."""
     parts: list[Part] = []
-    reasoning = message.get("reasoning_content")
-    if isinstance(reasoning, str) and reasoning:
-        parts.append(Thinking(text=reasoning, provider=NAME))
+    for key in REASONING_KEYS:
+        value = message.get(key)
+        if _empty(value):
+            continue
+        if key == "thought_signature" and isinstance(value, str):
+            parts.append(Thinking(text="", signature=value, provider=NAME, source=key))
+        else:
+            parts.append(Thinking(text=_reasoning_text(value), provider=NAME, source=key,
+                                  wire=None if isinstance(value, str) else value))
+    return parts
+
+
+def _legacy_call(message: dict[str, Any], where: str) -> list[Part]:
+    """The pre-tools ``function_call`` as a call whose id is ``legacy_`` + its arguments' hash."""
+    fn = message.get("function_call")
+    if _empty(fn):
+        return []
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise MalformedResponseError(f"{where}.function_call needs a name", provider=NAME)
+    args, raw, invalid = parse_arguments(fn.get("arguments", ""))
+    digest = hashlib.sha256(f"{fn['name']}\0{raw}".encode()).hexdigest()[:12]
+    return [ToolCall(id=f"legacy_{digest}", name=fn["name"], arguments=args, raw_arguments=raw,
+                     invalid=invalid)]
+
+
+def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
+    parts: list[Part] = _vendor_parts(message)
     content = message.get("content")
     if isinstance(content, list):  # some compatible servers send content parts
         content = "".join(t for c in content if isinstance(t := opt_str(c, "text"), str))
@@ -217,11 +319,21 @@ def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
         parts.append(Text(text=refusal))
+    parts.extend(Opaque(provider=NAME, kind=key, data=message[key], attach=True)
+                 for key in _CARRIED if not _empty(message.get(key)))
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
         raise MalformedResponseError(f"{where}.tool_calls is not a list", provider=NAME)
-    parts.extend(_tool_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls))
-    return parts
+    for i, c in enumerate(calls):
+        parts.extend(_tool_call_parts(c, f"{where}.tool_calls[{i}]"))
+    return parts + _legacy_call(message, where)
+
+
+def _extra(message: dict[str, Any], known: frozenset[str] | set[str]) -> list[Part]:
+    """The message's unknown non-null keys (and ``name``) as one ``EXTRA`` part."""
+    extra = {k: v for k, v in message.items()
+             if (k not in known or k == "name") and v is not None}
+    return [Opaque(provider=NAME, kind=EXTRA, data=extra)] if extra else []
 
 
 def map_response(body: dict[str, Any]) -> ModelResponse:
@@ -248,9 +360,13 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
                          raw=body)
 
 
+#: Content part types kept verbatim as ``Opaque`` parts.
+OPAQUE_PARTS = frozenset({"file", "input_audio", "refusal"})
+
+
 def _unmap_user(content: Any, where: str) -> list[Part]:
     if isinstance(content, str):
-        return [Text(text=content)] if content else []
+        return [Text(text=content)]
     parts: list[Part] = []
     for j, item in enumerate(wire_list(content, f"{where}.content", NAME)):
         kind, at = item.get("type"), f"{where}.content[{j}]"
@@ -260,6 +376,10 @@ def _unmap_user(content: Any, where: str) -> list[Part]:
             url = wire_str(item["image_url"], "url", f"{at}.image_url", NAME)
             inline = parse_data_url(url)
             parts.append(Image(media_type=inline[0], data=inline[1]) if inline else Image(url=url))
+            parts.extend(Opaque(provider=NAME, kind=k, data=v, attach=True)
+                         for k, v in item["image_url"].items() if k != "url" and v is not None)
+        elif isinstance(kind, str) and kind in OPAQUE_PARTS:
+            parts.append(Opaque(provider=NAME, kind=kind, data=item))
         else:
             raise FormatError(f"openai {at}: unknown content part type {kind!r}")
     return parts
@@ -267,20 +387,29 @@ def _unmap_user(content: Any, where: str) -> list[Part]:
 
 def _unmap_assistant(msg: dict[str, Any], where: str) -> Message:
     try:
-        parts = _message_parts(msg, where)
+        parts = _message_parts(msg, where) + _extra(msg, MESSAGE_KEYS)
     except MalformedResponseError as exc:
         raise FormatError(str(exc).replace("response ", "transcript ")) from None
     return Message(role="assistant", parts=tuple(parts), provider=NAME)
 
 
 def _unmap_tool(msg: dict[str, Any], where: str, names: dict[str, str]) -> Message:
-    call_id = wire_str(msg, "tool_call_id", where, NAME)
+    if msg.get("role") == "function":  # the pre-tools answer to a function_call, by name
+        name = wire_str(msg, "name", where, NAME)
+        call_id = next((i for i, n in reversed(names.items()) if n == name and
+                        i.startswith("legacy_")), f"legacy_{name}")
+    elif not isinstance(msg.get("tool_call_id"), str):
+        found = sorted(set(map(str, msg)) - {"role", "content"})
+        raise FormatError(f"a `tool` message needs `tool_call_id` (found "
+                          f"{', '.join(f'`{k}`' for k in found) or 'no other key'})")
+    else:
+        call_id = msg["tool_call_id"]
     content = msg.get("content")
     text = content if isinstance(content, str) else "".join(
         p.text for p in _unmap_user(content, where) if type(p) is Text)
     return Message(role="tool", parts=(ToolResult(
-        call_id=call_id, name=names.get(call_id, ""), content=text,
-        is_error=text.startswith("Error")),))
+        call_id=call_id, name=names.get(call_id, "") or opt_str(msg, "name") or "",
+        content=text, is_error=text.startswith("Error")),))
 
 
 def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
@@ -298,11 +427,12 @@ def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
         if role in ("system", "developer"):
             systems.append(text_of(_unmap_user(msg.get("content"), where)))
         elif role == "user":
-            out.append(Message(role="user", parts=tuple(_unmap_user(msg.get("content"), where))))
+            out.append(Message(role="user", parts=(*_unmap_user(msg.get("content"), where),
+                                                    *_extra(msg, {"role", "content"}))))
         elif role == "assistant":
             out.append(_unmap_assistant(msg, where))
             names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
-        elif role == "tool":
+        elif role in ("tool", "function"):
             out.append(_unmap_tool(msg, where, names))
         else:
             raise FormatError(f"openai {where}: unknown role {role!r}")

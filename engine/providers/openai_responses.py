@@ -29,6 +29,7 @@ from ..errors import FormatError, MalformedResponseError, ServerError
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
+    EMPTY_TEXT,
     Entry,
     count,
     data_url,
@@ -80,7 +81,8 @@ def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
 
 def _user(parts: list[Part]) -> dict[str, Any]:
     if all(type(p) is Text for p in parts):
-        return {"role": "user", "content": "".join(p.text for p in parts)}
+        # this wire refuses an empty content: an empty message is EMPTY_TEXT
+        return {"role": "user", "content": "".join(p.text for p in parts) or EMPTY_TEXT}
     return {"role": "user", "content": [
         {"type": "input_text", "text": p.text} if type(p) is Text
         else {"type": "input_image", "image_url": data_url(p), "detail": "auto"}  # required

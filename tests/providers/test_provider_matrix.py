@@ -25,7 +25,9 @@ def test_recorded_conversation_continues_on_any_provider(fake_api, source, targe
     sent = json.dumps(fake_api.requests_for(target)[-1].body)
     for needle in ("Let me check both.", "Paris is sunny and 2 + 3 = 5.", "And tomorrow?",
                    "add needs two numbers", '\\"temp_c\\": 21'):
-        assert needle in sent, f"{needle!r} is lost from {source} to {target}"
+        # Gemini takes a structured result back as the object it is
+        found = needle in sent or (target == "gemini" and needle.replace("\\", "") in sent)
+        assert found, f"{needle!r} is lost from {source} to {target}"
     thought = "The user wants two things."
     if source == target and source in ("anthropic", "gemini"):
         assert thought in sent, "a provider gets its own thinking back"

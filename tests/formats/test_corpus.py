@@ -1,0 +1,115 @@
+"""Real recorded traffic (``tests/data/corpus``, see its SOURCES) imports, exports and swaps.
+
+Every file imports (or is refused with the precise error listed in
+``REFUSED``); every tool call the file holds is kept; every provider export
+validates against the SDK's request message types and is accepted by the
+fake API server; the jsonl export re-imports to equal events; and the
+history, swapped to each provider, is a request the fake server accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from engine.conversation import load_state
+from engine.errors import FormatError
+from engine.events import ModelResponded
+from engine.formats.exporter import export_conversation, export_data, lineage_events
+from engine.formats.importer import import_entries, import_file, read_transcript
+from engine.messages import ToolCall
+from journal import Journal
+from tests.fakeapi import FakeAPI, reply
+from tests.formats.test_export_fakeapi import post
+from engine.providers.base import ModelRequest
+from tests.providerkit import make_provider
+
+CORPUS = Path(__file__).parent.parent / "data" / "corpus"
+FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".json", ".jsonl"))
+
+_RESPONSES = "an OpenAI Responses API body (`input` items) is not a transcript format"
+_ALONE = "a response body alone is not a conversation"
+#: Files refused on purpose, with the error that says why.
+REFUSED = {
+    "anthropic-response-programmatic-tool-calling-caller.json": _ALONE,
+    "anthropic-response-tool-search-tool-result.json": _ALONE,
+    "openai-refusal-structured-output.json": _ALONE,
+    **{p.name: _RESPONSES for p in FILES if p.name.startswith("openai-responses-")},
+}
+_ADAPTERS = {}
+
+
+def adapter(provider: str) -> TypeAdapter:
+    """The SDK's request message type for ``provider``, as a pydantic adapter."""
+    if provider not in _ADAPTERS:
+        if provider == "openai":
+            from openai.types.chat import ChatCompletionMessageParam as T
+        else:
+            from anthropic.types.beta import BetaMessageParam as T
+        _ADAPTERS[provider] = TypeAdapter(list[T])
+    return _ADAPTERS[provider]
+
+
+def wire_calls(value: Any) -> int:
+    """Tool calls in a file's entries: tool_use blocks, tool_calls items, functionCall parts."""
+    if isinstance(value, list):
+        return sum(wire_calls(v) for v in value)
+    if not isinstance(value, dict):
+        return 0
+    own = int(value.get("type") == "tool_use")
+    own += sum(1 for k in ("functionCall", "function_call")
+               if isinstance(value.get(k), dict) and value[k].get("name"))
+    calls = value.get("tool_calls")
+    own += len(calls) if isinstance(calls, list) else 0
+    return own + sum(wire_calls(v) for k, v in value.items()
+                     if k not in ("tool_calls", "input", "args", "functionCall", "function_call"))
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeAPI() as server:
+        yield server
+
+
+def test_the_corpus_is_there_with_its_sources():
+    assert len(FILES) >= 40
+    sources = (CORPUS / "SOURCES").read_text()
+    missing = [p.name for p in FILES if p.name not in sources]
+    assert missing == []
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_a_real_transcript_imports_exports_and_swaps(path, fake):
+    journal = Journal(":memory:")
+    refused_before = len(fake.refusals())
+    if path.name in REFUSED:
+        with pytest.raises(FormatError, match=REFUSED[path.name].replace("(", r"\(")
+                           .replace(")", r"\)").replace("`", "`")):
+            import_file(journal, path, conversation_id="c")
+        return
+    import_file(journal, path, conversation_id="c")
+    events = lineage_events(journal, "c")
+    entries, _ = read_transcript(path.read_bytes())
+    kept = sum(1 for e in events if type(e) is ModelResponded
+               for p in e.parts if type(p) is ToolCall)
+    assert kept == wire_calls(entries), "every tool call is kept"
+    for provider in ("openai", "anthropic", "gemini"):
+        data = export_data(journal, "c", provider)
+        if provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
+            adapter(provider).validate_python(data["messages"])
+        response = post(fake, provider, data)
+        assert response.status_code == 200, (provider, response.text)
+    lines = [json.loads(line) for line in export_conversation(journal, "c", "jsonl").splitlines()]
+    import_entries(journal, lines, conversation_id="again")
+    assert lineage_events(journal, "again")[1:] == events[1:]
+    state = load_state(journal, "c")
+    for provider in ("openai", "anthropic", "gemini", "openai-responses"):
+        fake.script(provider, [reply(provider, text="ok")])
+        make_provider(provider, fake).complete(ModelRequest(
+            model="fake-model", system=state.system, messages=tuple(state.messages),
+            parameters={"max_tokens": 64}))
+    assert fake.refusals()[refused_before:] == []
