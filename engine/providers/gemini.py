@@ -75,8 +75,8 @@ from .base import ModelRequest, ModelResponse
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
-    "GeminiProvider",
     "OPAQUE_PARTS",
+    "GeminiProvider",
     "gemini_schema",
     "map_messages",
     "map_request",
