@@ -174,7 +174,7 @@ class RecordedProvider:
         return ModelResponse(parts=outcome.parts, stop_reason=outcome.stop_reason,
                              usage=outcome.usage, provider=outcome.provider,
                              model=outcome.model, response_id=outcome.response_id,
-                             raw=outcome.raw)
+                             raw=outcome.raw, replaced=outcome.replaced)
 
 
 def _provider_error(failed: ModelFailed) -> Exception:

@@ -355,6 +355,9 @@ def parse_body(text: str, provider: str) -> Any:
     except ValueError:
         raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
                                      provider=provider) from None
+    except RecursionError:
+        raise MalformedResponseError("response body is JSON nested too deeply to read",
+                                     provider=provider) from None
 
 
 def opt_str(obj: Any, key: str) -> str | None:
