@@ -71,8 +71,14 @@ def canonical_value(value: Any) -> Any:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """Canonical JSON of ``value`` as UTF-8 bytes (sorted keys, no spaces)."""
-    return _encoder.encode(canonical_value(value))
+    """Canonical JSON of ``value`` as UTF-8 bytes (sorted keys, no spaces).
+
+    Text that is not valid Unicode (a lone surrogate) raises ``InvalidEventError``.
+    """
+    try:
+        return _encoder.encode(canonical_value(value))
+    except UnicodeEncodeError:
+        raise InvalidEventError("text holds invalid Unicode (a lone surrogate)") from None
 
 
 def canonical_json(value: Any) -> str:

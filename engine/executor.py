@@ -51,6 +51,8 @@ class ToolExecution(msgspec.Struct, frozen=True, kw_only=True):
     content: str | None = None
     duration_ms: float | None = None
     source: Literal["live", "recorded", "imported", "interrupted", "runner"] = "live"
+    #: fields whose invalid Unicode was already replaced (a recorded outcome served again)
+    replaced: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -53,6 +53,7 @@ from journal import ConcurrencyError, Journal
 from .conversation import Conversation
 from .directives import Directives
 from .calls import assign_call_ids
+from .canonical import valid_unicode
 from .duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
 from .errors import ConversationExistsError, EngineError, ProviderError, TranscriptLockContention
 from .events import (
@@ -309,7 +310,7 @@ class Loop:
             turn=turn, parts=response.parts, stop_reason=response.stop_reason,
             usage=response.usage, provider=response.provider or self.provider.name,
             model=response.model or request.model, response_id=response.response_id,
-            raw=response.raw, latency_ms=_ms(self.timer() - start))))
+            raw=response.raw, latency_ms=_ms(self.timer() - start), replaced=response.replaced)))
         self._emit("model_responded", conv, turn=turn, stop_reason=response.stop_reason,
                    tool_calls=[c.name for c in conv.builder.last_tool_calls])
 
@@ -409,7 +410,7 @@ class Loop:
         data = outcome.data
         try:
             data = msgspec.to_builtins(data) if data is not None else None
-            msgspec.json.encode(data)
+            msgspec.json.encode(valid_unicode(data)[0])  # invalid Unicode: replaced below
         except (TypeError, ValueError) as exc:
             outcome = ToolExecution(success=False, error=f"result is not JSON data: {exc}",
                                     duration_ms=outcome.duration_ms, source=outcome.source)
@@ -421,7 +422,8 @@ class Loop:
                        else tool_failed_message(call.name, outcome.error or "unknown error"))
         self._append(conv, with_valid_unicode(ToolCompleted(
             call_id=call.id, name=call.name, success=outcome.success, content=content, data=data,
-            error=outcome.error, duration_ms=outcome.duration_ms, source=outcome.source)))
+            error=outcome.error, duration_ms=outcome.duration_ms, source=outcome.source,
+            replaced=outcome.replaced)))
         self._emit("tool_executed", conv, call_id=call.id, name=call.name,
                    success=outcome.success, rejected=None)
 

@@ -178,7 +178,7 @@ class RecordedProvider:
         return ModelResponse(parts=outcome.parts, stop_reason=outcome.stop_reason,
                              usage=outcome.usage, provider=outcome.provider,
                              model=outcome.model, response_id=outcome.response_id,
-                             raw=outcome.raw)
+                             raw=outcome.raw, replaced=outcome.replaced)
 
     def retried(self) -> bool:
         """Whether the recording tried the failure just served again (its next request is a retry)."""

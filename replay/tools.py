@@ -93,4 +93,5 @@ def spec_registry(specs: Iterable[ToolSpec], verdicts: Verdicts | None = None) -
 def execution_of(done: ToolCompleted) -> ToolExecution:
     """A recorded ``tool_completed`` as the outcome an executor hands the loop."""
     return ToolExecution(success=done.success, data=done.data, error=done.error,
-                         content=done.content, duration_ms=done.duration_ms, source=done.source)
+                         content=done.content, duration_ms=done.duration_ms, source=done.source,
+                         replaced=done.replaced)

@@ -51,6 +51,8 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     model: str = ""
     response_id: str | None = None
     raw: Any = None
+    #: fields whose invalid Unicode was already replaced (a recorded response served again)
+    replaced: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -44,6 +44,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from ..canonical import valid_unicode
 from ..errors import (
     FormatError,
     MalformedResponseError,
@@ -323,7 +324,8 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
 
 
 def _body_digest(body: Any) -> str:
-    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()[:12]
+    # a lone surrogate in the body is not UTF-8: hash it as U+FFFD (the loop records it so)
+    return hashlib.sha256(msgspec.json.encode(valid_unicode(body)[0], order="sorted")).hexdigest()[:12]
 
 
 def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelResponse:

@@ -75,8 +75,8 @@ except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependen
 __all__ = [
     "DEFAULT_MODEL",
     "MESSAGE_KEYS",
-    "OpenAIProvider",
     "REASONING_KEYS",
+    "OpenAIProvider",
     "map_messages",
     "map_request",
     "map_response",
