@@ -8,6 +8,9 @@ ResponseCreateParams``, the non-streaming variants) with a pydantic
 ``TypeAdapter``. The SDKs type list fields as ``Iterable``, which pydantic
 validates lazily, so the validated value is walked to the end. Gemini has no
 SDK among turnlog's dependencies; its rules live in ``fakerules`` alone.
+Anthropic bodies are checked against the beta request type, a superset of
+the stable one: server tool blocks (``mcp_tool_use``, ``container_upload``
+...) are valid Messages API content that only the beta types declare.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from anthropic.types import message_create_params
+from anthropic.types.beta import message_create_params
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
 from pydantic import TypeAdapter, ValidationError
