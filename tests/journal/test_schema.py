@@ -84,11 +84,15 @@ def test_an_unknown_synchronous_level_is_refused(journal_path):
         Journal(journal_path, synchronous="OFF")
 
 
-def hold_write_lock(path, seconds: float, locked: threading.Event) -> None:
+def hold_write_lock(path, seconds: float, locked: threading.Event,
+                    release: threading.Event | None = None) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     locked.set()
-    time.sleep(seconds)
+    if release is None:
+        time.sleep(seconds)
+    else:  # held until the test has seen the refusal, however slow the machine
+        release.wait(seconds)
     conn.execute("ROLLBACK")
     conn.close()
 
@@ -107,13 +111,17 @@ def test_an_append_waits_for_another_writers_lock(journal_path):
 def test_a_lock_held_past_the_busy_timeout_is_a_journal_locked_error(journal_path, monkeypatch):
     monkeypatch.setattr(journal._sqlite, "BUSY_TIMEOUT_MS", 50)
     with Journal(journal_path) as opened:
-        locked = threading.Event()
-        holder = threading.Thread(target=hold_write_lock, args=(journal_path, 0.5, locked))
+        locked, release = threading.Event(), threading.Event()
+        holder = threading.Thread(target=hold_write_lock,
+                                  args=(journal_path, 30, locked, release))
         holder.start()
         locked.wait()
-        with pytest.raises(JournalLockedError, match="locked"):
-            opened.append("conv", [event()], 0)
-        holder.join()
+        try:
+            with pytest.raises(JournalLockedError, match="locked"):
+                opened.append("conv", [event()], 0)
+        finally:
+            release.set()
+            holder.join()
         assert opened.append("conv", [event()], 0)[0].seq == 1
 
 
