@@ -28,13 +28,13 @@ def post(fake: FakeAPI, provider: str, data: dict) -> httpx.Response:
     if provider == "openai":
         return httpx.post(f"{fake.base_url('openai')}/chat/completions",
                           json={"model": "gpt-x", **data},
-                          headers={"authorization": "Bearer test"})
+                          headers={"authorization": "Bearer test"}, timeout=60)
     if provider == "anthropic":
         return httpx.post(f"{fake.base_url('anthropic')}/v1/messages",
                           json={"model": "claude-x", "max_tokens": 64, **data},
-                          headers={"x-api-key": "test"})
+                          headers={"x-api-key": "test"}, timeout=60)
     return httpx.post(f"{fake.base_url('gemini')}/v1beta/models/gemini-x:generateContent",
-                      json=data, headers={"x-goog-api-key": "test"})
+                      json=data, headers={"x-goog-api-key": "test"}, timeout=60)
 
 
 def assert_accepted(fake: FakeAPI, journal: Journal, cid: str) -> None:
