@@ -47,12 +47,7 @@ def fork_started(journal: Journal, conversation_id: str, at_seq: int, new_id: st
     ``replay_of``) replace single fields. Raises ``ForkPointError`` for a seq
     the parent does not have.
     """
-    last = journal.last_seq(conversation_id)
-    if last == 0:
-        load_state(journal, conversation_id)  # ConversationNotFound, with the usual message
-    if type(at_seq) is not int or not 1 <= at_seq <= last:
-        raise ForkPointError(f"cannot fork {conversation_id!r} at seq {at_seq!r}: "
-                             f"it has seqs 1..{last}")
+    _check_in_range(journal, conversation_id, at_seq)
     state = rebuild(journal, conversation_id, at_seq)
     config: dict[str, Any] = dict(
         provider=state.provider, model=state.model, mode=state.mode, max_turns=state.max_turns,
@@ -110,12 +105,7 @@ def check_fork_point(journal: Journal, conversation_id: str, at_seq: int, *,
     With ``message`` the point must also be one a user message can follow
     (the error then lists those that can).
     """
-    last = journal.last_seq(conversation_id)
-    if last == 0:
-        load_state(journal, conversation_id)  # ConversationNotFound, with the usual message
-    if type(at_seq) is not int or not 1 <= at_seq <= last:
-        raise ForkPointError(f"cannot fork {conversation_id!r} at seq {at_seq!r}: "
-                             f"it has seqs 1..{last}")
+    _check_in_range(journal, conversation_id, at_seq)
     if message and at_seq not in message_fork_points(journal, conversation_id):
         state = rebuild(journal, conversation_id, at_seq)
         why = (f"{len(state.pending_calls)} tool call(s) still await results"
@@ -160,3 +150,13 @@ def _ranges(seqs: list[int]) -> str:
         if s is not None:
             start = prev = s
     return ", ".join(out)
+
+
+def _check_in_range(journal: Any, conversation_id: str, at_seq: Any) -> None:
+    """``ConversationNotFound`` or ``ForkPointError`` unless ``at_seq`` is one of its seqs."""
+    last = journal.last_seq(conversation_id)
+    if last == 0:
+        load_state(journal, conversation_id)  # ConversationNotFound, with the usual message
+    if type(at_seq) is not int or not 1 <= at_seq <= last:
+        raise ForkPointError(f"cannot fork {conversation_id!r} at seq {at_seq!r}: "
+                             f"it has seqs 1..{last}")
