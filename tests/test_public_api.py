@@ -10,13 +10,14 @@ import pytest
 import engine
 import journal
 import replay
+import turnlog
 
 MODULES = sorted({
     info.name
-    for package in (engine, journal, replay)
+    for package in (engine, journal, replay, turnlog)
     for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
     if not info.name.rsplit(".", 1)[-1].startswith("_") and not info.name.endswith("__main__")
-} | {"engine", "journal", "replay"})
+} | {"engine", "journal", "replay", "turnlog"})
 
 
 def _isort(name: str) -> tuple[int, str]:

@@ -13,6 +13,10 @@ is importable from here, so code does not depend on their generic names::
     journal = turnlog.Journal("turnlog.db")
     result = turnlog.Loop(journal, turnlog.ScriptedProvider(script), [add]).start("2 + 3?")
     assert result.completed and result.final_content == "5"
+
+``turnlog.testing`` is the property-test kit: adversarial strategies, the
+``DuplicateRuleLaws`` test class for your own duplicate rule, and the replay
+pytest plugin.
 """
 
 from __future__ import annotations

@@ -1,0 +1,166 @@
+"""``DuplicateRuleLaws``: the laws every duplicate rule must satisfy, as a test class to subclass.
+
+Imported by ``turnlog.testing`` on first use (it needs hypothesis and pytest).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.duplicates import DuplicatePredicate, check_duplicate
+from engine.events import (
+    ConversationStarted,
+    DuplicatePolicy,
+    ModelRequested,
+    ModelResponded,
+    ToolCompleted,
+    UserMessage,
+)
+from engine.messages import ToolCall
+from engine.state import StateBuilder
+
+from .testing import argument_dicts, changed_forms, equivalent_forms, same_arguments
+
+__all__ = ["DuplicateRuleLaws"]
+
+_NAMES = st.sampled_from(["search", "add", "caf\u00e9"])
+# every subclass runs the same law functions: that is the point, not a flaky executor
+_LAW = settings(suppress_health_check=[HealthCheck.differing_executors, HealthCheck.too_slow])
+_HISTORY = st.lists(st.tuples(_NAMES, argument_dicts(max_size=3, max_leaves=4)), max_size=4)
+
+
+class DuplicateRuleLaws:
+    """Laws any duplicate rule must satisfy; subclass it (as ``Test...``) with your rule.
+
+    Set ``policy`` (a ``DuplicatePolicy``) and, for ``rule="custom"``, the
+    ``predicate`` the loop would be given (else ``policy.custom`` is resolved
+    as the loop resolves it). Each law draws histories of calls that ran and
+    asks the loop's own decision (``engine.duplicates.check_duplicate``) about
+    the next call:
+
+    - a call repeated at once is refused (set ``refuses_repeats = False`` for
+      a rule that lets some repeats through, such as ``rule="off"``), in any
+      equivalent form;
+    - a call that differs from every earlier call in a non-volatile argument
+      (or is the first call) is never refused;
+    - key order, number form (``1``/``1.0``, ``0``/``-0.0``) and Unicode form
+      (NFC-equal text) never change a verdict, in the history or in the call;
+    - the policy's exempt tools, and any tool made exempt, are never refused;
+    - a tool's volatile keys never change a verdict.
+    """
+
+    #: the rule under test
+    policy: ClassVar[DuplicatePolicy] = DuplicatePolicy()
+    #: the custom predicate (``rule="custom"``); ``None`` resolves ``policy.custom``
+    predicate: ClassVar[DuplicatePredicate | None] = None
+    #: whether an immediate repeat must be refused (``False`` for rules that allow some)
+    refuses_repeats: ClassVar[bool] = True
+
+    # --- the machinery the laws use -------------------------------------------------
+
+    def new_state(self, policy: DuplicatePolicy | None = None) -> StateBuilder:
+        """A live state under ``policy`` (default: the rule under test), after one user message."""
+        b = StateBuilder()
+        b.apply(ConversationStarted(conversation_id="laws", provider="laws", model="laws",
+                                    max_turns=10**6, duplicate_policy=policy or self.policy))
+        b.apply(UserMessage.of("go"))
+        return b
+
+    @staticmethod
+    def record(b: StateBuilder, name: str, arguments: dict[str, Any]) -> None:
+        """The model calls ``name(arguments)`` and the call runs."""
+        turn = b.turn_count + 1
+        b.apply(ModelRequested(turn=turn, digest="d", provider="laws", model="laws"))
+        b.apply(ModelResponded(turn=turn, parts=(
+            ToolCall(id=f"t{turn}", name=name, arguments=arguments),)))
+        b.apply(ToolCompleted(call_id=f"t{turn}", name=name, success=True, content="ok"))
+
+    def refuses(self, b: StateBuilder, name: str, arguments: dict[str, Any]) -> bool:
+        """The loop's verdict on ``name(arguments)`` as the next call."""
+        return check_duplicate(b.duplicate_policy, b, name, arguments, self.predicate)
+
+    def _with(self, **changes: Any) -> DuplicatePolicy:
+        return msgspec.structs.replace(self.policy, **changes)
+
+    def _exempt(self, name: str) -> bool:
+        return name in self.policy.exempt
+
+    # --- the laws ------------------------------------------------------------------
+
+    @_LAW
+    @given(history=_HISTORY, name=_NAMES, args=argument_dicts(), data=st.data())
+    def test_a_call_repeated_at_once_is_refused_in_any_form(self, history, name, args, data):
+        b = self.new_state()
+        for call in history:
+            self.record(b, *call)
+        self.record(b, name, args)
+        same = data.draw(equivalent_forms(args), label="same call, written otherwise")
+        if self.refuses_repeats and not self._exempt(name):
+            assert self.refuses(b, name, args), f"a repeat of {name}({args!r}) was let through"
+            assert self.refuses(b, name, same), f"{name}({same!r}) repeats {args!r}"
+
+    @_LAW
+    @given(history=_HISTORY, name=_NAMES, args=argument_dicts(), data=st.data())
+    def test_a_call_unlike_every_earlier_one_is_never_refused(self, history, name, args, data):
+        b = self.new_state()
+        assert not self.refuses(b, name, args), "the first call was refused"
+        volatile = self.policy.volatile.get(name, ())
+        for call in history:
+            self.record(b, *call)
+        self.record(b, name, args)
+        fresh = data.draw(changed_forms(args, keep=volatile), label="changed")
+        seen = [a for n, a in history if n == name]
+        if not any(same_arguments(fresh, a, ignore=volatile) for a in seen):
+            assert not self.refuses(b, name, fresh), f"{name}({fresh!r}) was never called before"
+        other_tool = "never_called_tool"
+        assert not self.refuses(b, other_tool, args), "another tool's call was refused"
+
+    @_LAW
+    @given(history=_HISTORY, name=_NAMES, args=argument_dicts(), data=st.data())
+    def test_key_order_number_form_and_unicode_form_never_change_a_verdict(
+            self, history, name, args, data):
+        plain, other = self.new_state(), self.new_state()
+        calls = [*history, (name, args)] if data.draw(st.booleans(), label="probe ran") else history
+        for call_name, call_args in calls:
+            self.record(plain, call_name, call_args)
+            self.record(other, call_name, data.draw(equivalent_forms(call_args)))
+        same = data.draw(equivalent_forms(args), label="probe, written otherwise")
+        verdict = self.refuses(plain, name, args)
+        assert self.refuses(plain, name, same) == verdict
+        assert self.refuses(other, name, args) == verdict
+        assert self.refuses(other, name, same) == verdict
+
+    @_LAW
+    @given(history=_HISTORY, name=_NAMES, args=argument_dicts(), repeats=st.integers(1, 3))
+    def test_exempt_tools_are_never_refused(self, history, name, args, repeats):
+        b = self.new_state(self._with(exempt=(*self.policy.exempt, name)))
+        for call in history:
+            self.record(b, *call)
+        for _ in range(repeats):
+            self.record(b, name, args)
+            assert not self.refuses(b, name, args), f"exempt tool {name!r} was refused"
+        for exempt in self.policy.exempt:
+            b = self.new_state()
+            self.record(b, exempt, args)
+            assert not self.refuses(b, exempt, args), f"exempt tool {exempt!r} was refused"
+
+    @_LAW
+    @given(history=_HISTORY, name=_NAMES, args=argument_dicts(), data=st.data())
+    def test_volatile_keys_never_change_a_verdict(self, history, name, args, data):
+        key = data.draw(st.sampled_from([*sorted(args), "\u2063volatile"]), label="volatile key")
+        keys = (*self.policy.volatile.get(name, ()), key)
+        b = self.new_state(self._with(volatile={**self.policy.volatile, name: keys}))
+        for call in history:
+            self.record(b, *call)
+        self.record(b, name, args)
+        verdict = self.refuses(b, name, args)
+        noisy = {**args, key: data.draw(st.none() | st.integers() | st.text(), label="new value")}
+        dropped = {k: v for k, v in args.items() if k != key}
+        assert self.refuses(b, name, noisy) == verdict, f"volatile {key!r} changed the verdict"
+        assert self.refuses(b, name, dropped) == verdict, f"volatile {key!r} changed the verdict"
+        if self.refuses_repeats and not self._exempt(name):
+            assert verdict
