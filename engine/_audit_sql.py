@@ -4,16 +4,19 @@ Both sources answer the same questions with the same JSON paths (those of the
 ``model_calls`` and ``tool_calls`` views); the projections answer without
 parsing a payload. ``{in_scope}`` narrows to the conversations in
 ``temp.audit_scope`` (empty when every conversation is in scope) and
-``{and_tool}`` to one tool.
+``{and_tool}`` to one tool. ``pending`` and ``server`` read the calls each
+response asked for (``engine.projections.REQUESTED_SQL``) as rows
+``(conversation_id, call_id, tool, kind)``; their ``{in_scope}`` and
+``{and_tool}`` are ``REQUESTED_SCOPE`` and ``REQUESTED_TOOL`` for either source.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from .projections import MODEL_CALLS, TOOL_CALLS
+from .projections import MODEL_CALLS, REQUESTED_SQL, TOOL_CALLS
 
-__all__ = ["EVENTS", "PROJECTIONS", "Source"]
+__all__ = ["EVENTS", "PROJECTIONS", "REQUESTED_SCOPE", "REQUESTED_TOOL", "Source"]
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,9 +35,32 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     tools: str
     #: -> the conversations that called the tool ``?``
     tool_users: str
+    #: -> tool, count of its calls with no outcome in their conversation
+    pending: str
+    #: -> kind, tool, count of the server tool calls (``SERVER_CALL_KINDS``)
+    server: str
 
 
 _SCOPE = "(SELECT conversation_id FROM temp.audit_scope)"
+
+#: ``{in_scope}`` and ``{and_tool}`` of the ``pending`` and ``server`` queries.
+REQUESTED_SCOPE = f"AND conversation_id IN {_SCOPE}"
+REQUESTED_TOOL = "AND tool = ?"
+
+_REQUESTED = """SELECT m.cid AS conversation_id, json_extract(r.value, '$[0]') AS call_id,
+       json_extract(r.value, '$[1]') AS tool, json_extract(r.value, '$[2]') AS kind
+FROM ({calls}) AS m, json_each(m.requested) AS r"""
+
+# NOT IN over an uncorrelated subquery is built once as a temporary index.
+_PENDING = """SELECT tool, count(*) FROM ({requested}) WHERE kind = 'client' {{in_scope}} {{and_tool}}
+  AND (conversation_id, call_id) NOT IN ({answered}) GROUP BY tool"""
+_SERVER = """SELECT kind, tool, count(*) FROM ({requested}) WHERE kind != 'client' {{in_scope}}
+  {{and_tool}} GROUP BY kind, tool ORDER BY kind, tool"""
+_BY_PROJECTION = _REQUESTED.format(
+    calls=f"SELECT conversation_id AS cid, requested FROM {MODEL_CALLS} WHERE requested IS NOT NULL")
+_BY_EVENTS = _REQUESTED.format(
+    calls=f"SELECT stream_id AS cid, {REQUESTED_SQL.format(e='events')} AS requested FROM events "
+          "WHERE type = 'model_responded'")
 
 # Grouping happens before the join, so the scope table is read once per group.
 _CALLS = """
@@ -56,7 +82,11 @@ PROJECTIONS = Source(
              f"WHERE NOT ok {{in_scope}} GROUP BY 1 ORDER BY 1",
     tools=f"SELECT tool, outcome = 'refused', outcome = 'succeeded', reason, duration_ms "
           f"FROM {TOOL_CALLS} WHERE 1 {{in_scope}} {{and_tool}}",
-    tool_users=f"SELECT conversation_id FROM {TOOL_CALLS} WHERE tool = ?",
+    tool_users=f"SELECT conversation_id FROM (SELECT conversation_id, tool FROM {TOOL_CALLS} "
+               f"UNION ALL SELECT conversation_id, tool FROM ({_BY_PROJECTION})) WHERE tool = ?",
+    pending=_PENDING.format(requested=_BY_PROJECTION, answered=(
+        f"SELECT conversation_id, call_id FROM {TOOL_CALLS} WHERE call_id IS NOT NULL")),
+    server=_SERVER.format(requested=_BY_PROJECTION),
 )
 
 # SQLite caches a payload's parse across the json_extract calls of one row, so each
@@ -81,6 +111,13 @@ EVENTS = Source(
                     json_extract(payload, '$.duration_ms')
              FROM events WHERE type IN ('tool_completed', 'tool_call_rejected')
              {in_scope} {and_tool}""",
-    tool_users="SELECT stream_id FROM events WHERE type IN ('tool_completed', 'tool_call_rejected') "
-               "AND json_extract(payload, '$.name') = ?",
+    tool_users="SELECT conversation_id FROM (SELECT stream_id AS conversation_id, "
+               "json_extract(payload, '$.name') AS tool FROM events "
+               "WHERE type IN ('tool_completed', 'tool_call_rejected') "
+               f"UNION ALL SELECT conversation_id, tool FROM ({_BY_EVENTS})) WHERE tool = ?",
+    pending=_PENDING.format(requested=_BY_EVENTS, answered=(
+        "SELECT stream_id, json_extract(payload, '$.call_id') FROM events "
+        "WHERE type IN ('tool_completed', 'tool_call_rejected') "
+        "AND json_extract(payload, '$.call_id') IS NOT NULL")),
+    server=_SERVER.format(requested=_BY_EVENTS),
 )

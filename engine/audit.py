@@ -3,7 +3,9 @@
 ``audit(conn, query, prices)`` answers: how many conversations, in which
 status, with which provider and model; how many turns and tokens; how each
 tool fared (calls, failures, duplicates prevented, refusals by reason,
-median and p95 duration); which model errors occurred; what the runs cost
+calls still pending, median and p95 duration); which server tools the
+providers ran themselves (``server_tools``, by kind and name, never mixed
+with the client tools); which model errors occurred; what the runs cost
 (estimated from a :class:`~engine.prices.PriceTable`); and which divergences
 the last recorded replay found. Nothing is folded in Python: a handful of
 grouped queries over ``conversations``, ``model_calls`` and ``tool_calls``
@@ -26,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from ._audit_sql import EVENTS, PROJECTIONS, Source
+from ._audit_sql import EVENTS, PROJECTIONS, REQUESTED_SCOPE, REQUESTED_TOOL, Source
 from .errors import BadFilterError
 from .messages import Usage
 from .prices import PriceTable
@@ -124,8 +126,14 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     report["tokens"] = _tokens(calls)
     report["model_failures"] = dict(conn.execute(src.failures.format(in_scope=in_scope)).fetchall())
     and_tool, params = (src.and_tool, (query.tool,)) if query.tool else ("", ())
+    requested = {"in_scope": "" if unfiltered else REQUESTED_SCOPE,
+                 "and_tool": REQUESTED_TOOL if query.tool else ""}
+    pending = dict(conn.execute(src.pending.format(**requested), params).fetchall())
     report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope, and_tool=and_tool),
-                                          params))
+                                          params), pending)
+    report["server_tools"] = [
+        {"kind": kind, "tool": tool, "calls": n}
+        for kind, tool, n in conn.execute(src.server.format(**requested), params)]
     report["source"] = src.name
     report["cost"] = _cost(calls, prices, query.top)
     report["divergences"] = _divergences(conn)
@@ -195,8 +203,9 @@ def _tokens(calls: list[tuple]) -> dict[str, Any]:
     }
 
 
-def _tools(rows: Iterable[tuple]) -> dict[str, dict[str, Any]]:
-    """Per tool: calls by outcome, refusals by reason, median and p95 duration."""
+def _tools(rows: Iterable[tuple], pending: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per tool: calls by outcome (``pending``: no outcome yet), refusals by reason,
+    median and p95 duration."""
     outcomes: Counter[tuple[str, str, str]] = Counter()
     durations: dict[str, list[float]] = defaultdict(list)
     for name, refused, success, reason, ms in rows:
@@ -206,13 +215,18 @@ def _tools(rows: Iterable[tuple]) -> dict[str, dict[str, Any]]:
         outcomes[(name, "succeeded" if success else "failed", "")] += 1
         if ms is not None:
             durations[name].append(ms)
+    for name, n in pending.items():
+        outcomes[(name, "pending", "")] += n
     tools: dict[str, dict[str, Any]] = {}
     for (name, outcome, reason), n in sorted(outcomes.items()):
         t = tools.setdefault(name, {
-            "calls": 0, "succeeded": 0, "failures": 0, "refused": 0, "duplicates_prevented": 0,
-            "refused_by_reason": {}, "median_ms": None, "p95_ms": None})
+            "calls": 0, "succeeded": 0, "failures": 0, "refused": 0, "pending": 0,
+            "duplicates_prevented": 0, "refused_by_reason": {}, "median_ms": None,
+            "p95_ms": None})
         t["calls"] += n
-        if outcome == "refused":
+        if outcome == "pending":
+            t["pending"] += n
+        elif outcome == "refused":
             t["refused"] += n
             t["refused_by_reason"][reason] = n
             if reason == "duplicate":

@@ -6,9 +6,17 @@ extension keeps two narrow tables, one row per event of their kind, with the
 few numbers the audit needs already extracted:
 
 - ``_audit_model_calls``: one row per ``model_responded``/``model_failed``
-  (position, conversation, day, ok, token counts, error type);
+  (position, conversation, day, ok, token counts, error type, and
+  ``requested``: the calls the response asked for, a JSON array of
+  ``[call_id, tool, kind]`` — ``kind`` is ``client`` for a ``tool_call``
+  part, or the wire type of a server tool call kept as an ``Opaque`` part,
+  see ``SERVER_CALL_KINDS``);
 - ``_audit_tool_calls``: one row per ``tool_completed``/``tool_call_rejected``
-  (position, conversation, tool, outcome, refusal reason, duration).
+  (position, conversation, call id, tool, outcome, refusal reason, duration).
+
+A requested client call with no row of its own in ``_audit_tool_calls`` (same
+conversation, same call id) is pending: the transcript or run ended before
+its tool ran.
 
 They are projections, never a second source of truth: an ``AFTER INSERT``
 trigger fills them in the same transaction as the event (so they cannot lag
@@ -30,10 +38,33 @@ from sqlite_utils import Database
 
 from journal import ProjectionMismatch
 
-__all__ = ["MODEL_CALLS", "TOOL_CALLS", "check", "in_step", "install", "rebuild"]
+__all__ = ["MODEL_CALLS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
+           "in_step", "install", "rebuild"]
 
 MODEL_CALLS = "_audit_model_calls"
 TOOL_CALLS = "_audit_tool_calls"
+
+#: ``Opaque.kind`` of a call the provider's server ran itself (Anthropic's
+#: ``server_tool_use``/``mcp_tool_use`` blocks, Gemini's ``executableCode``
+#: and ``toolCall`` parts): counted by the audit as server tool calls, apart
+#: from the client tool calls turnlog runs. Its tool is the block's ``name``
+#: (the kind itself when it has none).
+SERVER_CALL_KINDS = ("executableCode", "mcp_tool_use", "server_tool_use", "toolCall")
+
+#: SQL over an event row named ``{e}``: the JSON array of ``[call_id, tool, kind]`` for
+#: every call its parts ask for (NULL: none). One rule for the projection and ``events``.
+REQUESTED_SQL = """nullif((SELECT json_group_array(json_array(
+        CASE json_extract(p.value, '$.type') WHEN 'tool_call' THEN json_extract(p.value, '$.id')
+             ELSE json_extract(p.value, '$.data.id') END,
+        CASE json_extract(p.value, '$.type') WHEN 'tool_call' THEN json_extract(p.value, '$.name')
+             ELSE coalesce(json_extract(p.value, '$.data.name'), json_extract(p.value, '$.kind')) END,
+        CASE json_extract(p.value, '$.type') WHEN 'tool_call' THEN 'client'
+             ELSE json_extract(p.value, '$.kind') END))
+    FROM json_each({e}.payload, '$.parts') AS p
+    WHERE json_extract(p.value, '$.type') = 'tool_call'
+       OR (json_extract(p.value, '$.type') = 'opaque'
+           AND json_extract(p.value, '$.kind') IN (%s))), '[]')""" % ", ".join(
+    f"'{k}'" for k in SERVER_CALL_KINDS)
 
 _MODEL_TYPES = "('model_responded', 'model_failed')"
 _TOOL_TYPES = "('tool_completed', 'tool_call_rejected')"
@@ -46,17 +77,21 @@ _MODEL_ROW = """{e}.position, {e}.stream_id, substr({e}.recorded_at, 1, 10),
     coalesce(json_extract({e}.payload, '$.usage.cached_input_tokens'), 0),
     coalesce(json_extract({e}.payload, '$.usage.cache_write_tokens'), 0),
     coalesce(json_extract({e}.payload, '$.usage.reasoning_tokens'), 0),
-    json_extract({e}.payload, '$.error_type')"""
+    json_extract({e}.payload, '$.error_type'),
+    CASE WHEN {e}.type = 'model_responded' THEN """ + REQUESTED_SQL + """ END"""
 
-_TOOL_ROW = """{e}.position, {e}.stream_id, json_extract({e}.payload, '$.name'),
+_TOOL_ROW = """{e}.position, {e}.stream_id, json_extract({e}.payload, '$.call_id'),
+    json_extract({e}.payload, '$.name'),
     CASE WHEN {e}.type = 'tool_call_rejected' THEN 'refused'
          WHEN json_extract({e}.payload, '$.success') THEN 'succeeded' ELSE 'failed' END,
     json_extract({e}.payload, '$.reason'),
     json_extract({e}.payload, '$.duration_ms')"""
 
 _MODEL_COLUMNS = ("position", "conversation_id", "day", "ok", "input_tokens", "output_tokens",
-                  "cached_input_tokens", "cache_write_tokens", "reasoning_tokens", "error_type")
-_TOOL_COLUMNS = ("position", "conversation_id", "tool", "outcome", "reason", "duration_ms")
+                  "cached_input_tokens", "cache_write_tokens", "reasoning_tokens", "error_type",
+                  "requested")
+_TOOL_COLUMNS = ("position", "conversation_id", "call_id", "tool", "outcome", "reason",
+                 "duration_ms")
 _PROJECTED = ((MODEL_CALLS, _MODEL_TYPES, _MODEL_ROW, _MODEL_COLUMNS),
               (TOOL_CALLS, _TOOL_TYPES, _TOOL_ROW, _TOOL_COLUMNS))
 _MAX_REPORTED = 100
@@ -66,13 +101,21 @@ _TABLES = [
         position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, day TEXT NOT NULL,
         ok INTEGER NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
         cached_input_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
-        reasoning_tokens INTEGER NOT NULL, error_type TEXT)""",
+        reasoning_tokens INTEGER NOT NULL, error_type TEXT, requested TEXT)""",
     f"""CREATE TABLE {TOOL_CALLS} (
-        position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, tool TEXT,
+        position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, tool TEXT,
         outcome TEXT NOT NULL, reason TEXT, duration_ms REAL)""",
 ]
 # No secondary indexes: every append pays for them, and a scan of these narrow tables is
 # already fast enough for the audit (a filtered audit checks scope per row).
+
+
+def drop(db: Database) -> None:
+    """Drop both tables and their triggers (to ``install`` them again from ``events``)."""
+    for table in (MODEL_CALLS, TOOL_CALLS):
+        for suffix in ("project", "refuse_update", "refuse_delete"):
+            db.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
+        db.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def install(db: Database) -> None:
@@ -171,10 +214,7 @@ def rebuild(path: str) -> None:
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for table in (MODEL_CALLS, TOOL_CALLS):
-                for suffix in ("project", "refuse_update", "refuse_delete"):
-                    conn.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            drop(Database(conn))
             install(Database(conn))
             conn.execute("COMMIT")
         except BaseException:

@@ -16,7 +16,10 @@ Views (columns are documented in README.md, "SQL views"):
   lineage.
 - ``messages``: user, assistant and tool messages in order, with their text.
 - ``model_calls``: every model response or failure, with usage and errors.
-- ``tool_calls``: every tool call's outcome (succeeded, failed, refused).
+- ``tool_calls``: every tool call's outcome (succeeded, failed, refused), and
+  every call the model asked for that has no outcome in its conversation
+  (``pending``: the run or transcript ended before its tool ran; the row is
+  the response's, with the call's arguments).
 
 Example, with nothing but ``sqlite3 turnlog.db``::
 
@@ -133,7 +136,19 @@ SELECT
                  AND json_extract(t.payload, '$.call_id') = json_extract(e.payload, '$.call_id')
                ORDER BY t.seq DESC LIMIT 1) END AS arguments
 FROM events AS e
-WHERE e.type IN ('tool_completed', 'tool_call_rejected')"""
+WHERE e.type IN ('tool_completed', 'tool_call_rejected')
+UNION ALL
+SELECT
+    e.position, e.stream_id, e.seq, e.recorded_at,
+    json_extract(p.value, '$.id'), json_extract(p.value, '$.name'), 'pending',
+    NULL, NULL, NULL, NULL, NULL,
+    coalesce(json_extract(p.value, '$.arguments'), '{}')
+FROM events AS e, json_each(e.payload, '$.parts') AS p
+WHERE e.type = 'model_responded' AND json_extract(p.value, '$.type') = 'tool_call'
+  AND NOT EXISTS (
+    SELECT 1 FROM events AS a
+    WHERE a.type IN ('tool_completed', 'tool_call_rejected') AND a.stream_id = e.stream_id
+      AND a.seq > e.seq AND json_extract(a.payload, '$.call_id') = json_extract(p.value, '$.id'))"""
 
 _MESSAGES = """CREATE VIEW messages AS
 SELECT
@@ -168,9 +183,15 @@ _INDEX = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, stream_id, 
 
 
 def _migrate(db: Database, from_version: int) -> None:
-    """Create (or, from an older version, recreate) the index, every view and the projections."""
+    """Create (or, from an older version, recreate) the index, every view and the projections.
+
+    Version 2 added ``requested`` and ``call_id`` to the projections: they are
+    rebuilt from ``events``.
+    """
     db.execute(_INDEX)
-    if from_version == 0:
+    if from_version == 1:
+        projections.drop(db)
+    if from_version < 2:
         projections.install(db)
     for name, sql in VIEWS.items():
         db.execute(f"DROP VIEW IF EXISTS {name}")
@@ -191,7 +212,7 @@ def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatc
 
 
 #: The audit views as a journal extension (bump ``version`` when a view changes).
-VIEWS_EXTENSION = Extension(name="engine.views", version=1, migrate=_migrate, verify=_verify)
+VIEWS_EXTENSION = Extension(name="engine.views", version=2, migrate=_migrate, verify=_verify)
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

@@ -136,6 +136,10 @@ _READ_PRAGMAS = frozenset({"busy_timeout", "temp_store", "cache_size", "recursiv
 def _read_only(action: int, arg1: str | None, arg2: str | None, db: str | None,
                trigger: str | None) -> int:
     """The authorizer of a read-only connection: only the temp schema may change."""
+    if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master" and db == "main":
+        # SQLite reports a virtual table's declaration (the first json_each of a connection)
+        # this way; a real UPDATE of sqlite_master needs PRAGMA writable_schema, refused below
+        return sqlite3.SQLITE_OK
     if action in _WRITES and db != "temp":
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_ATTACH:  # an attached file could be created or written

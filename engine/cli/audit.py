@@ -118,14 +118,18 @@ def render(r: dict[str, Any]) -> str:
          for m in r["by_provider_model"]])
     if r["tools"]:
         lines += ["", "tools:"] + _table(
-            ["tool", "calls", "ok", "failed", "refused", "duplicates", "median ms", "p95 ms"],
-            [[name, t["calls"], t["succeeded"], t["failures"], t["refused"],
+            ["tool", "calls", "ok", "failed", "refused", "pending", "duplicates", "median ms",
+             "p95 ms"],
+            [[name, t["calls"], t["succeeded"], t["failures"], t["refused"], t["pending"],
               t["duplicates_prevented"], t["median_ms"], t["p95_ms"]]
              for name, t in r["tools"].items()])
         reasons = [f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(t["refused_by_reason"].items()))
                    for name, t in r["tools"].items() if t["refused_by_reason"]]
         if reasons:
             lines += ["  refused by reason: " + "; ".join(reasons)]
+    if r["server_tools"]:
+        lines += ["", "server tools (run by the provider):"] + _table(
+            ["tool", "kind", "calls"], [[s["tool"], s["kind"], s["calls"]] for s in r["server_tools"]])
     if r["model_failures"]:
         lines += ["", "model failures: " + ", ".join(
             f"{k or 'unknown'} {v}" for k, v in r["model_failures"].items())]

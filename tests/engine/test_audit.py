@@ -34,7 +34,7 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.messages import Text, ToolCall, Usage
+from engine.messages import Opaque, Text, ToolCall, Usage
 from engine.prices import PriceTable
 from engine.views import EXTENSIONS, connect_readonly
 from journal import Journal
@@ -73,6 +73,20 @@ def expected(path, scope: set[str], tool: str | None = None) -> dict:
     failures = Counter()
     tools: dict[str, Counter] = defaultdict(Counter)
     durations: dict[str, list[float]] = defaultdict(list)
+    answered = {(cid, p["call_id"]) for cid, _seq, type_, _at, p in events
+                if type_ in ("tool_completed", "tool_call_rejected")}
+    server: Counter = Counter()
+    for cid, _seq, type_, _at, p in events:
+        if type_ != "model_responded":
+            continue
+        for part in p.get("parts", []):
+            if part["type"] == "tool_call" and (cid, part["id"]) not in answered and tool in (
+                    None, part["name"]):
+                tools[part["name"]]["calls"] += 1
+                tools[part["name"]]["pending"] += 1
+            elif part["type"] == "opaque" and part["kind"] in ("server_tool_use", "mcp_tool_use"):
+                if tool in (None, part["data"].get("name", part["kind"])):
+                    server[(part["kind"], part["data"].get("name", part["kind"]))] += 1
     for _cid, _seq, type_, _at, p in events:
         if type_ == "model_responded":
             tokens["turns"] += 1
@@ -95,8 +109,9 @@ def expected(path, scope: set[str], tool: str | None = None) -> dict:
         "turns": tokens["turns"],
         "tokens": {k: tokens[k] for k in ("input", "output", "cached_input")},
         "model_failures": dict(failures),
+        "server_tools": [{"kind": k, "tool": n, "calls": c} for (k, n), c in sorted(server.items())],
         "tools": {name: {
-            "calls": t["calls"], "failures": t["failures"],
+            "calls": t["calls"], "failures": t["failures"], "pending": t["pending"],
             "duplicates_prevented": t["refused:duplicate"],
             "refused_by_reason": {k.split(":")[1]: v for k, v in t.items() if k.startswith("refused:")},
             "median_ms": statistics.median(durations[name]) if durations[name] else None,
@@ -113,7 +128,8 @@ def observed(report: dict) -> dict:
         "turns": report["turns"],
         "tokens": {k: report["tokens"][k] for k in ("input", "output", "cached_input")},
         "model_failures": report["model_failures"],
-        "tools": {name: {k: t[k] for k in ("calls", "failures", "duplicates_prevented",
+        "server_tools": report["server_tools"],
+        "tools": {name: {k: t[k] for k in ("calls", "failures", "pending", "duplicates_prevented",
                                            "refused_by_reason", "median_ms", "p95_ms")}
                   for name, t in report["tools"].items()},
     }
@@ -169,7 +185,8 @@ def test_statuses_provider_models_and_tools_of_the_sample_are_what_was_recorded(
     r = run_audit(audited)
     assert r["by_status"] == {"active": 2, "completed": 4, "failed": 1, "halted": 1}
     assert r["tools"]["get_weather"] | {} == {
-        "calls": 2, "succeeded": 1, "failures": 0, "refused": 1, "duplicates_prevented": 1,
+        "calls": 2, "succeeded": 1, "failures": 0, "refused": 1, "pending": 0,
+        "duplicates_prevented": 1,
         "refused_by_reason": {"duplicate": 1}, "median_ms": 10.0, "p95_ms": 10.0}
     assert r["tools"]["teleport"]["refused_by_reason"] == {"unknown": 1}
     assert r["model_failures"] == {"RateLimitError": 1, "ServerError": 1}
@@ -226,9 +243,18 @@ def test_cost_is_additive_over_usage(a, b, cached, written):
 
 # -- random conversations: audit == independent count ---------------------------------------
 
-_outcome = st.sampled_from(["ok", "fail", "duplicate", "unknown", "invalid_arguments"])
+_outcome = st.sampled_from(["ok", "fail", "duplicate", "unknown", "invalid_arguments",
+                            "pending", "server"])
 _turn = st.lists(st.tuples(st.sampled_from(["search", "fetch", "add"]), _outcome,
                            st.integers(0, 5000)), max_size=3)
+
+
+def _part(n: int, name: str, outcome: str):
+    """A client call, or (``server``) a server tool call the provider ran itself."""
+    if outcome == "server":
+        return Opaque(provider="anthropic", kind="server_tool_use",
+                      data={"type": "server_tool_use", "id": f"s{n}", "name": name, "input": {}})
+    return ToolCall(id=f"k{n}", name=name)
 _conv = st.tuples(st.sampled_from([("openai", "gpt-4o"), ("anthropic", "claude-x")]),
                   st.lists(st.tuples(_turn, st.integers(0, 500), st.booleans()), max_size=4),
                   st.sampled_from(["complete", "fail", "halt", "none"]))
@@ -244,7 +270,7 @@ def _record(j: Journal, cid: str, spec) -> None:
             c.append(ModelRequested(turn=turn + 1, digest="d", provider=provider, model=model),
                      ModelFailed(turn=turn + 1, error_type="ServerError", message="x"))
         turn += 1
-        parts = [ToolCall(id=f"k{n + i}", name=name) for i, (name, _o, _ms) in enumerate(calls)]
+        parts = [_part(n + i, name, o) for i, (name, o, _ms) in enumerate(calls)]
         c.append(ModelRequested(turn=turn, digest="d", provider=provider, model=model), ModelResponded(
             turn=turn, parts=(Text(text="t"), *parts), provider=provider, model=model,
             usage=Usage(input_tokens=tokens * 2, output_tokens=tokens, cached_input_tokens=tokens)))
@@ -253,11 +279,13 @@ def _record(j: Journal, cid: str, spec) -> None:
                 c.append(ToolStarted(call_id=part.id, name=name),
                          ToolCompleted(call_id=part.id, name=name, success=outcome == "ok",
                                        content="r", duration_ms=float(ms)))
-            else:
+            elif outcome not in ("pending", "server"):
                 c.append(ToolCallRejected(call_id=part.id, name=name, reason=outcome, content="no"))
         n += len(calls)
-        if not calls:
-            break  # an answer without tool calls ends the turns: completion may follow
+        if not any(o != "server" for _n, o, _ms in calls) or any(
+                o == "pending" for _n, o, _ms in calls):
+            break  # an answer without tool calls ends the turns (completion may follow), and
+            # a call left pending ends the run (interrupted before its tool ran)
     if c.builder.lifecycle.value == "answered" and end == "complete":
         c.append(ConversationCompleted())
     elif c.builder.lifecycle.value == "awaiting_model" and end == "fail":
@@ -278,8 +306,10 @@ def test_audit_of_random_conversations_equals_the_independent_count(specs, tool,
         j.close()
         scope = {f"c{i}" for i, s in enumerate(specs) if provider in (None, s[0][0])}
         if tool is not None:
-            scope = {e[0] for e in raw_events(path) if e[0] in scope
-                     and e[2] in ("tool_completed", "tool_call_rejected") and e[4]["name"] == tool}
+            scope = {e[0] for e in raw_events(path) if e[0] in scope and (
+                (e[2] in ("tool_completed", "tool_call_rejected") and e[4]["name"] == tool)
+                or (e[2] == "model_responded" and any(
+                    p.get("name", p.get("data", {}).get("name")) == tool for p in e[4]["parts"])))}
         report = run_audit(path, tool=tool, provider=provider)
         assert observed(report) == expected(path, scope, tool)
         from_events = run_audit(path, EVENTS, tool=tool, provider=provider)

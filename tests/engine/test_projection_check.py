@@ -97,7 +97,11 @@ def test_a_forged_token_count_is_named_by_verify_and_audit_check(demo, tmp_path)
 @pytest.mark.parametrize("statement, reason", [
     (f"DELETE FROM {TOOL_CALLS} WHERE position = (SELECT min(position) FROM {TOOL_CALLS})",
      "missing"),
-    (f"INSERT INTO {MODEL_CALLS} VALUES (1, 'x', '2025-01-01', 1, 5, 5, 0, 0, 0, NULL)", "forged"),
+    (f"INSERT INTO {MODEL_CALLS} VALUES (1, 'x', '2025-01-01', 1, 5, 5, 0, 0, 0, NULL, NULL)",
+     "forged"),
+    (f"UPDATE {MODEL_CALLS} SET requested = NULL WHERE requested IS NOT NULL", "requested"),
+    (f"UPDATE {TOOL_CALLS} SET call_id = 'other' WHERE position = (SELECT max(position) "
+     f"FROM {TOOL_CALLS})", "call_id"),
     (f"UPDATE {TOOL_CALLS} SET outcome = 'succeeded', reason = NULL "
      f"WHERE position = (SELECT max(position) FROM {TOOL_CALLS})", "outcome"),
     (f"UPDATE {MODEL_CALLS} SET conversation_id = 'elsewhere' WHERE position = {FIRST_RESPONSE}",

@@ -31,7 +31,27 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
     assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links",
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == "1"
+    assert meta["ext:engine.views"] == "2"
+
+
+def test_projections_of_version_1_are_rebuilt_with_call_ids_and_requested_calls(db, db_path):
+    conn = sqlite3.connect(db_path)
+    for table, column in (("_audit_model_calls", "requested"), ("_audit_tool_calls", "call_id")):
+        for op in ("project", "refuse_update", "refuse_delete"):
+            conn.execute(f"DROP TRIGGER {table}_{op}")
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")  # as version 1 had them
+    conn.execute("UPDATE _turnlog_meta SET value = '1' WHERE key = 'ext:engine.views'")
+    conn.commit()
+    conn.close()
+    Journal(str(db_path), extensions=EXTENSIONS).close()
+    conn = sqlite3.connect(db_path)
+    assert in_step(conn)
+    assert conn.execute("SELECT call_id FROM _audit_tool_calls ORDER BY position LIMIT 1"
+                        ).fetchone() == ("c1",)
+    assert conn.execute("SELECT requested FROM _audit_model_calls WHERE requested IS NOT NULL "
+                        "ORDER BY position LIMIT 1").fetchone() == (
+        '[["c1","get_weather","client"],["c2","add","client"]]',)
+    conn.close()
 
 
 def test_the_views_migrate_into_a_journal_written_before_them(db_path):

@@ -216,6 +216,24 @@ def test_a_read_only_connection_refuses_writes_but_allows_temporary_tables(writt
     assert state_of(written.parent) == before
 
 
+def test_a_read_only_connection_runs_table_valued_json_functions_first_thing(written):
+    # the first json_each of a connection declares a virtual table, which SQLite reports
+    # to the authorizer as an UPDATE of sqlite_master: it must not be refused
+    before = state_of(written.parent)
+    conn = connect_readonly(written)
+    try:
+        assert conn.execute("SELECT count(*) FROM json_each('[1, 2]')").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM events AS e, json_tree(e.payload)"
+                            ).fetchone()[0] > 0
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            conn.execute("PRAGMA writable_schema = ON")
+        with pytest.raises(sqlite3.DatabaseError):
+            conn.execute("UPDATE sqlite_master SET type = 'x'")
+    finally:
+        conn.close()
+    assert state_of(written.parent) == before
+
+
 def test_a_writer_appending_meanwhile_is_seen_by_a_read_only_reader(written):
     with Journal(written, readonly=True) as reader, Journal(written) as writer:
         assert reader.last_seq("a") == 3
