@@ -104,6 +104,7 @@ class ToolSpec(_Data):
     ``parameters`` is the model-facing JSON Schema (engine-injected parameters
     excluded). ``handler`` tools send back only a success message, never their
     data. ``effect`` decides whether an interrupted call may be re-run.
+    ``server`` names the MCP server of a tool offered from one.
     """
 
     name: str
@@ -113,6 +114,8 @@ class ToolSpec(_Data):
     handler: bool = False
     effect: ToolEffect = "side_effecting"
     display_name: str | None = None
+    #: the MCP server the tool comes from (``engine.mcp``); ``None`` for a local tool
+    server: str | None = None
 
 
 class DuplicatePolicy(_Data):

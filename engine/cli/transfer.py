@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from engine.formats.detect import FORMATS
-from engine.formats.exporter import EXPORT_FORMATS, export_conversation
+from engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
+from engine.formats.otlp import send_otlp, traces_url
 from engine.formats.importer import import_file
 
 from ._common import (
@@ -67,19 +68,38 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
 @click.command()
 @click.argument("conversation_id")
 @click.option("--format", "fmt", type=click.Choice([*EXPORT_FORMATS, *_EXPORT_ALIASES]),
-              required=True, help="The output format (turnlog is an alias of jsonl).")
+              required=True, help="The output format (turnlog is an alias of jsonl; otlp is "
+                                  "an OpenTelemetry trace as OTLP/JSON).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@click.option("--content", is_flag=True,
+              help="otlp: put messages, instructions, tool definitions, arguments and results "
+                   "on the spans (opt-in: they may hold personal data).")
+@click.option("--endpoint", metavar="URL",
+              help="otlp: send the trace to this OTLP/HTTP collector (JSON; /v1/traces is "
+                   "appended unless the URL ends so) instead of printing it.")
 @db_option
 @translate_errors
-def export(conversation_id: str, fmt: str, output: str | None, db_path: str) -> None:
-    """Export a conversation as provider messages, JSONL events, Data Machine text or Markdown.
+def export(conversation_id: str, fmt: str, output: str | None, content: bool,
+           endpoint: str | None, db_path: str) -> None:
+    """Export a conversation as provider messages, JSONL events, Data Machine text, Markdown or OTLP.
 
     Example:
 
         turnlog export support-42 --format anthropic -o messages.json
     """
+    fmt = _EXPORT_ALIASES.get(fmt, fmt)
+    if endpoint is not None and fmt != "otlp":
+        raise CLIError(f"--endpoint sends an OTLP trace: use it with --format otlp, not {fmt}")
     with journal_for(db_path, readonly=True) as journal:
-        text = export_conversation(journal, conversation_id, _EXPORT_ALIASES.get(fmt, fmt))
+        request = (export_data(journal, conversation_id, fmt, content=content)
+                   if endpoint is not None else None)
+        text = (export_conversation(journal, conversation_id, fmt, content=content)
+                if request is None or output else "")
+    if request is not None:
+        sent = send_otlp(request, endpoint)
+        click.echo(f"sent {sent} span(s) of {conversation_id} to {traces_url(endpoint)}")
+        if not output:
+            return
     if output:
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:

@@ -29,7 +29,9 @@ Formats:
   so the history reads as one conversation);
 - ``datamachine``: the reference's role/content messages as a JSON array
   (``engine.formats.datamachine.render_events``), byte-exact texts;
-- ``markdown``: a readable transcript.
+- ``markdown``: a readable transcript;
+- ``otlp``: the conversation as an OpenTelemetry trace, OTLP/JSON
+  (``engine.formats.otlp``); ``content=True`` adds the messages.
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ from ..events import ConversationStarted, Event, decode_event
 from .datamachine import render_events
 from .markdown import render_markdown
 
-__all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_events"]
+__all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_events",
+           "lineage_rows"]
 
 #: The formats ``export_conversation`` writes.
-EXPORT_FORMATS = ("openai", "anthropic", "gemini", "jsonl", "datamachine", "markdown")
+EXPORT_FORMATS = ("openai", "anthropic", "gemini", "jsonl", "datamachine", "markdown", "otlp")
 
 
 def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
@@ -62,13 +65,26 @@ def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
     return out
 
 
+def lineage_rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
+    """The conversation's stored rows with their events, as ``lineage_events`` chooses them."""
+    return _rows(journal, conversation_id)
+
+
 def lineage_events(journal: Journal, conversation_id: str) -> list[Event]:
     """The conversation's events, forks folded over their parents (fork restarts left out)."""
     return [event for _, event in _rows(journal, conversation_id)]
 
 
-def export_data(journal: Journal, conversation_id: str, fmt: str) -> Any:
-    """The export of ``conversation_id`` in ``fmt`` as JSON-ready data (``markdown``: text)."""
+def export_data(journal: Journal, conversation_id: str, fmt: str, *, content: bool = False) -> Any:
+    """The export of ``conversation_id`` in ``fmt`` as JSON-ready data (``markdown``: text).
+
+    ``content`` is for ``otlp`` only: put the messages on the spans.
+    """
+    if content and fmt != "otlp":
+        from ..errors import FormatError
+
+        raise FormatError(f"message content is an option of the otlp format, not {fmt!r} "
+                          "(every other format is the content)")
     if fmt in ("openai", "anthropic", "gemini"):
         state = load_state(journal, conversation_id)
         if fmt == "openai":
@@ -93,14 +109,19 @@ def export_data(journal: Journal, conversation_id: str, fmt: str) -> Any:
         return render_events(lineage_events(journal, conversation_id))
     if fmt == "markdown":
         return render_markdown(lineage_events(journal, conversation_id))
+    if fmt == "otlp":
+        from .otlp import otlp_request
+
+        return otlp_request(journal, conversation_id, content=content)
     from ..errors import FormatError
 
     raise FormatError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
 
 
-def export_conversation(journal: Journal, conversation_id: str, fmt: str) -> str:
+def export_conversation(journal: Journal, conversation_id: str, fmt: str, *,
+                        content: bool = False) -> str:
     """The export of ``conversation_id`` in ``fmt`` as text (see the module doc)."""
-    data = export_data(journal, conversation_id, fmt)
+    data = export_data(journal, conversation_id, fmt, content=content)
     if fmt == "markdown":
         return data
     if fmt == "jsonl":

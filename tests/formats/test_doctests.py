@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["context", "datamachine", "detect", "exporter", "importer", "markdown"]
+MODULES = ["context", "datamachine", "detect", "exporter", "genai", "importer", "markdown", "otlp"]
 
 
 @pytest.mark.parametrize("name", MODULES)
