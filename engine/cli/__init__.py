@@ -3,7 +3,7 @@
 Every module in this package that defines ``COMMANDS`` (a list of click
 commands) is registered on the ``turnlog`` group, so adding a command is
 adding a module. Commands of packages above the engine (``replay``: its
-``replay``, ``fork`` and ``diff``) are registered lazily by name, so they are
+``replay``, ``fork`` and ``diff``; ``replay.view``: ``view`` and ``report``) are registered lazily by name, so they are
 there in an uninstalled checkout too (``python -m engine.cli``) while the
 engine never imports them at import time; other packages add theirs through
 the ``turnlog.commands`` entry-point group.
@@ -23,7 +23,8 @@ from ._common import Interrupted
 __all__ = ["ORIENTATION", "cli", "main"]
 
 #: Commands that live above the engine, by name -> the module whose ``COMMANDS`` holds them.
-_LAZY = {"diff": "replay.cli", "fork": "replay.cli", "replay": "replay.cli"}
+_LAZY = {"diff": "replay.cli", "fork": "replay.cli", "replay": "replay.cli",
+         "report": "replay.view.cli", "view": "replay.view.cli"}
 
 #: What ``turnlog`` alone prints.
 ORIENTATION = """\

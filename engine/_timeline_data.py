@@ -1,0 +1,140 @@
+"""A conversation's events as timeline entries (structured data for the viewer and the report).
+
+Each entry is a dict with a ``kind``: ``user``, ``turn`` (a model request),
+``assistant`` (its ``parts``: text, thinking, tool calls, each call with the
+``outcome`` its result or refusal recorded), ``tool`` and ``refusal`` (a result
+whose call is not on the page), ``failure`` (a model failure), ``end``
+(completed, failed, halted, interrupted) and ``other``. Values stay as
+recorded: escaping is the renderer's job.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .messages import Usage
+from .prices import PriceTable
+
+__all__ = ["entries"]
+
+_USAGE_FIELDS = tuple(Usage.__struct_fields__)
+
+
+def _text(parts: list[dict[str, Any]]) -> str:
+    return "".join(p.get("text", "") for p in parts if p.get("type") == "text")
+
+
+def _arguments(p: dict[str, Any]) -> str:
+    if p.get("invalid"):
+        return p.get("raw_arguments") or ""
+    return json.dumps(p.get("arguments", {}), ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _parts(parts: list[dict[str, Any]], calls: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    shown = []
+    for p in parts:
+        kind = p.get("type")
+        if kind == "tool_call":
+            call = {"type": "tool_call", "id": p.get("id", ""), "name": p.get("name", ""),
+                    "arguments": _arguments(p), "invalid": p.get("invalid"),
+                    "outcome": {"status": "pending"}}
+            calls[call["id"]] = call
+            shown.append(call)
+        elif kind == "thinking":
+            shown.append({"type": "thinking", "text": p.get("text", "")})
+        elif kind == "text":
+            shown.append({"type": "text", "text": p.get("text", "")})
+        else:
+            shown.append({"type": kind or "part", "text": json.dumps(p, ensure_ascii=False)})
+    return shown
+
+
+def _usage(p: dict[str, Any]) -> Usage:
+    u = p.get("usage") or {}
+    return Usage(**{k: u[k] for k in _USAGE_FIELDS if isinstance(u.get(k), int)})
+
+
+def _end(type_: str, p: dict[str, Any]) -> dict[str, Any] | None:
+    match type_:
+        case "conversation_completed":
+            return {"status": "completed", "text": p.get("final_content", "")}
+        case "conversation_failed":
+            return {"status": "failed", "text": p.get("error", "")}
+        case "turn_limit_reached":
+            return {"status": "halted",
+                    "text": f"turn limit {p.get('max_turns')} reached after {p.get('turn_count')} turns"}
+        case "conversation_halted":
+            return {"status": "halted", "text": p.get("reason", "")}
+        case "run_interrupted":
+            return {"status": "interrupted", "text": p.get("message") or p.get("reason", "sigint")}
+    return None
+
+
+def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[str, Any],
+            prices: PriceTable) -> list[dict[str, Any]]:
+    """Timeline entries of ``events`` (``(seq, type, recorded_at, payload)`` in seq order).
+
+    ``started`` is the conversation's start payload (its provider and model
+    price each turn, as ``turnlog audit`` prices the conversation).
+    """
+    out: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    provider, model = started.get("provider") or "", started.get("model") or ""
+    for seq, type_, at, p in events:
+        base = {"seq": seq, "at": at}
+        if type_ == "conversation_started":
+            continue
+        if type_ == "user_message":
+            out.append({**base, "kind": "user", "text": _text(p.get("parts", []))})
+        elif type_ == "model_requested":
+            out.append({**base, "kind": "turn", "turn": p.get("turn"),
+                        "attempt": p.get("attempt", 1),
+                        "who": "/".join(x for x in (p.get("provider"), p.get("model")) if x)})
+        elif type_ == "model_responded":
+            usage = _usage(p)
+            out.append({**base, "kind": "assistant", "turn": p.get("turn"),
+                        "who": "/".join(x for x in (p.get("provider"), p.get("model")) if x),
+                        "parts": _parts(p.get("parts", []), calls),
+                        "stop_reason": p.get("stop_reason", "end_turn"),
+                        "source": p.get("source", "provider"),
+                        "usage": {k: getattr(usage, k) for k in _USAGE_FIELDS},
+                        "cost": prices.cost(provider, model, at[:10], usage),
+                        "ms": p.get("latency_ms")})
+        elif type_ == "model_failed":
+            out.append({**base, "kind": "failure", "turn": p.get("turn"),
+                        "error_type": p.get("error_type", ""), "message": p.get("message", ""),
+                        "status": p.get("status"), "retryable": p.get("retryable", False),
+                        "ms": p.get("latency_ms")})
+        elif type_ == "tool_started":
+            call = calls.get(p.get("call_id", ""))
+            if call is not None:
+                call["outcome"] = {"status": "started", "seq": seq,
+                                   "duplicate": p.get("duplicate", False)}
+        elif type_ == "tool_completed":
+            outcome = {"status": "ok" if p.get("success") else "failed", "seq": seq,
+                       "content": p.get("content", ""), "error": p.get("error"),
+                       "ms": p.get("duration_ms"), "source": p.get("source", "live")}
+            call = calls.get(p.get("call_id", ""))
+            if call is not None:
+                call["outcome"] = outcome
+            else:
+                out.append({**base, "kind": "tool", "name": p.get("name", ""),
+                            "call_id": p.get("call_id", ""), "outcome": outcome})
+        elif type_ == "tool_call_rejected":
+            outcome = {"status": "refused", "seq": seq, "reason": p.get("reason", ""),
+                       "content": p.get("content", "")}
+            call = calls.get(p.get("call_id", ""))
+            if call is not None:
+                call["outcome"] = outcome
+            else:
+                out.append({**base, "kind": "refusal", "name": p.get("name", ""),
+                            "call_id": p.get("call_id", ""), "outcome": outcome,
+                            "arguments": json.dumps(p.get("arguments", {}), ensure_ascii=False,
+                                                    indent=2, sort_keys=True)})
+        elif (end := _end(type_, p)) is not None:
+            out.append({**base, "kind": "end", **end})
+        else:
+            out.append({**base, "kind": "other", "type": type_,
+                        "text": json.dumps(p, ensure_ascii=False, sort_keys=True)})
+    return out

@@ -1,0 +1,372 @@
+"""The read API over a journal that ``turnlog view``, ``turnlog report`` and the CLI share.
+
+A :class:`Reader` opens a journal read-only (a ``Journal(path, readonly=True)``
+for chains and a read-only SQL connection for the engine's views) and answers
+the questions a person auditing runs asks, as plain JSON-ready dicts:
+
+- :meth:`Reader.conversations`: one page of conversations, filtered
+  (:class:`ListQuery`: status, provider, model, tool, date range, text) and
+  sorted, with turns, tools used, tokens, estimated cost and chain state;
+- :meth:`Reader.conversation`: one conversation's listing row, chain state,
+  fork tree, replays and recorded replay divergences;
+- :meth:`Reader.timeline`: one page of its turns (user text, assistant text,
+  thinking, each tool call with arguments and what became of it, refusals,
+  failures, usage, cost and latency per turn);
+- :meth:`Reader.dashboard`: the ``turnlog audit`` figures plus tokens and cost
+  per day and provider/model.
+
+Nothing here writes; every figure comes from functions the CLI uses too
+(``engine.listing``, ``engine.audit``, ``Journal.verify``, the price table).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from typing import Any
+
+import msgspec
+
+from journal import Journal
+
+from ._audit_sql import EVENTS, PROJECTIONS
+from ._timeline_data import entries
+from .audit import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
+from .errors import BadFilterError, ConversationNotFound
+from .listing import _turn_count, conversation_info, events_after, last_position
+from .messages import Usage
+from .prices import PriceTable
+from .projections import MODEL_CALLS, in_step
+from .views import EXTENSIONS, connect_readonly
+
+__all__ = ["SORTS", "ListQuery", "Reader", "chain_state"]
+
+#: Sort keys of the conversation list -> the ``conversations`` view's column.
+SORTS = {"updated": "last_position", "started": "started_at", "id": "conversation_id",
+         "status": "status", "turns": "turns", "events": "events",
+         "tokens": "input_tokens + output_tokens"}
+
+_MAX_PER_PAGE = 500
+
+
+class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Which conversations a list page shows, in which order; ``None`` means no filter.
+
+    ``since``/``until`` bound the start time (``2025-01-31``, an ISO timestamp
+    or ``7d``; ``until`` is inclusive of its day when it is a date). ``text``
+    matches conversation ids and the text of user, assistant and tool messages.
+    """
+
+    status: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    tool: str | None = None
+    since: str | None = None
+    until: str | None = None
+    text: str | None = None
+    sort: str = "updated"
+    descending: bool = True
+    page: int = 1
+    per_page: int = 50
+
+
+def chain_state(journal: Journal, conversation_id: str) -> dict[str, Any]:
+    """``{"ok": True, "checked": N}`` or ``{"ok": False, "seq": N, "conversation_id", "reason"}``.
+
+    The chain of the conversation's whole history (ancestors up to the fork
+    point included), as ``turnlog verify ID`` checks it.
+    """
+    report = journal.verify(conversation_id)
+    bad = report.first_bad
+    if bad is not None:
+        return {"ok": False, "conversation_id": bad.stream_id, "seq": bad.seq,
+                "reason": bad.reason, "checked": report.checked_events}
+    if report.projections:
+        m = report.projections[0]
+        return {"ok": False, "conversation_id": m.stream_id, "seq": None,
+                "reason": f"{m.object}: {m.reason}", "checked": report.checked_events}
+    return {"ok": True, "checked": report.checked_events}
+
+
+def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
+    try:
+        stamp = parse_since(text)
+    except BadFilterError:
+        raise BadFilterError(f"{name} {text!r} is not a date: use 2025-01-31, "
+                             "2025-01-31T12:00:00Z or 7d / 12h / 30m") from None
+    if end_of_day and len(text.strip()) == 10:
+        stamp = stamp[:10] + "T23:59:59.999999Z"
+    return stamp
+
+
+class Reader:
+    """A read-only view of the journal at ``path``; use as a context manager.
+
+    Raises what ``Journal(path, readonly=True)`` raises for a missing or
+    foreign file. A reader belongs to the thread that opened it.
+    """
+
+    def __init__(self, path: str, prices: PriceTable | None = None) -> None:
+        self.path = path
+        self.prices = prices or PriceTable.default()
+        self.journal = Journal(path, extensions=EXTENSIONS, readonly=True)
+        try:
+            self.conn: sqlite3.Connection = connect_readonly(path)
+        except BaseException:
+            self.journal.close()
+            raise
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close both handles."""
+        self.conn.close()
+        self.journal.close()
+
+    # -- the list ----------------------------------------------------------------------
+
+    def last_position(self) -> int:
+        """The journal's last global position (what live pages poll)."""
+        return last_position(self.conn)
+
+    def appended_after(self, position: int, conversation_id: str | None = None) -> int | None:
+        """The last position after ``position`` (of that conversation's events, if given),
+        or ``None`` when nothing was appended since."""
+        if conversation_id is None:
+            last = last_position(self.conn)
+            return last if last > position else None
+        rows = events_after(self.conn, position, conversation_id=conversation_id, limit=1000)
+        return rows[-1][0] if rows else None
+
+    def choices(self) -> dict[str, list[str]]:
+        """The values the list's filters can take: statuses, providers, models, tools."""
+        started = self.conn.execute(
+            "SELECT DISTINCT json_extract(payload, '$.provider'), json_extract(payload, '$.model') "
+            "FROM events WHERE type = 'conversation_started' AND seq = 1").fetchall()
+        tools = self.conn.execute(
+            "SELECT DISTINCT json_extract(payload, '$.name') FROM events "
+            "WHERE type IN ('tool_completed', 'tool_call_rejected')").fetchall()
+        return {"statuses": list(STATUSES),
+                "providers": sorted({p for p, _ in started if p}),
+                "models": sorted({m for _, m in started if m}),
+                "tools": sorted({t for (t,) in tools if t}),
+                "sorts": list(SORTS)}
+
+    def _where(self, q: ListQuery) -> tuple[str, list[Any]]:
+        if q.status is not None and q.status not in STATUSES:
+            raise BadFilterError(f"status {q.status!r} is not one of {', '.join(STATUSES)}")
+        where, params = [], []
+        for column in ("status", "provider", "model"):
+            value = getattr(q, column)
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if q.since is not None:
+            where.append("started_at >= ?")
+            params.append(_stamp(q.since, "since"))
+        if q.until is not None:
+            where.append("started_at <= ?")
+            params.append(_stamp(q.until, "until", end_of_day=True))
+        if q.tool is not None:
+            src = PROJECTIONS if in_step(self.conn) else EVENTS
+            where.append(f"conversation_id IN ({src.tool_users})")
+            params.append(q.tool)
+        if q.text:
+            where.append("(instr(lower(conversation_id), lower(?)) OR conversation_id IN "
+                         "(SELECT conversation_id FROM messages WHERE instr(lower(text), lower(?))))")
+            params += [q.text, q.text]
+        return (" WHERE " + " AND ".join(where)) if where else "", params
+
+    def conversations(self, q: ListQuery = ListQuery()) -> dict[str, Any]:
+        """One page of conversations: ``rows``, ``total``, ``page``, ``pages``, ``query``.
+
+        Each row: ``conversation_id``, ``started_at``, ``status``, ``provider``,
+        ``model``, ``turns``, ``events``, ``tools`` (names used), ``tokens``,
+        ``cost`` (``None``: unpriced), ``chain`` (:func:`chain_state`),
+        ``parent``, ``replay_of``.
+        """
+        if q.sort not in SORTS:
+            raise BadFilterError(f"sort {q.sort!r} is not one of {', '.join(SORTS)}")
+        if q.page < 1 or not 1 <= q.per_page <= _MAX_PER_PAGE:
+            raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
+        where, params = self._where(q)
+        total = self.conn.execute(f"SELECT count(*) FROM conversations{where}", params).fetchone()[0]
+        order = f"{SORTS[q.sort]} {'DESC' if q.descending else 'ASC'}, conversation_id"
+        rows = self.conn.execute(
+            "SELECT conversation_id, started_at, updated_at, status, provider, model, turns, "
+            "events, input_tokens, output_tokens, parent, replay_of, fork_seq "
+            f"FROM conversations{where} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, q.per_page, (q.page - 1) * q.per_page]).fetchall()
+        ids = [r[0] for r in rows]
+        tools, costs = self._tools_used(ids), self._costs(ids)
+        items = [{"conversation_id": cid, "started_at": started, "updated_at": updated,
+                  "status": status, "provider": provider, "model": model,
+                  "turns": _turn_count(self.conn, turns, parent, fork_seq), "events": events,
+                  "tokens": inp + out, "tools": tools.get(cid, []),
+                  "cost": costs.get(cid, 0.0), "chain": chain_state(self.journal, cid),
+                  "parent": parent, "replay_of": replay_of}
+                 for cid, started, updated, status, provider, model, turns, events, inp, out,
+                 parent, replay_of, fork_seq in rows]
+        return {"rows": items, "total": total, "page": q.page,
+                "pages": max(1, math.ceil(total / q.per_page)),
+                "query": msgspec.to_builtins(q)}
+
+    def _tools_used(self, ids: list[str]) -> dict[str, list[str]]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" * len(ids))
+        found: dict[str, list[str]] = defaultdict(list)
+        for cid, name in self.conn.execute(
+                "SELECT DISTINCT stream_id, json_extract(payload, '$.name') FROM events "
+                "WHERE type IN ('tool_completed', 'tool_call_rejected') "
+                f"AND stream_id IN ({marks}) ORDER BY 1, 2", ids):
+            found[cid].append(name)
+        return found
+
+    def _costs(self, ids: list[str]) -> dict[str, float | None]:
+        """Each conversation's estimated cost, priced as ``turnlog audit`` prices it:
+        the conversation's provider and model at the rates of each call's day."""
+        if not ids:
+            return {}
+        marks = ", ".join("?" * len(ids))
+        calls = self.conn.execute(
+            "SELECT m.conversation_id, json_extract(s.payload, '$.provider'), "
+            "json_extract(s.payload, '$.model'), m.day, sum(m.input_tokens), "
+            "sum(m.output_tokens), sum(m.cached_input_tokens), sum(m.cache_write_tokens) "
+            f"FROM {self._model_calls()} AS m JOIN events AS s ON s.stream_id = m.conversation_id "
+            f"AND s.seq = 1 WHERE m.ok AND m.conversation_id IN ({marks}) GROUP BY 1, 4", ids)
+        costs: dict[str, float | None] = {}
+        for cid, provider, model, day, inp, out, cached, written in calls:
+            cost = self.prices.cost(provider or "", model or "", day, Usage(
+                input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
+                cache_write_tokens=written))
+            before = costs.get(cid, 0.0)
+            costs[cid] = None if cost is None or before is None else before + cost
+        return costs
+
+    def _model_calls(self) -> str:
+        if in_step(self.conn):
+            return MODEL_CALLS
+        return ("(SELECT conversation_id, substr(recorded_at, 1, 10) AS day, ok, input_tokens, "
+                "output_tokens, cached_input_tokens, cache_write_tokens FROM model_calls)")
+
+    # -- one conversation --------------------------------------------------------------
+
+    def conversation(self, conversation_id: str) -> dict[str, Any]:
+        """The listing row plus ``started`` (its start event's payload), ``chain``,
+        ``tree`` (the fork tree it belongs to), ``replays`` and ``replay_runs``.
+
+        Raises ``ConversationNotFound`` for an unknown id.
+        """
+        info = conversation_info(self.conn, conversation_id, self.path)
+        first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
+                                  (conversation_id,)).fetchone()
+        info["started"] = json.loads(first[0])
+        info["fork_seq"] = self.conn.execute(
+            "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
+            (conversation_id,)).fetchone()
+        info["fork_seq"] = info["fork_seq"][0] if info["fork_seq"] else None
+        info["chain"] = chain_state(self.journal, conversation_id)
+        info["tree"] = self._tree(conversation_id)
+        info["replay_runs"] = self._replay_runs(conversation_id)
+        return info
+
+    def _tree(self, conversation_id: str) -> dict[str, Any]:
+        """The fork tree from the root of the conversation's ancestry down, every node with
+        ``conversation_id``, ``fork_seq``, ``status``, ``current`` and ``children``."""
+        root = self.journal.ancestry(conversation_id)[0][0]
+        statuses = dict(self.conn.execute(
+            "SELECT conversation_id, status FROM conversations WHERE conversation_id IN "
+            "(WITH RECURSIVE t(id) AS (SELECT ? UNION SELECT l.stream_id FROM stream_links l "
+            "JOIN t ON l.parent_stream_id = t.id) SELECT id FROM t)", (root,)))
+
+        def node(cid: str, fork_seq: int | None) -> dict[str, Any]:
+            children = self.conn.execute(
+                "SELECT stream_id, parent_seq FROM stream_links WHERE parent_stream_id = ? "
+                "ORDER BY parent_seq, stream_id", (cid,)).fetchall()
+            return {"conversation_id": cid, "fork_seq": fork_seq, "status": statuses.get(cid),
+                    "current": cid == conversation_id,
+                    "children": [node(c, s) for c, s in children]}
+
+        return node(root, None)
+
+    def _replay_runs(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Recorded deterministic replays of the conversation (``turnlog replay --all``), newest first."""
+        exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                   (REPLAY_REPORTS,)).fetchone()
+        if not exists:
+            return []
+        return [{"run_at": at, "ok": bool(ok), "seq": seq, "reason": reason}
+                for at, ok, seq, reason in self.conn.execute(
+                    f"SELECT run_at, ok, divergence_seq, reason FROM {REPLAY_REPORTS} "
+                    "WHERE conversation_id = ? ORDER BY run_at DESC", (conversation_id,))]
+
+    def timeline(self, conversation_id: str, page: int = 1, per_page: int = 50) -> dict[str, Any]:
+        """Turns ``(page - 1) * per_page + 1`` … of the conversation's own events.
+
+        Returns ``entries`` (dicts with a ``kind``: user, turn, assistant, tool,
+        refusal, failure, end, other), ``page``, ``pages``, ``turns`` and
+        ``max_ms`` (the longest latency on the page, for scaling bars). Raises
+        ``ConversationNotFound``.
+        """
+        if page < 1 or not 1 <= per_page <= _MAX_PER_PAGE:
+            raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
+        starts = [seq for (seq,) in self.conn.execute(
+            "SELECT min(seq) FROM events WHERE stream_id = ? AND type = 'model_requested' "
+            "GROUP BY json_extract(payload, '$.turn') ORDER BY 1", (conversation_id,))]
+        if not starts and self.journal.last_seq(conversation_id) == 0:
+            raise ConversationNotFound(f"no conversation {conversation_id!r} in {self.path}")
+        pages = max(1, math.ceil(len(starts) / per_page))
+        lo = 1 if page == 1 else starts[min((page - 1) * per_page, len(starts) - 1)]
+        hi_index = page * per_page
+        hi = starts[hi_index] - 1 if hi_index < len(starts) else None
+        started = json.loads(self.conn.execute(
+            "SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
+            (conversation_id,)).fetchone()[0])
+        events = [(seq, type_, at, json.loads(payload)) for seq, type_, at, payload in
+                  self.conn.execute(
+                      "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
+                      "AND seq >= ? AND seq <= ? ORDER BY seq",
+                      (conversation_id, lo, hi if hi is not None else 2**62))]
+        items = entries(events, started, self.prices)
+        longest = max([x.get("ms") or 0 for x in items]
+                      + [p["outcome"].get("ms") or 0 for x in items for p in x.get("parts", ())
+                         if p["type"] == "tool_call"], default=0)
+        return {"entries": items, "page": page, "pages": pages, "turns": len(starts),
+                "max_ms": longest}
+
+    # -- across conversations ----------------------------------------------------------
+
+    def dashboard(self, query: AuditQuery = AuditQuery()) -> dict[str, Any]:
+        """``turnlog audit``'s figures (``audit``) plus ``by_day``: per day and
+        provider/model, responses, input and output tokens and cost (``None``: unpriced)."""
+        report = audit(self.conn, query, self.prices)
+        where, params = self._where(ListQuery(
+            status=query.status, provider=query.provider, model=query.model, tool=query.tool))
+        if query.since is not None:
+            where += (" AND " if where else " WHERE ") + "started_at >= ?"
+            params.append(query.since)
+        per: dict[tuple[str, str, str], list] = {}
+        for provider, model, day, n, inp, out, cached, written in self.conn.execute(
+                "SELECT json_extract(s.payload, '$.provider'), json_extract(s.payload, '$.model'), "
+                "m.day, count(*), sum(m.input_tokens), sum(m.output_tokens), "
+                "sum(m.cached_input_tokens), sum(m.cache_write_tokens) "
+                f"FROM {self._model_calls()} AS m JOIN events AS s "
+                "ON s.stream_id = m.conversation_id AND s.seq = 1 "
+                f"WHERE m.ok AND m.conversation_id IN (SELECT conversation_id FROM conversations"
+                f"{where}) GROUP BY 1, 2, 3 ORDER BY 3, 1, 2", params):
+            cost = self.prices.cost(provider or "", model or "", day, Usage(
+                input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
+                cache_write_tokens=written))
+            per[(day, provider or "", model or "")] = [n, inp, out, cost]
+        report["by_day"] = [{"day": d, "provider": p, "model": m, "responses": n, "input": i,
+                             "output": o, "cost": c} for (d, p, m), (n, i, o, c) in per.items()]
+        report["generated_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return report

@@ -1,0 +1,31 @@
+"""``turnlog view`` and ``turnlog report``: a conversation journal seen in a browser.
+
+A read-only local web app (Starlette, Jinja2 templates, served by uvicorn)
+over ``engine.queries``: the conversation list, one conversation's timeline
+with its chain state, fork tree and replays, the diff of two conversations
+(``replay.diff``) and the audit dashboard with server-drawn SVG charts; and a
+self-contained HTML report of one conversation. It lives above ``replay``
+because it shows diffs; it needs the ``view`` extra (``pip install
+'turnlog[view]'``), which only these commands import::
+
+    from replay.view import create_app, render_report
+    app = create_app("turnlog.db")          # an ASGI app, e.g. for uvicorn.run(app)
+    html = render_report("turnlog.db", "c-1a2b")
+
+Every value from a model, a tool or an imported file is escaped by the
+templates' autoescaping; every response carries a Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+from .report import render_report
+
+__all__ = ["create_app", "render_report"]
+
+
+def __getattr__(name: str):  # the ASGI app needs Starlette; the report only Jinja2
+    if name == "create_app":
+        from .app import create_app
+
+        return create_app
+    raise AttributeError(name)
