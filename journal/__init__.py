@@ -1,4 +1,6 @@
-"""turnlog's journal: typed, hash-chained event envelopes in one append-only SQLite file.
+"""turnlog's journal: typed, hash-chained event envelopes in one append-only SQLite file
+(or a PostgreSQL database, for many hosts: :class:`PostgresJournal`, opened by
+``Journal.open("postgresql://...")``; only that imports psycopg).
 
 Storage only: the journal knows streams, seqs, types, versions and JSON payloads,
 nothing about conversations. See ``DESIGN.md``, section "The journal".
@@ -25,6 +27,7 @@ from .errors import (
     EventNotFoundError,
     HeadsFileError,
     InvalidAppendError,
+    JournalConnectionError,
     JournalError,
     JournalLockedError,
     JournalNotFoundError,
@@ -49,12 +52,14 @@ __all__ = [
     "HeadsFileError",
     "InvalidAppendError",
     "Journal",
+    "JournalConnectionError",
     "JournalError",
     "JournalLockedError",
     "JournalNotFoundError",
     "JournalProtocol",
     "NewEvent",
     "NotAJournalError",
+    "PostgresJournal",
     "ProjectionMismatch",
     "ReadOnlyJournalError",
     "SchemaTooNewError",
@@ -70,3 +75,12 @@ __all__ = [
     "load_heads",
     "walk_ancestry",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``PostgresJournal`` on first use: the SQLite path never imports psycopg."""
+    if name == "PostgresJournal":
+        from ._postgres import PostgresJournal
+
+        return PostgresJournal
+    raise AttributeError(f"module 'journal' has no attribute {name!r}")

@@ -10,11 +10,13 @@ from datetime import datetime
 from functools import partial
 from itertools import starmap
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
+from ._open import open_journal
 from ._rows import Row, chain_rows, check_stream_id, clock_stamp, system_stamp
 from ._schema import Extension, check_extensions, check_schema, open_schema
 from ._sqlite import connect_readonly as _connect_readonly
@@ -38,6 +40,9 @@ from .errors import (
     SeqGapError,
     StreamNotFoundError,
 )
+
+if TYPE_CHECKING:
+    from ._protocol import JournalProtocol
 
 __all__ = ["Journal", "connect_readonly"]
 
@@ -134,6 +139,16 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"Journal({self.path!r})"
+
+    @staticmethod
+    def open(target: str | os.PathLike[str], **options: Any) -> JournalProtocol:
+        """Open the journal a path or URL names, on the backend it names.
+
+        A file path, ``:memory:`` or ``sqlite:///path``: a SQLite :class:`Journal`;
+        ``postgresql://user@host/db``: a :class:`~journal.PostgresJournal` (needs
+        ``pip install 'turnlog[postgres]'``). ``options`` go to the backend.
+        """
+        return open_journal(target, **options)
 
     def __enter__(self) -> Journal:
         return self

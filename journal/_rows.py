@@ -10,9 +10,16 @@ from functools import lru_cache
 
 from ._hashing import event_hash
 from ._types import NewEvent
-from .errors import InvalidAppendError
+from .errors import ConcurrencyError, InvalidAppendError, SeqGapError
 
-__all__ = ["chain_rows", "check_stream_id", "clock_stamp", "format_timestamp", "system_stamp"]
+__all__ = [
+    "chain_rows",
+    "check_stream_id",
+    "clock_stamp",
+    "format_timestamp",
+    "stale_error",
+    "system_stamp",
+]
 
 # C0 and C1 controls, DEL, and lone surrogates (which cannot be stored as UTF-8).
 _BAD_NAME_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -124,3 +131,28 @@ def _checked_recorded_at(event: object, stream_id: str, index: int, now: str) ->
 
 def _invalid(stream_id: str, index: int, problem: str) -> InvalidAppendError:
     return InvalidAppendError(f"append to stream {stream_id!r}, event {index}: {problem}")
+
+
+def stale_error(
+    where: str, stream_id: str, expected_seq: int, actual: int
+) -> ConcurrencyError | SeqGapError:
+    """The error for a wrong ``expected_seq`` when the stream really ends at ``actual``.
+
+    Behind the stream's end: another writer appended first (:class:`ConcurrencyError`).
+    Past it: the caller is ahead of the stream (:class:`SeqGapError`, no retry helps).
+    """
+    if expected_seq > actual:
+        return SeqGapError(
+            f"append to stream {stream_id!r} in {where}: expected_seq {expected_seq} "
+            f"is past the stream's last seq {actual} (seqs are gapless)",
+            stream_id=stream_id,
+            expected_seq=expected_seq,
+            actual_seq=actual,
+        )
+    return ConcurrencyError(
+        f"append to stream {stream_id!r} in {where}: expected seq {expected_seq}, "
+        f"but the stream's last seq is {actual} (another writer appended first)",
+        stream_id=stream_id,
+        expected_seq=expected_seq,
+        actual_seq=actual,
+    )

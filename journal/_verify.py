@@ -1,20 +1,29 @@
 """Tamper evidence: recomputing hash chains (streamed, constant memory) and checking saved heads.
 
-Rows are read as raw bytes with their SQLite storage types, so whatever an edit
-stored (a BLOB, a number, NULL, text that is not UTF-8) is reported as a bad event
-rather than raised.
+Rows are read as raw bytes with their storage types, so whatever an edit stored
+(a BLOB, a number, NULL, text that is not UTF-8) is reported as a bad event rather
+than raised. The walk is written once (:func:`verify_source`, :func:`check_heads_in`)
+over a :class:`ChainSource`; each backend supplies the rows (SQLite's is here).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 from ._hashing import GENESIS_HASH, hash_encoded
 from ._lineage import find_loop
 from ._types import BadEvent, Head, VerifyReport
 
-__all__ = ["check_heads", "link_of", "verify_chains"]
+__all__ = [
+    "ChainSource",
+    "check_heads",
+    "check_heads_in",
+    "link_of",
+    "verify_chains",
+    "verify_source",
+]
 
 _COLUMNS = ("stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash")
 _TYPES = ("text", "integer", "text", "integer", "text", "text", "text", "text")
@@ -39,41 +48,123 @@ _ORPHAN_LINKS = """
 _MAX_SEQ = 2**63 - 1
 
 
+class ChainSource(Protocol):
+    """What :func:`verify_source` and :func:`check_heads_in` read, whatever stores the events.
+
+    Rows are ``(stream_id, seq, type, version, recorded_at, payload, prev_hash, hash,
+    types)``: text columns as their stored UTF-8 bytes, numbers as ints (``None``
+    when not an integer), and ``types`` the columns' storage types joined by commas
+    (``text,integer,...`` when nothing was edited), ordered by stream then seq.
+    """
+
+    def all_rows(self) -> Iterable[tuple]:
+        """Every stream's rows."""
+        ...
+
+    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
+        """One stream's rows up to seq ``upto``."""
+        ...
+
+    def link(self, stream_id: str) -> tuple[str, int] | None:
+        """The stream's fork link as stored."""
+        ...
+
+    def hash_bytes(self, stream_id: str, seq: int) -> bytes | None:
+        """The stored hash at ``(stream_id, seq)`` as bytes, ``None`` if no such event."""
+        ...
+
+    def orphan_link(self, stream_id: str | None) -> str | None:
+        """The first stream (or ``stream_id``) with a fork link but no events."""
+        ...
+
+    def hash_at(self, stream_id: str, seq: int) -> str | None:
+        """The stored hash at ``(stream_id, seq)``, ``None`` if no such event."""
+        ...
+
+    def last_seq(self, stream_id: str) -> int | None:
+        """The stream's last seq, ``None`` if it has no events."""
+        ...
+
+
+class _SqliteChains:
+    """A SQLite connection as a :class:`ChainSource`."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def all_rows(self) -> Iterable[tuple]:
+        return self.conn.execute(_ALL_CHAINS)
+
+    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
+        return self.conn.execute(_SEGMENT, (stream_id, upto))
+
+    def link(self, stream_id: str) -> tuple[str, int] | None:
+        return link_of(self.conn, stream_id)
+
+    def hash_bytes(self, stream_id: str, seq: int) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT CAST(hash AS BLOB) FROM events WHERE stream_id = ? AND seq = ?", (stream_id, seq)
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def orphan_link(self, stream_id: str | None) -> str | None:
+        if stream_id is None:
+            row = self.conn.execute(_ORPHAN_LINKS.format(where="")).fetchone()
+        else:
+            row = self.conn.execute(_ORPHAN_LINKS.format(where="AND stream_id = ?"),
+                                    (stream_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def hash_at(self, stream_id: str, seq: int) -> str | None:
+        row = self.conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
+        return None if row is None else row[0]
+
+    def last_seq(self, stream_id: str) -> int | None:
+        return self.conn.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
+
+
 def link_of(conn: sqlite3.Connection, stream_id: str) -> tuple[str, int] | None:
     """The stream's fork link ``(parent, parent_seq)`` as stored, or ``None``."""
     return conn.execute(_LINK, (stream_id,)).fetchone()
 
 
 def verify_chains(conn: sqlite3.Connection, stream_id: str | None) -> VerifyReport:
+    """:func:`verify_source` over a SQLite journal's connection."""
+    return verify_source(_SqliteChains(conn), stream_id)
+
+
+def verify_source(source: ChainSource, stream_id: str | None) -> VerifyReport:
     """Recompute every chain, or one stream's whole history; report the first bad event.
 
     For one stream that is a fork, every ancestor's prefix up to the fork point is
     recomputed first (root first): an edit in a parent is reported at the parent's seq.
     """
     if stream_id is None:
-        return _report(_check(conn, conn.execute(_ALL_CHAINS)), conn, None)
-    segments, loop = find_loop(lambda s: link_of(conn, s), stream_id)
+        return _report(_check(source, source.all_rows()), source, None)
+    segments, loop = find_loop(source.link, stream_id)
     if loop is not None:
         bad = BadEvent(loop, 1, f"the fork link of {loop!r} closes a loop of fork links")
         return VerifyReport(ok=False, checked_events=0, first_bad=bad)
 
     def rows() -> Iterator[tuple]:
         for sid, upto in segments:
-            yield from conn.execute(_SEGMENT, (sid, _MAX_SEQ if upto is None else upto))
+            yield from source.segment_rows(sid, _MAX_SEQ if upto is None else upto)
 
-    return _report(_check(conn, rows()), conn, stream_id)
+    return _report(_check(source, rows()), source, stream_id)
 
 
 def _report(
-    outcome: tuple[int, BadEvent | None], conn: sqlite3.Connection, stream_id: str | None
+    outcome: tuple[int, BadEvent | None], source: ChainSource, stream_id: str | None
 ) -> VerifyReport:
     checked, bad = outcome
     if bad is None:
-        bad = _orphan_link(conn, stream_id)
+        orphan = source.orphan_link(stream_id)
+        if orphan is not None:
+            bad = BadEvent(orphan, 1, "seq 1 missing: the stream has a fork link but no events")
     return VerifyReport(ok=bad is None, checked_events=checked, first_bad=bad)
 
 
-def _check(conn: sqlite3.Connection, rows: Iterable[tuple]) -> tuple[int, BadEvent | None]:
+def _check(source: ChainSource, rows: Iterable[tuple]) -> tuple[int, BadEvent | None]:
     """Walk rows ordered by stream then seq; return how many were checked and the first bad."""
     checked = 0
     current: bytes | None = None
@@ -87,7 +178,7 @@ def _check(conn: sqlite3.Connection, rows: Iterable[tuple]) -> tuple[int, BadEve
             name = _name(raw_sid)
             if type(raw_sid) is not bytes or name is None:
                 return checked + 1, BadEvent(_shown(raw_sid), 1, _type_problem(types, raw_sid))
-            prev, start_reason = _chain_start(conn, name)
+            prev, start_reason = _chain_start(source, name)
         checked += 1
         if types != _EXPECTED_TYPES or not _utf8(type_, recorded_at, payload, prev_hash, stored):
             return checked, BadEvent(name, seq if type(seq) is int else expected_seq,
@@ -142,47 +233,40 @@ def _type_problem(types: str | None, raw_sid: object) -> str:
     return "a text column holds bytes that are not UTF-8 (the row was edited outside turnlog)"
 
 
-def _chain_start(conn: sqlite3.Connection, stream_id: str) -> tuple[bytes, str]:
+def _chain_start(source: ChainSource, stream_id: str) -> tuple[bytes, str]:
     """The hash seq 1 must chain to, and what to say if it does not."""
-    link = link_of(conn, stream_id)
+    link = source.link(stream_id)
     if link is None:
         return GENESIS_HASH.encode(), (
             "prev_hash of seq 1 is not the genesis hash and the stream has no fork link"
         )
     parent, parent_seq = link
-    row = conn.execute(
-        "SELECT CAST(hash AS BLOB) FROM events WHERE stream_id = ? AND seq = ?", (parent, parent_seq)
-    ).fetchone()
-    if row is None:
+    stored = source.hash_bytes(parent, parent_seq)
+    if stored is None:
         # No hash can match: seq 1 is then reported with this reason.
         return b"", f"fork link points to {parent!r} seq {parent_seq}, which does not exist"
-    return row[0], (
+    return stored, (
         f"prev_hash of seq 1 does not match the hash of its fork parent {parent!r} at seq "
         f"{parent_seq} (the fork link or the parent was changed)"
     )
 
 
-def _orphan_link(conn: sqlite3.Connection, stream_id: str | None) -> BadEvent | None:
-    if stream_id is None:
-        row = conn.execute(_ORPHAN_LINKS.format(where="")).fetchone()
-    else:
-        row = conn.execute(_ORPHAN_LINKS.format(where="AND stream_id = ?"), (stream_id,)).fetchone()
-    if row is None:
-        return None
-    return BadEvent(row[0], 1, "seq 1 missing: the stream has a fork link but no events")
-
-
 def check_heads(conn: sqlite3.Connection, heads: Iterable[Head]) -> list[BadEvent]:
+    """:func:`check_heads_in` over a SQLite journal's connection."""
+    return check_heads_in(_SqliteChains(conn), heads)
+
+
+def check_heads_in(source: ChainSource, heads: Iterable[Head]) -> list[BadEvent]:
     """Every saved head whose stream is gone, now ends earlier, or has another hash there."""
     bad = []
     for head in heads:
-        row = conn.execute(_HASH_AT, (head.stream_id, head.seq)).fetchone()
-        if row is not None:
-            if row[0] != head.hash:
+        stored = source.hash_at(head.stream_id, head.seq)
+        if stored is not None:
+            if stored != head.hash:
                 reason = f"hash at seq {head.seq} differs from the saved head (history rewritten)"
                 bad.append(BadEvent(head.stream_id, head.seq, reason))
             continue
-        last = conn.execute(_LAST_SEQ, (head.stream_id,)).fetchone()[0]
+        last = source.last_seq(head.stream_id)
         if last is None:
             reason = f"stream is missing (the saved head is at seq {head.seq})"
         else:

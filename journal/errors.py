@@ -8,6 +8,8 @@
     │   │                       another program's database
     │   ├── SchemaTooNewError   written by a newer turnlog (core schema or an extension)
     │   ├── JournalLockedError  another connection held the write lock past busy_timeout
+    │   ├── JournalConnectionError the database server cannot be reached or the connection
+    │   │                       broke (PostgreSQL); an append either committed or not
     │   ├── ConcurrencyError    ``expected_seq`` was stale: another writer appended first
     │   ├── InvalidAppendError  an append refused before writing: bad stream id, type,
     │   │   │                   version, timestamp, payload JSON or arguments
@@ -19,7 +21,7 @@
     │   └── HeadsFileError      a saved heads file cannot be read or has the wrong shape
     └── (engine and replay add their own branches: see ``engine.errors``)
 
-sqlite3 errors are translated where they enter turnlog's code; none escapes raw.
+sqlite3 and psycopg errors are translated where they enter turnlog's code; none escapes raw.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "EventNotFoundError",
     "HeadsFileError",
     "InvalidAppendError",
+    "JournalConnectionError",
     "JournalError",
     "JournalLockedError",
     "JournalNotFoundError",
@@ -68,6 +71,15 @@ class SchemaTooNewError(JournalError):
 
 class JournalLockedError(JournalError):
     """Another connection held the journal's write lock for longer than ``busy_timeout``."""
+
+
+class JournalConnectionError(JournalError):
+    """The journal's database server cannot be reached, or the connection broke mid-call.
+
+    An append interrupted so either committed completely or not at all: retrying it
+    with the same ``expected_seq`` is safe (if it had committed, the retry raises
+    :class:`ConcurrencyError` and the stream holds the events once).
+    """
 
 
 class ConcurrencyError(JournalError):

@@ -29,6 +29,16 @@ class FixedClock:
         return self.now
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_cluster():
+    """The throwaway PostgreSQL cluster (``tests.pgcluster``): started by the first test that
+    needs one, stopped when the session ends."""
+    from tests.pgcluster import stop_shared
+
+    yield
+    stop_shared()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "turnlog.db"

@@ -1,8 +1,8 @@
 """Fixtures shared by the journal tests: a fake clock, every journal backend, every way to open one.
 
 ``BACKENDS`` is the one list of journal implementations the contract suite runs on:
-add a backend (PostgreSQL, say) as one more factory here and every contract test
-runs on it.
+a backend is one more factory here and every contract test runs on it (PostgreSQL
+runs on a throwaway cluster the session starts: ``tests/pgcluster.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from journal import Extension, Journal, JournalProtocol, NewEvent
 from replay._scratch import ScratchJournal
+from tests.pgcluster import fresh_url
 
 
 class FakeClock:
@@ -91,6 +92,8 @@ BACKENDS: dict[str, Factory] = {
     **FILE_BACKENDS,
     "sqlite-memory": lambda path, clock: Journal(":memory:", clock=clock),
     "replay-scratch": lambda path, clock: ScratchJournal(clock=clock),
+    # A fresh schema in the session's throwaway PostgreSQL cluster (tests/pgcluster.py).
+    "postgres": lambda path, clock: Journal.open(fresh_url(), clock=clock),
 }
 
 

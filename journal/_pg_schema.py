@@ -1,0 +1,181 @@
+"""The PostgreSQL journal's schema: the SQLite journal's tables, column for column, and migrations.
+
+The same concepts as ``_schema`` (SQLite): ``events`` (position, stream_id, seq,
+type, version, recorded_at, payload, prev_hash, hash; ``UNIQUE (stream_id, seq)``),
+``stream_links`` for forks, triggers that refuse UPDATE, DELETE and TRUNCATE, and
+``_turnlog_meta`` recording ``schema_version`` (and ``ext:<name>`` per extension).
+Text columns compare as bytes (``COLLATE "C"``), as SQLite's do, so orderings by
+stream id agree across backends. ``payload`` is ``text``, stored byte for byte; a
+CHECK casts it to ``json`` so that invalid JSON is refused as on SQLite.
+
+The tables live in the connection's current schema (``search_path``): one
+database may hold several journals in several schemas (``?options=-csearch_path%3Dname``).
+Every pending step runs in one transaction under an advisory lock, so two
+processes opening a new journal at once cannot both migrate it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import psycopg
+
+from ._schema import SCHEMA_VERSION, Extension
+from .errors import NotAJournalError, SchemaTooNewError
+
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "check_pg_schema", "open_pg_schema"]
+
+META_TABLE = "_turnlog_meta"
+_SCHEMA_KEY = "schema_version"
+
+#: ``pg_advisory_xact_lock`` key (the bytes ``TLOG`` + 1) serialising migrations.
+MIGRATION_LOCK = 0x544C4F47_00000001
+
+_V1 = [
+    f"CREATE TABLE {META_TABLE} (key TEXT COLLATE \"C\" PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE events (
+        position BIGINT PRIMARY KEY,
+        stream_id TEXT COLLATE "C" NOT NULL,
+        seq BIGINT NOT NULL,
+        type TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        recorded_at TEXT COLLATE "C" NOT NULL,
+        payload TEXT NOT NULL CHECK (payload::json IS NOT NULL),
+        prev_hash TEXT COLLATE "C" NOT NULL,
+        hash TEXT COLLATE "C" NOT NULL,
+        UNIQUE (stream_id, seq)
+    )""",
+    """CREATE TABLE stream_links (
+        stream_id TEXT COLLATE "C" PRIMARY KEY,
+        parent_stream_id TEXT COLLATE "C" NOT NULL,
+        parent_seq BIGINT NOT NULL
+    )""",
+    """CREATE FUNCTION turnlog_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'turnlog journal is append-only: % on % is not allowed',
+            TG_OP, TG_TABLE_NAME USING ERRCODE = 'integrity_constraint_violation';
+    END $$""",
+    *(
+        f"CREATE TRIGGER {table}_refuse_{op.lower()} BEFORE {op} ON {table} "
+        f"FOR EACH {'STATEMENT' if op == 'TRUNCATE' else 'ROW'} "
+        "EXECUTE FUNCTION turnlog_refuse_rewrite()"
+        for table in ("events", "stream_links")
+        for op in ("UPDATE", "DELETE", "TRUNCATE")
+    ),
+]
+
+
+def _create_v1(conn: psycopg.Connection) -> None:
+    for statement in _V1:
+        conn.execute(statement)
+
+
+MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [(1, _create_v1)]
+"""The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
+
+assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"
+
+
+def _inspect(conn: psycopg.Connection, where: str) -> dict[str, str] | None:
+    """The journal's meta; ``None`` when the schema holds none of the journal's tables."""
+    names = {name for (name,) in conn.execute(
+        "SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace "
+        "AND c.relname IN (%s, 'events', 'stream_links')", (META_TABLE,))}
+    if not names:
+        return None
+    if META_TABLE not in names:
+        raise NotAJournalError(
+            f"{where} has tables named {', '.join(sorted(names))} but is not a turnlog journal "
+            f"(no {META_TABLE} table): use another database or schema"
+        )
+    meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    value = meta.get(_SCHEMA_KEY)
+    if value is None or not (value.isascii() and value.isdigit()):
+        raise NotAJournalError(f"{where} is damaged: its {META_TABLE} has no valid {_SCHEMA_KEY}")
+    return meta
+
+
+def _ext_version(meta: dict[str, str], ext: Extension) -> int:
+    value = meta.get(f"ext:{ext.name}", "")
+    return int(value) if value.isascii() and value.isdigit() else 0
+
+
+def _refuse_newer(meta: dict[str, str], where: str, extensions: Sequence[Extension]) -> None:
+    found = int(meta[_SCHEMA_KEY])
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"{where} has journal schema version {found}, but this turnlog knows versions up "
+            f"to {SCHEMA_VERSION}: upgrade turnlog to open it"
+        )
+    for ext in extensions:
+        if _ext_version(meta, ext) > ext.version:
+            raise SchemaTooNewError(
+                f"{where} has extension {ext.name!r} at version {_ext_version(meta, ext)}, but "
+                f"this code knows versions up to {ext.version}: upgrade turnlog to open it"
+            )
+
+
+def _pending(meta: dict[str, str] | None, extensions: Sequence[Extension]) -> bool:
+    return meta is None or int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION or any(
+        _ext_version(meta, ext) < ext.version for ext in extensions)
+
+
+def open_pg_schema(conn: psycopg.Connection, where: str,
+                   extensions: Sequence[Extension]) -> None:
+    """Check that the current schema is a turnlog journal (or empty), then bring it up to date.
+
+    ``conn`` is in autocommit mode; nothing is written when the journal is current.
+    """
+    meta = _inspect(conn, where)
+    if meta is not None:
+        _refuse_newer(meta, where, extensions)
+    if not _pending(meta, extensions):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        meta = _inspect(conn, where)  # another process may have migrated meanwhile
+        if meta is None:
+            meta = {_SCHEMA_KEY: "0"}
+        else:
+            _refuse_newer(meta, where, extensions)
+        current = int(meta[_SCHEMA_KEY])
+        for version, step in MIGRATIONS:
+            if version > current:
+                step(conn)
+                _set_meta(conn, _SCHEMA_KEY, version)
+        for ext in extensions:
+            recorded = _ext_version(meta, ext)
+            if recorded < ext.version:
+                migrate = _postgres_migrate(ext, where)
+                migrate(conn, recorded)
+                _set_meta(conn, f"ext:{ext.name}", ext.version)
+
+
+def check_pg_schema(conn: psycopg.Connection, where: str,
+                    extensions: Sequence[Extension]) -> None:
+    """For a read-only open: the schema must already hold a journal this code can read."""
+    meta = _inspect(conn, where)
+    if meta is None:
+        raise NotAJournalError(f"{where} holds no turnlog journal (no {META_TABLE} table)")
+    _refuse_newer(meta, where, extensions)
+    if int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION:
+        raise NotAJournalError(
+            f"{where} has journal schema version {meta[_SCHEMA_KEY]}, older than this turnlog's "
+            f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"
+        )
+
+
+def _postgres_migrate(ext: Extension, where: str) -> Callable[[psycopg.Connection, int], None]:
+    migrate = getattr(ext, "migrate_postgres", None)
+    if migrate is None:
+        raise NotAJournalError(
+            f"{where}: extension {ext.name!r} has no PostgreSQL schema (migrate_postgres), "
+            "so it cannot be installed in a PostgreSQL journal"
+        )
+    return migrate
+
+
+def _set_meta(conn: psycopg.Connection, key: str, version: int) -> None:
+    conn.execute(
+        f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, str(version)))

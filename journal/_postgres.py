@@ -1,0 +1,453 @@
+"""The journal on PostgreSQL: the :class:`~journal.JournalProtocol` for many hosts, same hashes.
+
+Open it with ``Journal.open("postgresql://user@host/db")`` (or construct
+:class:`PostgresJournal`). Its rows are the SQLite journal's rows column for
+column, chained by the same :func:`~journal.event_hash`, so a conversation's
+hashes are the same on both backends and ``turnlog copy`` moves it byte for byte.
+
+Positions in commit order. Every append takes one transaction-level advisory
+lock (``pg_advisory_xact_lock``, one key per journal) just before it inserts,
+reads ``max(position)`` under it, and holds it until its commit is visible
+(PostgreSQL releases transaction locks after the commit is visible to others).
+So appends commit one at a time in position order, positions are gapless, and
+a reader that has seen position *p* has seen every position below *p*: a
+follower of :meth:`~PostgresJournal.read_all` (``turnlog tail``) never skips an
+event that committed late with a lower position. The lock is held only for the
+insert and the commit; checks, hashing and reads run outside it. Optimistic
+concurrency per stream is the ``UNIQUE (stream_id, seq)`` key, as on SQLite.
+Every append also sends a ``NOTIFY`` (channel :attr:`PostgresJournal.channel`)
+with its last position, for followers that would rather wait than poll.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from datetime import datetime
+from functools import partial
+from itertools import starmap
+from types import TracebackType
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from ._hashing import GENESIS_HASH
+from ._lineage import Segment, walk_ancestry
+from ._pg import Pool, shown_url
+from ._pg_schema import check_pg_schema, open_pg_schema
+from ._rows import chain_rows, check_stream_id, clock_stamp, stale_error, system_stamp
+from ._schema import APPLICATION_ID, Extension, check_extensions
+from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._verify import check_heads_in, verify_source
+from .errors import (
+    EventNotFoundError,
+    InvalidAppendError,
+    ReadOnlyJournalError,
+    StreamNotFoundError,
+)
+
+__all__ = ["PostgresJournal"]
+
+_MAX_SEQ = 2**63 - 1
+_PAGE = 1000
+_COLUMNS = "position, stream_id, seq, type, version, recorded_at, payload, prev_hash, hash"
+_INSERT = """
+WITH inserted AS (
+    INSERT INTO events (position, stream_id, seq, type, version, recorded_at, payload,
+                        prev_hash, hash)
+    SELECT base.p + r.ord, r.stream_id, r.seq, r.type, r.version, r.recorded_at, r.payload,
+           r.prev_hash, r.hash
+    FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS base,
+         unnest(%s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::text[],
+                %s::text[], %s::text[])
+             WITH ORDINALITY AS r(stream_id, seq, type, version, recorded_at, payload,
+                                  prev_hash, hash, ord)
+    RETURNING position
+)
+SELECT min(position), max(position), pg_notify(%s, max(position)::text) FROM inserted
+"""
+_INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (%s, %s, %s)"
+_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
+_HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
+_READ = (f"SELECT {_COLUMNS} FROM events WHERE stream_id = %s AND seq >= %s AND seq <= %s "
+         "ORDER BY seq LIMIT %s")
+_READ_ALL = (f"SELECT {_COLUMNS} FROM events WHERE position > %s AND position <= %s {{types}} "
+             "ORDER BY position LIMIT %s")
+_LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
+_HEADS = ("SELECT DISTINCT ON (stream_id) stream_id, seq, hash FROM events "
+          "ORDER BY stream_id, seq DESC")
+_LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = %s"
+_STREAMS = """
+    SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
+           l.parent_stream_id, l.parent_seq
+    FROM (
+        SELECT stream_id, min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events,
+               max(position) AS last_position
+        FROM events {where} GROUP BY stream_id
+    ) AS g
+    JOIN events AS a ON a.stream_id = g.stream_id AND a.seq = g.first_seq
+    JOIN events AS z ON z.stream_id = g.stream_id AND z.seq = g.last_seq
+    LEFT JOIN stream_links AS l ON l.stream_id = g.stream_id
+    ORDER BY g.last_position DESC
+"""
+_ALL_STREAMS = _STREAMS.format(where="")
+_ONE_STREAM = _STREAMS.format(where="WHERE stream_id = %s")
+
+# Text as its UTF-8 bytes and each column's storage type, the shape ``_verify`` walks.
+_TEXT = ("stream_id", "type", "recorded_at", "payload", "prev_hash", "hash")
+_CHAIN_COLUMNS = (
+    "convert_to(stream_id, 'UTF8'), seq, convert_to(type, 'UTF8'), version, "
+    "convert_to(recorded_at, 'UTF8'), convert_to(payload, 'UTF8'), "
+    "convert_to(prev_hash, 'UTF8'), convert_to(hash, 'UTF8'), concat_ws(',', "
+    + ", ".join(
+        f"CASE WHEN {c} IS NULL THEN 'null' ELSE '{'text' if c in _TEXT else 'integer'}' END"
+        for c in ("stream_id", "seq", "type", "version", "recorded_at", "payload",
+                  "prev_hash", "hash"))
+    + ")"
+)
+_ALL_CHAINS = f"SELECT {_CHAIN_COLUMNS} FROM events ORDER BY stream_id, seq"
+_SEGMENT = f"SELECT {_CHAIN_COLUMNS} FROM events WHERE stream_id = %s AND seq <= %s ORDER BY seq"
+_ORPHAN_LINKS = """
+    SELECT stream_id FROM stream_links AS l
+    WHERE NOT EXISTS (SELECT 1 FROM events AS e WHERE e.stream_id = l.stream_id)
+    {where} ORDER BY stream_id LIMIT 1
+"""
+
+
+class PostgresJournal:
+    """An append-only, hash-chained event journal in a PostgreSQL database.
+
+    ``url`` is a libpq URL (``postgresql://user:password@host:5432/db``; add
+    ``?options=-csearch_path%3Dname`` to keep the journal in its own schema).
+    Opening creates or migrates the schema (under an advisory lock: many hosts may
+    open it at once); ``readonly=True`` creates nothing and refuses every write.
+    Connections come from a pool of at most ``max_connections`` (a handle may be
+    shared by threads); ``timeout`` bounds connecting and waiting for a connection.
+    A server that cannot be reached, or a connection cut mid-call, raises
+    :class:`~journal.JournalConnectionError`: an append then either committed
+    completely or not at all, and retrying it with the same ``expected_seq`` is safe.
+
+    ``clock`` and ``extensions`` are those of :class:`~journal.Journal`; an extension
+    must carry its PostgreSQL schema (``migrate_postgres``).
+    """
+
+    readonly: bool
+    """Whether this handle refuses writes (opened with ``readonly=True``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        extensions: Sequence[Extension] = (),
+        readonly: bool = False,
+        max_connections: int = 4,
+        timeout: float = 10.0,
+    ) -> None:
+        self.url = os.fspath(url)
+        self.path = shown_url(self.url)
+        self.readonly = bool(readonly)
+        check_extensions(extensions)
+        self._extensions = tuple(extensions)
+        self._now = system_stamp if clock is None else partial(clock_stamp, clock)
+        self._heads: dict[str, tuple[int, str]] = {}
+        self._pool = Pool(self.url, self.path, max_size=max_connections, timeout=timeout,
+                          readonly=self.readonly)
+        try:
+            with self._pool.connection("opening the journal") as conn:
+                if self.readonly:
+                    check_pg_schema(conn, self.path, self._extensions)
+                else:
+                    open_pg_schema(conn, self.path, self._extensions)
+                oid = conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone()[0]
+        except BaseException:
+            self._pool.close()
+            raise
+        self._lock_key = (APPLICATION_ID << 32) | oid
+        self.channel = f"turnlog_{oid}"
+        """The ``LISTEN`` channel every append notifies with its last position."""
+
+    def __repr__(self) -> str:
+        return f"PostgresJournal({self.path!r})"
+
+    def __enter__(self) -> PostgresJournal:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection; safe twice and from any thread. Later calls raise."""
+        self._pool.close()
+
+    # -- appending -----------------------------------------------------------------------
+
+    def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_seq: int,
+        *,
+        parent: tuple[str, int] | None = None,
+    ) -> list[StoredEvent]:
+        """Append ``events`` as seqs ``expected_seq + 1``… in one transaction: all or nothing.
+
+        As :meth:`journal.Journal.append`: :class:`~journal.ConcurrencyError` when
+        another writer appended first, :class:`~journal.SeqGapError` past the
+        stream's end, :class:`~journal.InvalidAppendError` for malformed input,
+        :class:`~journal.EventNotFoundError` for a missing fork point.
+        """
+        if self.readonly:
+            raise ReadOnlyJournalError(
+                f"append to stream {stream_id!r}: {self.path} is open read-only")
+        check_stream_id(stream_id)
+        if type(expected_seq) is not int or expected_seq < 0:
+            raise InvalidAppendError(
+                f"append to stream {stream_id!r}: expected_seq must be an int >= 0, "
+                f"got {expected_seq!r}")
+        if not events:
+            raise InvalidAppendError(f"append to stream {stream_id!r}: no events given")
+        if parent is not None:
+            _check_parent(parent, expected_seq, stream_id)
+        now = self._now()
+        action = f"append to stream {stream_id!r}"
+        with self._pool.connection(action) as conn:
+            try:
+                with conn.transaction():
+                    prev_hash = self._prev_hash(conn, stream_id, expected_seq, parent)
+                    rows = chain_rows(prev_hash, stream_id, expected_seq, events, now)
+                    conn.execute(_LOCK, (self._lock_key,))
+                    first, _, _ = conn.execute(
+                        _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone()
+                    if parent is not None:
+                        conn.execute(_INSERT_LINK, (stream_id, *parent))
+            except pg_errors.UniqueViolation:
+                head = conn.execute(_HEAD, (stream_id,)).fetchone()
+                raise self._stale(stream_id, expected_seq, head) from None
+            except psycopg.DataError as exc:
+                raise self._bad_payload(conn, stream_id, expected_seq, events) from exc
+        self._heads[stream_id] = (rows[-1][1], rows[-1][7])
+        return [StoredEvent(first + i, *row) for i, row in enumerate(rows)]
+
+    def _prev_hash(self, conn: psycopg.Connection, stream_id: str, expected_seq: int,
+                   parent: tuple[str, int] | None) -> str:
+        if parent is not None:
+            row = conn.execute(_HASH_AT, parent).fetchone()
+            if row is None:
+                raise EventNotFoundError(
+                    f"cannot fork stream {stream_id!r} from {parent[0]!r} at seq {parent[1]}: "
+                    f"{self.path} has no such event")
+            return row[0]
+        if expected_seq == 0:
+            return GENESIS_HASH  # if the stream exists, the UNIQUE key refuses seq 1
+        head = self._heads.get(stream_id)
+        if head is not None and head[0] == expected_seq:
+            return head[1]  # a concurrent writer is still caught by the UNIQUE key
+        row = conn.execute(_HEAD, (stream_id,)).fetchone()
+        if row is None or row[0] != expected_seq:
+            raise self._stale(stream_id, expected_seq, row)
+        self._heads[stream_id] = row
+        return row[1]
+
+    def _stale(self, stream_id: str, expected_seq: int, head: tuple[int, str] | None) -> Exception:
+        if head is None:
+            self._heads.pop(stream_id, None)
+        else:
+            self._heads[stream_id] = head
+        return stale_error(self.path, stream_id, expected_seq, 0 if head is None else head[0])
+
+    def _bad_payload(self, conn: psycopg.Connection, stream_id: str, expected_seq: int,
+                     events: Sequence[NewEvent]) -> InvalidAppendError:
+        """Which event's payload PostgreSQL refused (the append was rolled back)."""
+        for index, event in enumerate(events):
+            if "\x00" in event.payload:
+                break
+            try:
+                conn.execute("SELECT %s::json IS NOT NULL", (event.payload,))
+            except psycopg.DataError:
+                break
+        else:
+            index = 0
+        return InvalidAppendError(
+            f"append to stream {stream_id!r} in {self.path}: event {index} "
+            f"(seq {expected_seq + 1 + index}) has a payload that is not valid JSON")
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(
+        self, stream_id: str, from_seq: int = 1, to_seq: int | None = None
+    ) -> Iterator[StoredEvent]:
+        """A stream's own events from ``from_seq`` to ``to_seq`` inclusive, lazily, in pages."""
+        upto = _MAX_SEQ if to_seq is None else to_seq
+        action = f"reading stream {stream_id!r}"
+        start = max(from_seq, -_MAX_SEQ)
+        while True:
+            page = self._fetch(_READ, (stream_id, start, upto, _PAGE), action)
+            yield from page
+            if len(page) < _PAGE:
+                return
+            start = page[-1].seq + 1
+
+    def read_all(
+        self,
+        after_position: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        types: Collection[str] | None = None,
+    ) -> Iterator[StoredEvent]:
+        """Every stream's events in position order, after ``after_position``, up to ``until``,
+        of ``types``, at most ``limit``; lazily, in pages. Never skips a late commit
+        (see the module's note on positions)."""
+        kinds = None if types is None else list(types)
+        sql = _READ_ALL.format(types="" if kinds is None else "AND type = ANY(%s)")
+        upto = _MAX_SEQ if until is None else until
+        left = limit
+        after = after_position
+        while left is None or left > 0:
+            size = _PAGE if left is None else min(_PAGE, left)
+            params = (after, upto, size) if kinds is None else (after, upto, kinds, size)
+            page = self._fetch(sql, params, "reading all events")
+            yield from page
+            if len(page) < size:
+                return
+            after = page[-1].position
+            if left is not None:
+                left -= len(page)
+
+    def _fetch(self, sql: str, params: tuple, action: str) -> list[StoredEvent]:
+        with self._pool.connection(action) as conn:
+            return list(starmap(StoredEvent, conn.execute(sql, params)))
+
+    def _one(self, sql: str, params: tuple, action: str) -> tuple | None:
+        with self._pool.connection(action) as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def last_position(self) -> int:
+        """The newest event's global position, 0 for an empty journal (one index lookup)."""
+        return self._one(_LAST_POSITION, (), "reading the last position")[0]
+
+    def ancestry(self, stream_id: str, to_seq: int | None = None) -> list[Segment]:
+        """``[(stream, up to seq), ...]`` of a stream's history, root first, itself last."""
+        with self._pool.connection(f"reading the ancestry of {stream_id!r}") as conn:
+            return walk_ancestry(lambda s: conn.execute(_LINK, (s,)).fetchone(), stream_id,
+                                 to_seq, self.path)
+
+    def lineage(self, stream_id: str, to_seq: int | None = None) -> Iterator[StoredEvent]:
+        """The events of every :meth:`ancestry` segment in order: the fork's whole history."""
+        for ancestor, upto in self.ancestry(stream_id, to_seq):
+            yield from self.read(ancestor, 1, upto)
+
+    def streams(self) -> Iterator[StreamInfo]:
+        """Every stream's summary, the most recently appended first."""
+        with self._pool.connection("listing streams") as conn:
+            rows = conn.execute(_ALL_STREAMS).fetchall()
+        return starmap(StreamInfo, rows)
+
+    def stream(self, stream_id: str) -> StreamInfo:
+        """One stream's summary; :class:`~journal.StreamNotFoundError` if it has no events."""
+        row = self._one(_ONE_STREAM, (stream_id,), f"reading stream {stream_id!r}")
+        if row is None:
+            raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+        return StreamInfo(*row)
+
+    def last_seq(self, stream_id: str) -> int:
+        """The stream's last seq, 0 if it has no events."""
+        row = self._one(_HEAD, (stream_id,), f"reading stream {stream_id!r}")
+        return 0 if row is None else row[0]
+
+    def hash_at(self, stream_id: str, seq: int) -> str:
+        """The hash at ``(stream_id, seq)``; :class:`~journal.EventNotFoundError` if none."""
+        row = self._one(_HASH_AT, (stream_id, seq), f"reading stream {stream_id!r}")
+        if row is None:
+            raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
+        return row[0]
+
+    # -- tamper evidence -----------------------------------------------------------------
+
+    def heads(self) -> list[Head]:
+        """Every stream's last seq and hash, ordered by stream id (bytewise, as on SQLite)."""
+        with self._pool.connection("reading heads") as conn:
+            return list(starmap(Head, conn.execute(_HEADS)))
+
+    def check_heads(self, heads: Iterable[Head]) -> list[BadEvent]:
+        """Saved heads that no longer hold: the stream is gone, shorter, or rewritten there."""
+        with self._pool.connection("checking heads") as conn:
+            return check_heads_in(_PgChains(conn), heads)
+
+    def verify(self, stream_id: str | None = None) -> VerifyReport:
+        """Recompute every chain (or one stream's whole history) and report the first bad event.
+
+        The same walk as :meth:`journal.Journal.verify`, over rows read in one
+        snapshot (a server-side cursor: constant memory).
+        """
+        action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
+        with self._pool.connection(action) as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            report = verify_source(_PgChains(conn), stream_id)
+        if stream_id is not None and report.checked_events == 0 and report.ok:
+            raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+        return report
+
+
+class _PgChains:
+    """A PostgreSQL connection as a ``ChainSource`` (rows: inside a transaction, for the cursors)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self._cursors = 0
+
+    def _rows(self, sql: str, params: tuple = ()) -> Iterator[tuple]:
+        self._cursors += 1
+        with self.conn.cursor(name=f"turnlog_verify_{self._cursors}") as cursor:
+            cursor.itersize = 2000
+            cursor.execute(sql, params)
+            yield from cursor
+
+    def all_rows(self) -> Iterable[tuple]:
+        return self._rows(_ALL_CHAINS)
+
+    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
+        return self._rows(_SEGMENT, (stream_id, upto))
+
+    def link(self, stream_id: str) -> tuple[str, int] | None:
+        return self.conn.execute(_LINK, (stream_id,)).fetchone()
+
+    def hash_bytes(self, stream_id: str, seq: int) -> bytes | None:
+        row = self.conn.execute("SELECT convert_to(hash, 'UTF8') FROM events "
+                                "WHERE stream_id = %s AND seq = %s", (stream_id, seq)).fetchone()
+        return None if row is None else row[0]
+
+    def orphan_link(self, stream_id: str | None) -> str | None:
+        if stream_id is None:
+            row = self.conn.execute(_ORPHAN_LINKS.format(where="")).fetchone()
+        else:
+            row = self.conn.execute(_ORPHAN_LINKS.format(where="AND stream_id = %s"),
+                                    (stream_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def hash_at(self, stream_id: str, seq: int) -> str | None:
+        row = self.conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
+        return None if row is None else row[0]
+
+    def last_seq(self, stream_id: str) -> int | None:
+        return self.conn.execute("SELECT max(seq) FROM events WHERE stream_id = %s",
+                                 (stream_id,)).fetchone()[0]
+
+
+def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:
+    where = f"append to stream {stream_id!r}"
+    if expected_seq != 0:
+        raise InvalidAppendError(
+            f"{where}: a fork parent is only allowed on the stream's first append "
+            f"(expected_seq=0), got expected_seq={expected_seq}")
+    if (not isinstance(parent, tuple) or len(parent) != 2 or type(parent[0]) is not str
+            or type(parent[1]) is not int or parent[1] < 1):
+        raise InvalidAppendError(f"{where}: parent must be (stream_id, seq >= 1), got {parent!r}")
+
