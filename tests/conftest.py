@@ -15,6 +15,10 @@ from journal import Journal
 # in bench/ measure speed; tests here only check behaviour.
 settings.register_profile(
     "turnlog", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# bench/mutation.py runs selected tests once per mutant on 2 cores: a fixed seed comes on its
+# command line, no example database carries one mutant's failures into the next run
+settings.register_profile("mutation", parent=settings.get_profile("turnlog"), database=None,
+                          max_examples=60)
 settings.load_profile("turnlog")
 
 
