@@ -44,7 +44,9 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
 
     FILE is a JSON array, JSONL, a provider request body or `turnlog export
     --format jsonl` output; entries may mix API, orchestrator, OpenAI,
-    Anthropic, Gemini, Data Machine and turnlog formats.
+    Anthropic, Gemini, Data Machine and turnlog formats. What was kept
+    without being understood (a message's unknown keys) is reported as a
+    warning on stderr, and in --json's `warnings`.
 
     Example:
 
@@ -55,11 +57,11 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     with journal_for(db_path, must_exist=False) as journal:
         result = import_file(journal, file, fmt=_IMPORT_ALIASES.get(fmt, fmt),
                              conversation_id=conversation_id)
+    for warning in result.warnings:  # what the importer kept without understanding it
+        problem(f"warning: {warning}")
     if as_json:
         emit(result)
         return
-    for warning in getattr(result, "warnings", ()):  # what the importer noticed but accepted
-        problem(f"warning: {warning}")
     formats = ", ".join(f"{k} {v}" for k, v in sorted(result.formats.items()))
     click.echo(f"imported {result.conversation_id}: {result.events} events "
                f"({formats}); status {result.status}")

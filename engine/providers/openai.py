@@ -77,6 +77,7 @@ __all__ = [
     "MESSAGE_KEYS",
     "REASONING_KEYS",
     "OpenAIProvider",
+    "legacy_call_id",
     "map_messages",
     "map_request",
     "map_response",
@@ -296,17 +297,28 @@ def _vendor_parts(message: dict[str, Any]) -> list[Part]:
     return parts
 
 
+def legacy_call_id(name: str) -> str:
+    """The id of a pre-tools ``function_call`` (the wire has none): ``legacy_`` + its name.
+
+    Every call of one function has this id on the wire; ``engine.calls.assign_call_ids``,
+    where calls enter the engine, makes the repeats ``legacy_<name>_2``, ``_3`` ... in
+    order and keeps ``legacy_<name>`` as their ``provider_id``, which a ``role: function``
+    answer (by name) then matches, first unanswered first. The ids depend only on the
+    transcript's order, so a re-import assigns the same ones.
+    """
+    return f"legacy_{name}"
+
+
 def _legacy_call(message: dict[str, Any], where: str) -> list[Part]:
-    """The pre-tools ``function_call`` as a call whose id is ``legacy_`` + its arguments' hash."""
+    """The pre-tools ``function_call`` as a call (id: ``legacy_call_id``)."""
     fn = message.get("function_call")
     if _empty(fn):
         return []
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         raise MalformedResponseError(f"{where}.function_call needs a name", provider=NAME)
     args, raw, invalid = parse_arguments(fn.get("arguments", ""))
-    digest = hashlib.sha256(f"{fn['name']}\0{raw}".encode()).hexdigest()[:12]
-    return [ToolCall(id=f"legacy_{digest}", name=fn["name"], arguments=args, raw_arguments=raw,
-                     invalid=invalid)]
+    return [ToolCall(id=legacy_call_id(fn["name"]), name=fn["name"], arguments=args,
+                     raw_arguments=raw, invalid=invalid)]
 
 
 def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
@@ -396,8 +408,7 @@ def _unmap_assistant(msg: dict[str, Any], where: str) -> Message:
 def _unmap_tool(msg: dict[str, Any], where: str, names: dict[str, str]) -> Message:
     if msg.get("role") == "function":  # the pre-tools answer to a function_call, by name
         name = wire_str(msg, "name", where, NAME)
-        call_id = next((i for i, n in reversed(names.items()) if n == name and
-                        i.startswith("legacy_")), f"legacy_{name}")
+        call_id = legacy_call_id(name)
     elif not isinstance(msg.get("tool_call_id"), str):
         found = sorted(set(map(str, msg)) - {"role", "content"})
         raise FormatError(f"a `tool` message needs `tool_call_id` (found "

@@ -254,3 +254,23 @@ def test_python_m_engine_cli_lists_replay_fork_and_diff_without_the_entry_point(
     out = subprocess.run([sys.executable, "-m", "engine.cli", "fork", "--help"],
                          capture_output=True, text=True, cwd=ROOT, env=env(), timeout=120)
     assert out.returncode == 0 and "--at" in out.stdout
+
+
+def test_import_prints_each_warning_on_stderr_and_lists_them_in_json(tmp_path, db):
+    transcript = tmp_path / "vendor.json"
+    transcript.write_text(json.dumps([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "vendor_score": 0.9, "trace": {"id": 1}}]))
+    plain = turnlog("import", transcript, "--db", db, "--id", "p")
+    assert plain.returncode == 0, plain.stderr
+    warnings = [line for line in plain.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == ["warning: entry 1: unknown keys kept as `extra` and exported back to "
+                        "openai: trace, vendor_score"]
+    as_json = turnlog("import", transcript, "--db", db, "--id", "j", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["warnings"] == [w.removeprefix("warning: ") for w in warnings]
+    assert as_json.stderr.splitlines() == warnings
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    quiet = turnlog("import", clean, "--db", db, "--id", "q", "--json")
+    assert (json.loads(quiet.stdout)["warnings"], quiet.stderr) == ([], "")

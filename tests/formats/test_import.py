@@ -81,6 +81,37 @@ def test_openai_messages_with_tool_calls_import_as_calls_and_results(journal):
     assert state.status == "completed" and state.system == "sys"
 
 
+def _legacy_history(first_args: str, second_args: str) -> list[dict]:
+    return [
+        {"role": "user", "content": "weather in Paris, then Rome?"},
+        {"role": "assistant", "content": None,
+         "function_call": {"name": "get_weather", "arguments": first_args}},
+        {"role": "function", "name": "get_weather", "content": "sunny"},
+        {"role": "assistant", "content": None,
+         "function_call": {"name": "get_weather", "arguments": second_args}},
+        {"role": "function", "name": "get_weather", "content": "rain"},
+        {"role": "assistant", "content": "Sunny, then rain."},
+    ]
+
+
+@pytest.mark.parametrize("second", ['{"city":"Rome"}', '{"city":"Paris"}'])
+def test_legacy_function_calls_get_their_ids_from_the_one_id_rule(journal, second):
+    """A pre-tools ``function_call`` has no id: ``legacy_<name>``, repeats made unique by
+    ``assign_call_ids`` in order (the same ids on every import), each answered in order."""
+    entries = _legacy_history('{"city":"Paris"}', second)
+    import_entries(journal, entries, fmt="openai", conversation_id="a")
+    import_entries(journal, entries, fmt="openai", conversation_id="b")
+    events = events_of(journal, "a")
+    calls = [p for e in events if type(e) is ModelResponded for p in e.parts
+             if type(p) is ToolCall]
+    assert [(c.id, c.provider_id, c.arguments["city"]) for c in calls] == [
+        ("legacy_get_weather", None, "Paris"),
+        ("legacy_get_weather_2", "legacy_get_weather", json.loads(second)["city"])]
+    results = [(e.call_id, e.content) for e in events if type(e) is ToolCompleted]
+    assert results == [("legacy_get_weather", "sunny"), ("legacy_get_weather_2", "rain")]
+    assert events_of(journal, "b")[1:] == events[1:]  # deterministic from the transcript
+
+
 def test_anthropic_blocks_import_with_thinking_images_and_batched_results(journal):
     entries = [
         {"role": "user", "content": [{"type": "text", "text": "look"},
