@@ -48,7 +48,7 @@ from typing import Any
 
 import msgspec
 
-from journal import ConcurrencyError, Journal
+from journal import ConcurrencyError, Journal, StoredEvent
 
 from .conversation import Conversation
 from .directives import Directives
@@ -176,6 +176,7 @@ class Loop:
             conv = Conversation.start(self.journal, started, rest=then)
         except ConcurrencyError as exc:
             raise self._contention(started.conversation_id, exc) from exc
+        self._recorded(conv, list(self.journal.read(conv.id)))
         return self.drive(conv, single_turn=single_turn)
 
     def send(self, conversation: Conversation | str, text: str, *,
@@ -222,6 +223,7 @@ class Loop:
                 self._answer(conv, next(iter(b.pending.values())))
             elif state is L.ANSWERED:
                 self._append(conv, ConversationCompleted(final_content=b.final_content))
+                self._flush(conv)  # the run's end is durable before it is announced
                 self._emit("completed", conv, final_content=b.final_content)
             else:  # READY (no user message yet) or a finished run
                 break
@@ -237,6 +239,7 @@ class Loop:
                 return True
             error = b.error + (f" (gave up after {b.attempt} attempts)" if b.attempt > 1 else "")
             self._append(conv, ConversationFailed(error=error, error_type="model_failed"))
+            self._flush(conv)
             self._emit("failed", conv, error=error)
             return True
         limit = b.duplicate_policy.max_refusals
@@ -244,6 +247,7 @@ class Loop:
             reason = (f"halted after {b.refusals} refused duplicate tool call(s) in this run "
                       f"(max_refusals={limit})")
             self._append(conv, ConversationHalted(reason=reason, refusals=b.refusals))
+            self._flush(conv)
             self._emit("budget_exceeded", conv, kind="refusals", limit=limit, reason=reason)
             return True
         if b.run_turns >= b.max_turns:
@@ -252,6 +256,7 @@ class Loop:
                        + (" with tool calls still pending" if pending else ""))
             self._append(conv, TurnLimitReached(turn_count=b.turn_count, max_turns=b.max_turns,
                                                 pending_tool_calls=pending, warning=warning))
+            self._flush(conv)
             self._emit("budget_exceeded", conv, kind="turns", limit=b.max_turns,
                        pending_tool_calls=pending, reason=warning)
             return True
@@ -461,16 +466,24 @@ class Loop:
 
     def _append_now(self, conv: Conversation, *events: Event) -> None:
         """Write ``events`` at once, in one transaction (all or nothing)."""
+        self._flush(conv)
         try:
-            conv.append(*events)
+            rows = conv.append(*events)
         except ConcurrencyError as exc:
             raise self._contention(conv.id, exc) from exc
+        self._recorded(conv, rows)
 
     def _flush(self, conv: Conversation) -> None:
         try:
-            conv.flush()
+            rows = conv.flush()
         except ConcurrencyError as exc:
             raise self._contention(conv.id, exc) from exc
+        self._recorded(conv, rows)
+
+    def _recorded(self, conv: Conversation, rows: list[StoredEvent]) -> None:
+        """Tell observers which events just became durable (``recorded``, with their rows)."""
+        if rows:
+            self.observers.emit("recorded", conversation_id=conv.id, rows=rows)
 
     def _contention(self, conversation_id: str, exc: ConcurrencyError) -> TranscriptLockContention:
         self.observers.emit("transcript_lock_contention", conversation_id=conversation_id,

@@ -8,7 +8,11 @@ reference's ``agents_api_loop_event(event, payload)``). Events:
 (call_id, name, arguments, observe_only: a warning when the call still ran),
 ``model_retry`` (turn, attempt, delay, error: a retryable failure is tried
 again after ``delay`` seconds), ``completed``, ``failed`` (error), ``budget_exceeded`` (kind ``turns`` or
-``refusals``), ``transcript_lock_contention`` (another writer appended first).
+``refusals``), ``transcript_lock_contention`` (another writer appended first), ``recorded``
+(rows: the ``StoredEvent``s just written, in order — every event of a run
+reaches observers this way once it is durable; ``engine.otel.OTelObserver``
+builds its spans from them). A run's end (``completed``, ``failed``,
+``budget_exceeded``) is announced after its event is recorded.
 Every payload has ``conversation_id``.
 
 An observer that raises is logged (logger ``turnlog.observers``) and
@@ -34,7 +38,7 @@ Observer = Callable[[str, dict[str, Any]], None]
 #: The lifecycle events observers receive.
 EVENTS = ("turn_started", "model_responded", "model_retry", "tool_executed",
           "duplicate_prevented", "completed", "failed", "budget_exceeded",
-          "transcript_lock_contention")
+          "transcript_lock_contention", "recorded")
 
 log = logging.getLogger("turnlog.observers")
 

@@ -36,7 +36,7 @@ from ..events import Event
 from .genai import SEMCONV_VERSION, GenAISpans, SpanRecord
 
 __all__ = ["SCHEMA_URL", "OTLPError", "encode_spans", "otlp_request", "send_otlp", "span_id",
-           "spans_of", "trace_id", "traces_url"]
+           "spans_of", "trace_id", "traces_url", "unix_ns"]
 
 #: The schema URL of the semantic conventions followed.
 SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
@@ -64,7 +64,12 @@ def span_id(key: str) -> str:
     return digest if digest != "0" * 16 else "0" * 15 + "1"  # an all-zero id is invalid
 
 
-def _ns(recorded_at: str) -> int:
+def unix_ns(recorded_at: str) -> int:
+    """A journal ``recorded_at`` as Unix nanoseconds.
+
+    >>> unix_ns("1970-01-01T00:00:01.000002Z")
+    1000002000
+    """
     moment = datetime.fromisoformat(recorded_at.replace("Z", "+00:00"))
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
 
@@ -78,7 +83,7 @@ def spans_of(conversation_id: str, rows: Iterable[tuple[StoredEvent, Event]], *,
     builder = GenAISpans(conversation_id, content=content)
     children: list[SpanRecord] = []
     for row, event in rows:
-        children += builder.feed(event, _ns(row.recorded_at), row.hash, parent=root_key)
+        children += builder.feed(event, unix_ns(row.recorded_at), row.hash, parent=root_key)
     children += builder.finish(parent=root_key)
     root = builder.root(root_key)
     if children:  # the root covers its children, whatever their recorded durations say
