@@ -324,6 +324,8 @@ class Reader:
         if not starts and self.journal.last_seq(conversation_id) == 0:
             raise ConversationNotFound(f"no conversation {conversation_id!r} in {self.path}")
         pages = max(1, math.ceil(len(starts) / per_page))
+        if page > pages:
+            raise BadFilterError(f"page {page} is past the timeline's last page ({pages})")
         lo = 1 if page == 1 else starts[min((page - 1) * per_page, len(starts) - 1)]
         hi_index = page * per_page
         hi = starts[hi_index] - 1 if hi_index < len(starts) else None

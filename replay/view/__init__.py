@@ -18,14 +18,23 @@ templates' autoescaping; every response carries a Content-Security-Policy.
 
 from __future__ import annotations
 
-from .report import render_report
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import create_app
+    from .report import render_report
 
 __all__ = ["create_app", "render_report"]
 
 
-def __getattr__(name: str):  # the ASGI app needs Starlette; the report only Jinja2
+def __getattr__(name: str) -> Any:
+    """Import the web stack on first use: ``replay.view.cli`` must load without it."""
     if name == "create_app":
         from .app import create_app
 
         return create_app
-    raise AttributeError(name)
+    if name == "render_report":
+        from .report import render_report
+
+        return render_report
+    raise AttributeError(f"module 'replay.view' has no attribute {name!r}")

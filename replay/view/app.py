@@ -53,8 +53,8 @@ def _param(request: Request, name: str) -> str | None:
 class _App:
     """The routes, bound to one journal path and price table."""
 
-    def __init__(self, path: str, prices: PriceTable, poll: float) -> None:
-        self.path, self.prices, self.poll = path, prices, poll
+    def __init__(self, path: str, prices: PriceTable, poll: float, live_for: float) -> None:
+        self.path, self.prices, self.poll, self.live_for = path, prices, poll, live_for
         self.env = environment()
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -131,7 +131,7 @@ class _App:
             nonlocal after
             yield "retry: 1000\n\n"
             with self.reader() as r:
-                for _ in range(int(30 / self.poll)):  # the browser reconnects after 30 s
+                for _ in range(max(1, int(self.live_for / self.poll))):  # then the browser reconnects
                     found = r.appended_after(after, cid)
                     if found is not None:
                         after = found
@@ -170,14 +170,16 @@ class _SecurityHeaders:
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
 
 
-def create_app(path: str, prices: PriceTable | None = None, *, poll: float = 0.5) -> Starlette:
+def create_app(path: str, prices: PriceTable | None = None, *, poll: float = 0.5,
+               live_for: float = 30.0) -> Starlette:
     """The ASGI app over the journal at ``path`` (opened read-only on every request).
 
-    ``poll``: seconds between the live pages' checks for appended events.
+    ``poll``: seconds between the live pages' checks for appended events;
+    ``live_for``: seconds one event stream lasts before the browser reconnects.
     """
     with Reader(path, prices):  # a missing or foreign file fails here, not on the first page
         pass
-    routes = _App(path, prices or PriceTable.default(), poll)
+    routes = _App(path, prices or PriceTable.default(), poll, live_for)
     static = resources.files("replay.view").joinpath("static")
     app = Starlette(routes=[
         Route("/", routes.conversations),
