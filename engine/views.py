@@ -34,6 +34,7 @@ from sqlite_utils import Database
 
 import journal
 from journal import Extension, ProjectionMismatch
+from journal._open import is_postgres, shown_url
 
 from . import projections
 
@@ -226,6 +227,11 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     or a read-only mount works); temporary tables live in memory. A journal whose
     file lacks the views (written without the engine) gets them as temporary views.
     """
+    if is_postgres(path):
+        raise journal.JournalError(
+            f"{shown_url(path)}: the engine's SQL views (ls, show, audit, tail, view) are not "
+            "available on a PostgreSQL journal yet; verify, heads, export, replay, fork and "
+            "copy work on it")
     conn = journal.connect_readonly(path, extensions=EXTENSIONS, check_same_thread=False)
     try:
         installed = {name for (name,) in conn.execute(

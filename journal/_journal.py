@@ -17,7 +17,7 @@ from sqlite_utils import Database
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._open import open_journal
-from ._rows import Row, chain_rows, check_stream_id, clock_stamp, system_stamp
+from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import Extension, check_extensions, check_schema, open_schema
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
@@ -30,12 +30,22 @@ from ._sqlite import (
     is_constraint,
     translate,
 )
-from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._types import (
+    BadEvent,
+    Head,
+    NewEvent,
+    StoredEvent,
+    StreamAppend,
+    StreamInfo,
+    VerifyReport,
+)
 from ._verify import check_heads, link_of, verify_chains
 from .errors import (
     ConcurrencyError,
     EventNotFoundError,
     InvalidAppendError,
+    InvalidReadError,
+    JournalError,
     ReadOnlyJournalError,
     SeqGapError,
     StreamNotFoundError,
@@ -55,7 +65,13 @@ _INSERT = (
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = ? ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = ? AND seq = ?"
-_READ = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+_READ = (
+    f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND seq BETWEEN ? AND ? "
+    "ORDER BY seq {order} LIMIT ?"
+)
+_READ_FORWARD = _READ.format(order="ASC")
+_READ_BACKWARD = _READ.format(order="DESC")
+_LAST_EVENT = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? ORDER BY seq DESC LIMIT 1"
 _READ_ALL = (
     f"SELECT {_COLUMNS} FROM events WHERE position > ? AND position <= ? {{types}} "
     "ORDER BY position LIMIT ?"
@@ -120,6 +136,7 @@ class Journal:
         # stream_id -> (last seq, its hash) as this handle last saw them
         self._heads: dict[str, tuple[int, str]] = {}
         self._extensions = tuple(extensions)
+        self._hooks = tuple((e.name, e.on_append) for e in extensions if e.on_append is not None)
         if self.readonly:
             self._conn = connect_readonly(self.path, extensions=extensions)
             self._cursor = self._conn.cursor()
@@ -189,45 +206,83 @@ class Journal:
 
         ``expected_seq`` is the stream's last seq as the caller knows it (0 for a new
         stream); if another writer got there first, :class:`ConcurrencyError` says so
-        and nothing is written. ``parent=(stream, seq)`` on a stream's first append
-        makes it a fork: its seq 1 chains to the parent's hash at that seq.
+        and nothing is written; past the stream's end, :class:`SeqGapError`.
+        ``parent=(stream, seq)`` on a stream's first append makes it a fork: its seq 1
+        chains to the parent's hash at that seq. The one-stream case of
+        :meth:`append_many` (same checks, same transaction, same hooks).
 
         Raises :class:`InvalidAppendError` (bad stream id, type, version, timestamp or
         payload JSON), :class:`ConcurrencyError`, :class:`EventNotFoundError` (no such
         fork point) or :class:`JournalLockedError`; on any error nothing is written.
         """
+        return self.append_many([StreamAppend(stream_id, events, expected_seq, parent)])[0]
+
+    def append_many(self, appends: Iterable[StreamAppend]) -> list[list[StoredEvent]]:
+        """Append to several streams in one transaction: all or nothing.
+
+        Each item is a :class:`StreamAppend` (or a ``(stream_id, events, expected_seq
+        [, parent])`` tuple), checked exactly as :meth:`append` checks its arguments;
+        the first refusal (:class:`ConcurrencyError`, :class:`SeqGapError`, … naming its
+        stream) leaves every stream as it was. Items are written in order, so a fork
+        may start from an event written by an earlier item. Returns, per item, what
+        :meth:`append` returns; all events share one clock reading, and their positions
+        are consecutive in item order. Each extension's :attr:`Extension.on_append`
+        runs inside the transaction with every appended event; if one raises, nothing
+        is written.
+        """
+        batches = check_appends(appends)
         if self.readonly:
+            names = ", ".join(repr(b.stream_id) for b in batches)
             raise ReadOnlyJournalError(
-                f"append to stream {stream_id!r}: {self.path} is open read-only"
+                f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only"
             )
-        check_stream_id(stream_id)
-        if type(expected_seq) is not int or expected_seq < 0:
-            raise InvalidAppendError(
-                f"append to stream {stream_id!r}: expected_seq must be an int >= 0, "
-                f"got {expected_seq!r}"
-            )
-        if not events:
-            raise InvalidAppendError(f"append to stream {stream_id!r}: no events given")
-        if parent is not None:
-            _check_parent(parent, expected_seq, stream_id)
-        head = self._heads.get(stream_id)
-        cursor = self._cursor
+        now = self._now()
+        conn = self._conn
         try:
-            cursor.execute("BEGIN IMMEDIATE")
+            self._cursor.execute("BEGIN IMMEDIATE")
             try:
-                prev_hash = self._prev_hash(stream_id, expected_seq, head, parent)
-                rows = chain_rows(prev_hash, stream_id, expected_seq, events, self._now())
-                last_position = self._insert(rows, stream_id, parent)
-                cursor.execute("COMMIT")
+                written = [self._write(batch, now) for batch in batches]
+                if self._hooks:
+                    self._run_hooks(written)
+                self._cursor.execute("COMMIT")
             except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
+            raise translate(exc, self.path, f"append to stream {batches[0].stream_id!r}") from exc
+        for stored in written:
+            last = stored[-1]
+            self._heads[last.stream_id] = (last.seq, last.hash)
+        return written
+
+    def _write(self, batch: StreamAppend, now: str) -> list[StoredEvent]:
+        """Chain and insert one stream's events inside the open transaction."""
+        stream_id, events, expected_seq, parent = batch
+        try:
+            prev_hash = self._prev_hash(stream_id, expected_seq, self._heads.get(stream_id), parent)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, events, now)
+            last_position = self._insert(rows, stream_id, parent)
+        except sqlite3.Error as exc:
             raise self._append_error(exc, stream_id, expected_seq, events) from exc
-        self._heads[stream_id] = (rows[-1][1], rows[-1][7])
         first_position = last_position - len(rows) + 1
         return [StoredEvent(first_position + i, *row) for i, row in enumerate(rows)]
+
+    def _run_hooks(self, written: list[list[StoredEvent]]) -> None:
+        """Run each extension's ``on_append`` with the appended events, in the transaction."""
+        appended = [event for stored in written for event in stored]
+        db = Database(self._conn, recursive_triggers=False)
+        for name, hook in self._hooks:
+            action = f"the on_append hook of extension {name!r}"
+            try:
+                hook(db, appended)
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path, action) from exc
+            if not self._conn.in_transaction:
+                raise JournalError(
+                    f"{self.path}: {action} ended the append's transaction (hooks must not "
+                    "COMMIT or ROLLBACK); what it committed is in the journal"
+                )
 
     def _prev_hash(
         self,
@@ -279,25 +334,9 @@ class Journal:
         """
         if head is None:
             self._heads.pop(stream_id, None)
-            actual = 0
         else:
             self._heads[stream_id] = head
-            actual = head[0]
-        if expected_seq > actual:
-            return SeqGapError(
-                f"append to stream {stream_id!r} in {self.path}: expected_seq {expected_seq} "
-                f"is past the stream's last seq {actual} (seqs are gapless)",
-                stream_id=stream_id,
-                expected_seq=expected_seq,
-                actual_seq=actual,
-            )
-        return ConcurrencyError(
-            f"append to stream {stream_id!r} in {self.path}: expected seq {expected_seq}, "
-            f"but the stream's last seq is {actual} (another writer appended first)",
-            stream_id=stream_id,
-            expected_seq=expected_seq,
-            actual_seq=actual,
-        )
+        return stale_error(self.path, stream_id, expected_seq, 0 if head is None else head[0])
 
     def _append_error(
         self, exc: sqlite3.Error, stream_id: str, expected_seq: int, events: Sequence[NewEvent]
@@ -321,14 +360,30 @@ class Journal:
     # -- reading -------------------------------------------------------------------------
 
     def read(
-        self, stream_id: str, from_seq: int = 1, to_seq: int | None = None
+        self,
+        stream_id: str,
+        from_seq: int = 1,
+        to_seq: int | None = None,
+        *,
+        limit: int | None = None,
+        reverse: bool = False,
     ) -> Iterator[StoredEvent]:
         """Iterate over a stream's own events from ``from_seq`` to ``to_seq`` (inclusive), lazily.
 
-        Rows come from a cursor as they are consumed: memory does not grow with the stream.
+        Oldest first, or newest first with ``reverse``; at most ``limit`` of them (so
+        ``reverse=True, limit=n`` gives the stream's last ``n`` events, newest first).
+        An unknown stream reads as empty. Rows come from a cursor as they are
+        consumed: memory does not grow with the stream.
         """
         upto = _MAX_SEQ if to_seq is None else to_seq
-        return self._events(_READ, (stream_id, from_seq, upto), f"reading stream {stream_id!r}")
+        sql = _READ_BACKWARD if reverse else _READ_FORWARD
+        params = (stream_id, from_seq, upto, _sql_limit(limit, f"reading stream {stream_id!r}"))
+        return self._events(sql, params, f"reading stream {stream_id!r}")
+
+    def last_event(self, stream_id: str) -> StoredEvent | None:
+        """The stream's newest event, or ``None`` when it has none (as :meth:`read` is empty)."""
+        row = self._fetchone(_LAST_EVENT, (stream_id,), f"reading stream {stream_id!r}")
+        return None if row is None else StoredEvent(*row)
 
     def read_all(
         self,
@@ -347,7 +402,7 @@ class Journal:
         kinds = () if types is None else tuple(types)
         where = "" if types is None else f"AND type IN ({', '.join('?' * len(kinds))})"
         params = (after_position, _MAX_SEQ if until is None else until, *kinds,
-                  -1 if limit is None else limit)
+                  _sql_limit(limit, "reading all events"))
         return self._events(_READ_ALL.format(types=where), params, "reading all events")
 
     def last_position(self) -> int:
@@ -363,7 +418,8 @@ class Journal:
         """
         try:
             for ancestor, upto in self._ancestry(stream_id, to_seq):
-                yield from self._events(_READ, (ancestor, 1, upto), f"reading {ancestor!r}")
+                yield from self._events(
+                    _READ_FORWARD, (ancestor, 1, upto, -1), f"reading {ancestor!r}")
         except sqlite3.Error as exc:
             raise translate(exc, self.path, f"reading the lineage of {stream_id!r}") from exc
 
@@ -424,7 +480,9 @@ class Journal:
 
     # -- tamper evidence -----------------------------------------------------------------
 
-    def verify(self, stream_id: str | None = None) -> VerifyReport:
+    def verify(
+        self, stream_id: str | None = None, *, progress: Callable[[int], None] | None = None
+    ) -> VerifyReport:
         """Recompute every hash chain (or one stream's) and report the first bad event.
 
         Finds edited fields, removed, inserted or reordered events and broken fork
@@ -432,11 +490,13 @@ class Journal:
         point is recomputed too. It cannot see events cut off the end of a stream:
         keep :meth:`heads` outside the journal and use :meth:`check_heads` for that.
         The extensions' checks (:attr:`Extension.verify`) recompute their projections
-        from events; what they find is in ``report.projections``.
+        from events; what they find is in ``report.projections``. ``progress(n)``, when
+        given, is told now and then how many more events were checked (a progress bar's
+        total is :meth:`last_position` for the whole journal).
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         try:
-            report = verify_chains(self._conn, stream_id)
+            report = verify_chains(self._conn, stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
             found = tuple(
@@ -505,21 +565,13 @@ def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:
 _CLOSED = _closed()
 
 
-def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:
-    where = f"append to stream {stream_id!r}"
-    if expected_seq != 0:
-        raise InvalidAppendError(
-            f"{where}: a fork parent is only allowed on the stream's first append "
-            f"(expected_seq=0), got expected_seq={expected_seq}"
-        )
-    if (
-        not isinstance(parent, tuple)
-        or len(parent) != 2
-        or type(parent[0]) is not str
-        or type(parent[1]) is not int
-        or parent[1] < 1
-    ):
-        raise InvalidAppendError(f"{where}: parent must be (stream_id, seq >= 1), got {parent!r}")
+def _sql_limit(limit: object, action: str) -> int:
+    """``limit`` as SQL's LIMIT (-1: none); :class:`InvalidReadError` unless None or an int >= 0."""
+    if limit is None:
+        return -1
+    if type(limit) is not int or limit < 0:
+        raise InvalidReadError(f"{action}: limit must be None or an int >= 0, got {limit!r}")
+    return limit
 
 
 def _json_valid(conn: sqlite3.Connection, text: str) -> bool:

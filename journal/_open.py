@@ -8,6 +8,7 @@ psycopg only then. The CLI's ``--db`` and ``TURNLOG_DB`` go through here.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 from typing import TYPE_CHECKING, Any
 
 from .errors import JournalError
@@ -15,7 +16,7 @@ from .errors import JournalError
 if TYPE_CHECKING:
     from ._protocol import JournalProtocol
 
-__all__ = ["is_postgres", "open_journal", "sqlite_path"]
+__all__ = ["is_postgres", "open_journal", "shown_url", "sqlite_path"]
 
 _POSTGRES = ("postgresql://", "postgres://")
 _SQLITE = "sqlite:///"
@@ -24,6 +25,19 @@ _SQLITE = "sqlite:///"
 def is_postgres(target: str | os.PathLike[str]) -> bool:
     """Whether ``target`` is a PostgreSQL URL (``postgresql://`` or ``postgres://``)."""
     return isinstance(target, str) and target.startswith(_POSTGRES)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages show it: any password replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def sqlite_path(target: str | os.PathLike[str]) -> str:

@@ -1,4 +1,4 @@
-"""The psycopg boundary: URLs shown without passwords, the connection pool, error translation.
+"""The psycopg boundary: the connection pool and error translation.
 
 Only the PostgreSQL journal imports this module (and so psycopg): opening a
 SQLite journal never does.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
@@ -21,28 +20,7 @@ from .errors import (
     ReadOnlyJournalError,
 )
 
-__all__ = ["Pool", "is_postgres_url", "shown_url", "translate"]
-
-_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(target: str) -> bool:
-    """Whether ``target`` names a PostgreSQL journal (``postgresql://`` or ``postgres://``)."""
-    return target.startswith(_SCHEMES)
-
-
-def shown_url(url: str) -> str:
-    """``url`` as messages show it: any password replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
+__all__ = ["Pool", "translate"]
 
 def translate(exc: psycopg.Error | psycopg_pool.PoolTimeout, where: str,
               action: str) -> JournalError:

@@ -117,7 +117,16 @@ def _refuse_newer(meta: dict[str, str], where: str, extensions: Sequence[Extensi
 
 def _pending(meta: dict[str, str] | None, extensions: Sequence[Extension]) -> bool:
     return meta is None or int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION or any(
-        _ext_version(meta, ext) < ext.version for ext in extensions)
+        _ext_version(meta, ext) < ext.version for ext in _installable(extensions))
+
+
+def _installable(extensions: Sequence[Extension]) -> list[Extension]:
+    """The extensions that carry a PostgreSQL schema (``migrate_postgres``).
+
+    The others are not installed in a PostgreSQL journal: their objects are absent,
+    as on a SQLite journal opened read-only, and nothing of them is recorded.
+    """
+    return [ext for ext in extensions if getattr(ext, "migrate_postgres", None) is not None]
 
 
 def open_pg_schema(conn: psycopg.Connection, where: str,
@@ -143,11 +152,10 @@ def open_pg_schema(conn: psycopg.Connection, where: str,
             if version > current:
                 step(conn)
                 _set_meta(conn, _SCHEMA_KEY, version)
-        for ext in extensions:
+        for ext in _installable(extensions):
             recorded = _ext_version(meta, ext)
             if recorded < ext.version:
-                migrate = _postgres_migrate(ext, where)
-                migrate(conn, recorded)
+                ext.migrate_postgres(conn, recorded)
                 _set_meta(conn, f"ext:{ext.name}", ext.version)
 
 
@@ -163,16 +171,6 @@ def check_pg_schema(conn: psycopg.Connection, where: str,
             f"{where} has journal schema version {meta[_SCHEMA_KEY]}, older than this turnlog's "
             f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"
         )
-
-
-def _postgres_migrate(ext: Extension, where: str) -> Callable[[psycopg.Connection, int], None]:
-    migrate = getattr(ext, "migrate_postgres", None)
-    if migrate is None:
-        raise NotAJournalError(
-            f"{where}: extension {ext.name!r} has no PostgreSQL schema (migrate_postgres), "
-            "so it cannot be installed in a PostgreSQL journal"
-        )
-    return migrate
 
 
 def _set_meta(conn: psycopg.Connection, key: str, version: int) -> None:

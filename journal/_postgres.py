@@ -33,11 +33,21 @@ from psycopg import errors as pg_errors
 
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
-from ._pg import Pool, shown_url
+from ._open import shown_url
+from ._pg import Pool
 from ._pg_schema import check_pg_schema, open_pg_schema
-from ._rows import chain_rows, check_stream_id, clock_stamp, stale_error, system_stamp
+from ._journal import _sql_limit
+from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import APPLICATION_ID, Extension, check_extensions
-from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._types import (
+    BadEvent,
+    Head,
+    NewEvent,
+    StoredEvent,
+    StreamAppend,
+    StreamInfo,
+    VerifyReport,
+)
 from ._verify import check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
@@ -71,7 +81,10 @@ _LOCK = "SELECT pg_advisory_xact_lock(%s)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
 _READ = (f"SELECT {_COLUMNS} FROM events WHERE stream_id = %s AND seq >= %s AND seq <= %s "
-         "ORDER BY seq LIMIT %s")
+         "ORDER BY seq {order} LIMIT %s")
+_READ_FORWARD = _READ.format(order="ASC")
+_READ_BACKWARD = _READ.format(order="DESC")
+_LAST_EVENT = f"SELECT {_COLUMNS} FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _READ_ALL = (f"SELECT {_COLUMNS} FROM events WHERE position > %s AND position <= %s {{types}} "
              "ORDER BY position LIMIT %s")
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
@@ -128,8 +141,9 @@ class PostgresJournal:
     :class:`~journal.JournalConnectionError`: an append then either committed
     completely or not at all, and retrying it with the same ``expected_seq`` is safe.
 
-    ``clock`` and ``extensions`` are those of :class:`~journal.Journal`; an extension
-    must carry its PostgreSQL schema (``migrate_postgres``).
+    ``clock`` and ``extensions`` are those of :class:`~journal.Journal`; only extensions
+    that carry a PostgreSQL schema (a ``migrate_postgres(conn, from_version)``) are
+    installed here, the others' objects are absent (as on a read-only SQLite open).
     """
 
     readonly: bool
@@ -201,44 +215,63 @@ class PostgresJournal:
         As :meth:`journal.Journal.append`: :class:`~journal.ConcurrencyError` when
         another writer appended first, :class:`~journal.SeqGapError` past the
         stream's end, :class:`~journal.InvalidAppendError` for malformed input,
-        :class:`~journal.EventNotFoundError` for a missing fork point.
+        :class:`~journal.EventNotFoundError` for a missing fork point. The one-stream
+        case of :meth:`append_many`.
         """
+        return self.append_many([StreamAppend(stream_id, events, expected_seq, parent)])[0]
+
+    def append_many(self, appends: Iterable[StreamAppend]) -> list[list[StoredEvent]]:
+        """Append to several streams in one transaction: all or nothing.
+
+        As :meth:`journal.Journal.append_many`: items are checked and chained in order
+        (a fork may start at an event an earlier item writes), then inserted by one
+        statement under the position lock, so their positions are consecutive.
+        """
+        batches = check_appends(appends)
         if self.readonly:
+            names = ", ".join(repr(b.stream_id) for b in batches)
             raise ReadOnlyJournalError(
-                f"append to stream {stream_id!r}: {self.path} is open read-only")
-        check_stream_id(stream_id)
-        if type(expected_seq) is not int or expected_seq < 0:
-            raise InvalidAppendError(
-                f"append to stream {stream_id!r}: expected_seq must be an int >= 0, "
-                f"got {expected_seq!r}")
-        if not events:
-            raise InvalidAppendError(f"append to stream {stream_id!r}: no events given")
-        if parent is not None:
-            _check_parent(parent, expected_seq, stream_id)
+                f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only")
         now = self._now()
-        action = f"append to stream {stream_id!r}"
-        with self._pool.connection(action) as conn:
+        with self._pool.connection(f"append to stream {batches[0].stream_id!r}") as conn:
             try:
                 with conn.transaction():
-                    prev_hash = self._prev_hash(conn, stream_id, expected_seq, parent)
-                    rows = chain_rows(prev_hash, stream_id, expected_seq, events, now)
+                    chained = self._chain(conn, batches, now)
+                    rows = [row for stream_rows in chained for row in stream_rows]
                     conn.execute(_LOCK, (self._lock_key,))
                     first, _, _ = conn.execute(
                         _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone()
-                    if parent is not None:
-                        conn.execute(_INSERT_LINK, (stream_id, *parent))
+                    links = [(b.stream_id, *b.parent) for b in batches if b.parent is not None]
+                    if links:
+                        conn.cursor().executemany(_INSERT_LINK, links)
             except pg_errors.UniqueViolation:
-                head = conn.execute(_HEAD, (stream_id,)).fetchone()
-                raise self._stale(stream_id, expected_seq, head) from None
+                raise self._lost_race(conn, batches) from None
             except psycopg.DataError as exc:
-                raise self._bad_payload(conn, stream_id, expected_seq, events) from exc
-        self._heads[stream_id] = (rows[-1][1], rows[-1][7])
-        return [StoredEvent(first + i, *row) for i, row in enumerate(rows)]
+                raise self._bad_payload(conn, batches) from exc
+        written, position = [], first
+        for stream_rows in chained:
+            written.append([StoredEvent(position + i, *row) for i, row in enumerate(stream_rows)])
+            position += len(stream_rows)
+            self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
+        return written
+
+    def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
+               now: str) -> list[list[Row]]:
+        """Each item's rows, chained to its stream's head (or its fork point)."""
+        chained: list[list[Row]] = []
+        hashes: dict[tuple[str, int], str] = {}  # what this append writes, for forks of it
+        for stream_id, events, expected_seq, parent in batches:
+            prev_hash = self._prev_hash(conn, stream_id, expected_seq, parent, hashes)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, events, now)
+            hashes.update(((row[0], row[1]), row[7]) for row in rows)
+            chained.append(rows)
+        return chained
 
     def _prev_hash(self, conn: psycopg.Connection, stream_id: str, expected_seq: int,
-                   parent: tuple[str, int] | None) -> str:
+                   parent: tuple[str, int] | None, written: dict[tuple[str, int], str]) -> str:
         if parent is not None:
-            row = conn.execute(_HASH_AT, parent).fetchone()
+            found = written.get(parent)
+            row = (found,) if found is not None else conn.execute(_HASH_AT, parent).fetchone()
             if row is None:
                 raise EventNotFoundError(
                     f"cannot fork stream {stream_id!r} from {parent[0]!r} at seq {parent[1]}: "
@@ -262,37 +295,69 @@ class PostgresJournal:
             self._heads[stream_id] = head
         return stale_error(self.path, stream_id, expected_seq, 0 if head is None else head[0])
 
-    def _bad_payload(self, conn: psycopg.Connection, stream_id: str, expected_seq: int,
-                     events: Sequence[NewEvent]) -> InvalidAppendError:
+    def _lost_race(self, conn: psycopg.Connection, batches: list[StreamAppend]) -> Exception:
+        """After a UNIQUE violation (rolled back): the first item whose stream moved on."""
+        for batch in batches:
+            head = conn.execute(_HEAD, (batch.stream_id,)).fetchone()
+            if (0 if head is None else head[0]) != batch.expected_seq:
+                return self._stale(batch.stream_id, batch.expected_seq, head)
+        first = batches[0]  # the winner's events vanished again: impossible, append-only
+        return self._stale(first.stream_id, first.expected_seq,
+                           conn.execute(_HEAD, (first.stream_id,)).fetchone())
+
+    def _bad_payload(self, conn: psycopg.Connection,
+                     batches: list[StreamAppend]) -> InvalidAppendError:
         """Which event's payload PostgreSQL refused (the append was rolled back)."""
-        for index, event in enumerate(events):
-            if "\x00" in event.payload:
-                break
-            try:
-                conn.execute("SELECT %s::json IS NOT NULL", (event.payload,))
-            except psycopg.DataError:
-                break
-        else:
-            index = 0
+        for stream_id, events, expected_seq, _ in batches:
+            for index, event in enumerate(events):
+                if not _json_valid(conn, event.payload):
+                    return InvalidAppendError(
+                        f"append to stream {stream_id!r} in {self.path}: event {index} "
+                        f"(seq {expected_seq + 1 + index}) has a payload that is not valid JSON")
         return InvalidAppendError(
-            f"append to stream {stream_id!r} in {self.path}: event {index} "
-            f"(seq {expected_seq + 1 + index}) has a payload that is not valid JSON")
+            f"append to stream {batches[0].stream_id!r} in {self.path}: PostgreSQL refused "
+            "a value of the append as invalid data")
 
     # -- reading -------------------------------------------------------------------------
 
     def read(
-        self, stream_id: str, from_seq: int = 1, to_seq: int | None = None
+        self,
+        stream_id: str,
+        from_seq: int = 1,
+        to_seq: int | None = None,
+        *,
+        limit: int | None = None,
+        reverse: bool = False,
     ) -> Iterator[StoredEvent]:
-        """A stream's own events from ``from_seq`` to ``to_seq`` inclusive, lazily, in pages."""
-        upto = _MAX_SEQ if to_seq is None else to_seq
+        """A stream's own events from ``from_seq`` to ``to_seq`` inclusive, lazily, in pages.
+
+        Oldest first, or newest first with ``reverse``; at most ``limit``.
+        """
         action = f"reading stream {stream_id!r}"
-        start = max(from_seq, -_MAX_SEQ)
-        while True:
-            page = self._fetch(_READ, (stream_id, start, upto, _PAGE), action)
+        left = None if _sql_limit(limit, action) < 0 else limit
+        upto = _MAX_SEQ if to_seq is None else to_seq
+        return self._pages(stream_id, max(from_seq, -_MAX_SEQ), upto, left, reverse, action)
+
+    def _pages(self, stream_id: str, low: int, high: int, left: int | None, reverse: bool,
+               action: str) -> Iterator[StoredEvent]:
+        sql = _READ_BACKWARD if reverse else _READ_FORWARD
+        while left is None or left > 0:
+            size = _PAGE if left is None else min(_PAGE, left)
+            page = self._fetch(sql, (stream_id, low, high, size), action)
             yield from page
-            if len(page) < _PAGE:
+            if len(page) < size:
                 return
-            start = page[-1].seq + 1
+            if reverse:
+                high = page[-1].seq - 1
+            else:
+                low = page[-1].seq + 1
+            if left is not None:
+                left -= len(page)
+
+    def last_event(self, stream_id: str) -> StoredEvent | None:
+        """The stream's newest event, or ``None`` when it has none."""
+        row = self._one(_LAST_EVENT, (stream_id,), f"reading stream {stream_id!r}")
+        return None if row is None else StoredEvent(*row)
 
     def read_all(
         self,
@@ -305,11 +370,13 @@ class PostgresJournal:
         """Every stream's events in position order, after ``after_position``, up to ``until``,
         of ``types``, at most ``limit``; lazily, in pages. Never skips a late commit
         (see the module's note on positions)."""
+        left = None if _sql_limit(limit, "reading all events") < 0 else limit
         kinds = None if types is None else list(types)
+        return self._all_pages(after_position, _MAX_SEQ if until is None else until, kinds, left)
+
+    def _all_pages(self, after: int, upto: int, kinds: list[str] | None,
+                   left: int | None) -> Iterator[StoredEvent]:
         sql = _READ_ALL.format(types="" if kinds is None else "AND type = ANY(%s)")
-        upto = _MAX_SEQ if until is None else until
-        left = limit
-        after = after_position
         while left is None or left > 0:
             size = _PAGE if left is None else min(_PAGE, left)
             params = (after, upto, size) if kinds is None else (after, upto, kinds, size)
@@ -342,7 +409,7 @@ class PostgresJournal:
     def lineage(self, stream_id: str, to_seq: int | None = None) -> Iterator[StoredEvent]:
         """The events of every :meth:`ancestry` segment in order: the fork's whole history."""
         for ancestor, upto in self.ancestry(stream_id, to_seq):
-            yield from self.read(ancestor, 1, upto)
+            yield from self.read(ancestor, 1, _MAX_SEQ if upto is None else upto)
 
     def streams(self) -> Iterator[StreamInfo]:
         """Every stream's summary, the most recently appended first."""
@@ -381,16 +448,19 @@ class PostgresJournal:
         with self._pool.connection("checking heads") as conn:
             return check_heads_in(_PgChains(conn), heads)
 
-    def verify(self, stream_id: str | None = None) -> VerifyReport:
+    def verify(
+        self, stream_id: str | None = None, *, progress: Callable[[int], None] | None = None
+    ) -> VerifyReport:
         """Recompute every chain (or one stream's whole history) and report the first bad event.
 
         The same walk as :meth:`journal.Journal.verify`, over rows read in one
-        snapshot (a server-side cursor: constant memory).
+        snapshot (a server-side cursor: constant memory); ``progress(n)`` hears now
+        and then how many more events were checked.
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         with self._pool.connection(action) as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            report = verify_source(_PgChains(conn), stream_id)
+            report = verify_source(_PgChains(conn), stream_id, progress)
         if stream_id is not None and report.checked_events == 0 and report.ok:
             raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
         return report
@@ -441,13 +511,13 @@ class _PgChains:
                                  (stream_id,)).fetchone()[0]
 
 
-def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:
-    where = f"append to stream {stream_id!r}"
-    if expected_seq != 0:
-        raise InvalidAppendError(
-            f"{where}: a fork parent is only allowed on the stream's first append "
-            f"(expected_seq=0), got expected_seq={expected_seq}")
-    if (not isinstance(parent, tuple) or len(parent) != 2 or type(parent[0]) is not str
-            or type(parent[1]) is not int or parent[1] < 1):
-        raise InvalidAppendError(f"{where}: parent must be (stream_id, seq >= 1), got {parent!r}")
 
+def _json_valid(conn: psycopg.Connection, text: str) -> bool:
+    """Whether PostgreSQL takes ``text`` as JSON (in its own statement: the append rolled back)."""
+    if "\x00" in text:  # no PostgreSQL text holds NUL, and valid JSON never has a raw one
+        return False
+    try:
+        conn.execute("SELECT %s::json IS NOT NULL", (text,))
+    except psycopg.DataError:
+        return False
+    return True

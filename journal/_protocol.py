@@ -9,12 +9,20 @@ Hash values are the same on every backend (:func:`journal.event_hash`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from ._lineage import Segment
-from ._types import BadEvent, Head, NewEvent, StoredEvent, StreamInfo, VerifyReport
+from ._types import (
+    BadEvent,
+    Head,
+    NewEvent,
+    StoredEvent,
+    StreamAppend,
+    StreamInfo,
+    VerifyReport,
+)
 
 __all__ = ["JournalProtocol"]
 
@@ -69,7 +77,8 @@ class JournalProtocol(Protocol):
         stream). Behind the stream's end, :class:`~journal.ConcurrencyError` (another
         writer appended first: re-read and retry); past it,
         :class:`~journal.SeqGapError` (retrying cannot help). ``parent=(stream, seq)``
-        on a stream's first append makes it a fork.
+        on a stream's first append makes it a fork. Exactly
+        ``append_many([(stream_id, events, expected_seq, parent)])[0]``.
 
         >>> from journal import Journal, NewEvent
         >>> j = Journal(":memory:")
@@ -79,10 +88,66 @@ class JournalProtocol(Protocol):
         """
         ...
 
+    def append_many(self, appends: Iterable[StreamAppend]) -> list[list[StoredEvent]]:
+        """Append to several streams in one transaction: all or nothing.
+
+        Each item is a :class:`~journal.StreamAppend` or a ``(stream_id, events,
+        expected_seq[, parent])`` tuple, checked as :meth:`append` checks its arguments;
+        the first refusal (:class:`~journal.ConcurrencyError`,
+        :class:`~journal.SeqGapError`, :class:`~journal.InvalidAppendError`, naming its
+        stream) leaves every stream as it was. A stream may appear only once. Items are
+        written in order (a fork may start at an event an earlier item writes), their
+        positions are consecutive in that order, and all share one clock reading.
+        Returns what :meth:`append` would return, per item. The backend's append hooks
+        (:attr:`~journal.Extension.on_append` for SQLite) run in the same transaction.
+
+        >>> from journal import Journal, NewEvent, StreamAppend
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("a", [NewEvent("x", 1, "{}")], 0)
+        >>> a, b = j.append_many([("a", [NewEvent("y", 1, "{}")], 1),
+        ...                       StreamAppend("b", [NewEvent("z", 1, "{}")], 0, parent=("a", 2))])
+        >>> [(e.stream_id, e.seq) for e in a + b]
+        [('a', 2), ('b', 1)]
+        >>> j.append_many([("a", [NewEvent("y", 1, "{}")], 2),  # doctest: +ELLIPSIS
+        ...                ("b", [NewEvent("z", 1, "{}")], 0)])
+        Traceback (most recent call last):
+        journal.errors.ConcurrencyError: append to stream 'b' in :memory:: expected seq 0, ...
+        >>> j.last_seq("a")
+        2
+        """
+        ...
+
     def read(
-        self, stream_id: str, from_seq: int = 1, to_seq: int | None = None
+        self,
+        stream_id: str,
+        from_seq: int = 1,
+        to_seq: int | None = None,
+        *,
+        limit: int | None = None,
+        reverse: bool = False,
     ) -> Iterator[StoredEvent]:
-        """A stream's own events from ``from_seq`` to ``to_seq`` inclusive, lazily (unknown: empty)."""
+        """A stream's own events from ``from_seq`` to ``to_seq`` inclusive, lazily.
+
+        Oldest first, or newest first with ``reverse``; at most ``limit`` (an int >= 0,
+        else :class:`~journal.InvalidReadError`). An unknown stream reads as empty.
+
+        >>> from journal import Journal, NewEvent
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("s", [NewEvent("x", 1, f'{{"n":{n}}}') for n in range(5)], 0)
+        >>> [e.seq for e in j.read("s", 2, 4)], [e.seq for e in j.read("s", reverse=True, limit=2)]
+        ([2, 3, 4], [5, 4])
+        """
+        ...
+
+    def last_event(self, stream_id: str) -> StoredEvent | None:
+        """The stream's newest event; ``None`` for a stream without events (as ``read`` is empty).
+
+        >>> from journal import Journal, NewEvent
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("s", [NewEvent("x", 1, "{}"), NewEvent("y", 1, "{}")], 0)
+        >>> j.last_event("s").type, j.last_event("nobody")
+        ('y', None)
+        """
         ...
 
     def read_all(
@@ -150,6 +215,19 @@ class JournalProtocol(Protocol):
         """Saved heads that no longer hold (stream gone, shorter, or rewritten there)."""
         ...
 
-    def verify(self, stream_id: str | None = None) -> VerifyReport:
-        """Recompute every chain (or one stream's whole history, ancestors included)."""
+    def verify(
+        self, stream_id: str | None = None, *, progress: Callable[[int], None] | None = None
+    ) -> VerifyReport:
+        """Recompute every chain (or one stream's whole history, ancestors included).
+
+        ``progress(n)``, when given, is called now and then with how many more events
+        were checked, for a progress bar (the whole journal has :meth:`last_position`).
+
+        >>> from journal import Journal, NewEvent
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("s", [NewEvent("x", 1, "{}")] * 3, 0)
+        >>> ticks = []
+        >>> j.verify(progress=ticks.append).ok, sum(ticks)
+        (True, 3)
+        """
         ...

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 
 from ._hashing import event_hash
-from ._types import NewEvent
+from ._types import NewEvent, StreamAppend
 from .errors import ConcurrencyError, InvalidAppendError, SeqGapError
 
 __all__ = [
     "chain_rows",
+    "check_appends",
     "check_stream_id",
     "clock_stamp",
     "format_timestamp",
@@ -78,6 +79,69 @@ def check_stream_id(stream_id: object) -> None:
             f"append to stream {stream_id!r}: the stream id must be a non-empty str "
             "without control characters"
         )
+
+
+def check_appends(appends: Iterable[StreamAppend]) -> list[StreamAppend]:
+    """Check every stream's share of an append before anything is written.
+
+    Each must be a :class:`StreamAppend` or a ``(stream_id, events, expected_seq[,
+    parent])`` tuple with a valid stream id, an ``expected_seq`` >= 0, at least one
+    event, and a parent only on a first append; no stream may appear twice (give
+    its events as one batch). The events themselves are checked by :func:`chain_rows`.
+    """
+    try:
+        items = list(appends)
+    except TypeError:
+        raise InvalidAppendError(
+            f"append_many takes a list of (stream_id, events, expected_seq), got {appends!r}"
+        ) from None
+    if not items:
+        raise InvalidAppendError("append_many: no streams given")
+    checked: list[StreamAppend] = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, tuple) or len(item) not in (3, 4):
+            raise InvalidAppendError(
+                f"append_many, item {index}: expected (stream_id, events, expected_seq"
+                f"[, parent]), got {item!r}"
+            )
+        batch = StreamAppend(*item)
+        stream_id, events, expected_seq, parent = batch
+        check_stream_id(stream_id)
+        if type(expected_seq) is not int or expected_seq < 0:
+            raise InvalidAppendError(
+                f"append to stream {stream_id!r}: expected_seq must be an int >= 0, "
+                f"got {expected_seq!r}"
+            )
+        if not events:
+            raise InvalidAppendError(f"append to stream {stream_id!r}: no events given")
+        if parent is not None:
+            _check_parent(parent, expected_seq, stream_id)
+        if stream_id in seen:
+            raise InvalidAppendError(
+                f"append to stream {stream_id!r}: the stream appears twice in one append_many "
+                "(give all its events in one batch)"
+            )
+        seen.add(stream_id)
+        checked.append(batch)
+    return checked
+
+
+def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:
+    where = f"append to stream {stream_id!r}"
+    if expected_seq != 0:
+        raise InvalidAppendError(
+            f"{where}: a fork parent is only allowed on the stream's first append "
+            f"(expected_seq=0), got expected_seq={expected_seq}"
+        )
+    if (
+        not isinstance(parent, tuple)
+        or len(parent) != 2
+        or type(parent[0]) is not str
+        or type(parent[1]) is not int
+        or parent[1] < 1
+    ):
+        raise InvalidAppendError(f"{where}: parent must be (stream_id, seq >= 1), got {parent!r}")
 
 
 def chain_rows(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 from sqlite_utils import Database
 
-from ._types import ProjectionMismatch
+from ._types import ProjectionMismatch, StoredEvent
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = [
@@ -48,12 +48,31 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     (projection tables, views) from ``events`` — for every stream, or only
     ``stream_id``'s rows — and returns every :class:`ProjectionMismatch`;
     :meth:`Journal.verify` runs it and reports what it finds. It must only read.
+
+    ``on_append(db, events)``, when given, runs inside every append's transaction
+    (:meth:`Journal.append` and :meth:`Journal.append_many`), after the events are
+    inserted and before the commit, with every :class:`StoredEvent` of the append in
+    position order. It may write the extension's own tables: they then change
+    atomically with the events. If it raises, the append is rolled back and the
+    error propagates (sqlite3 errors as :class:`JournalError`); if the append is
+    refused, it is not called. It must not COMMIT or ROLLBACK. A read-only journal
+    never calls it. For example, a table of the last seq per stream::
+
+        def track(db, events):
+            db["heads"].upsert_all(
+                [{"stream_id": e.stream_id, "seq": e.seq} for e in events], pk="stream_id")
+
+        def create(db, from_version):
+            db["heads"].create({"stream_id": str, "seq": int}, pk="stream_id")
+
+        Extension(name="heads", version=1, migrate=create, on_append=track)
     """
 
     name: str
     version: int
     migrate: Callable[[Database, int], None]
     verify: Callable[[Database, str | None], Sequence[ProjectionMismatch]] | None = None
+    on_append: Callable[[Database, Sequence[StoredEvent]], None] | None = None
 
 
 _EVENTS_V1 = """CREATE TABLE events (

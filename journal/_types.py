@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import NamedTuple
+
 import msgspec
 
 __all__ = [
@@ -10,6 +13,7 @@ __all__ = [
     "NewEvent",
     "ProjectionMismatch",
     "StoredEvent",
+    "StreamAppend",
     "StreamInfo",
     "VerifyReport",
 ]
@@ -28,6 +32,21 @@ class NewEvent(msgspec.Struct, frozen=True):
     version: int
     payload: str
     recorded_at: str | None = None
+
+
+class StreamAppend(NamedTuple):
+    """One stream's share of an atomic :meth:`Journal.append_many`.
+
+    The arguments :meth:`Journal.append` takes, as one value: ``events`` become seqs
+    ``expected_seq + 1``…; ``parent=(stream, seq)`` on the stream's first append
+    makes it a fork. A plain ``(stream_id, events, expected_seq)`` tuple is accepted
+    wherever a ``StreamAppend`` is.
+    """
+
+    stream_id: str
+    events: Sequence[NewEvent]
+    expected_seq: int
+    parent: tuple[str, int] | None = None
 
 
 class StoredEvent(msgspec.Struct, frozen=True):

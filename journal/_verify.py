@@ -9,7 +9,7 @@ over a :class:`ChainSource`; each backend supplies the rows (SQLite's is here).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from ._hashing import GENESIS_HASH, hash_encoded
@@ -46,6 +46,10 @@ _ORPHAN_LINKS = """
     {where} ORDER BY stream_id LIMIT 1
 """
 _MAX_SEQ = 2**63 - 1
+_PROGRESS_EVERY = 1024
+
+Progress = Callable[[int], None]
+"""Called with how many more events were checked since the last call."""
 
 
 class ChainSource(Protocol):
@@ -128,19 +132,24 @@ def link_of(conn: sqlite3.Connection, stream_id: str) -> tuple[str, int] | None:
     return conn.execute(_LINK, (stream_id,)).fetchone()
 
 
-def verify_chains(conn: sqlite3.Connection, stream_id: str | None) -> VerifyReport:
+def verify_chains(
+    conn: sqlite3.Connection, stream_id: str | None, progress: Progress | None = None
+) -> VerifyReport:
     """:func:`verify_source` over a SQLite journal's connection."""
-    return verify_source(_SqliteChains(conn), stream_id)
+    return verify_source(_SqliteChains(conn), stream_id, progress)
 
 
-def verify_source(source: ChainSource, stream_id: str | None) -> VerifyReport:
+def verify_source(
+    source: ChainSource, stream_id: str | None, progress: Progress | None = None
+) -> VerifyReport:
     """Recompute every chain, or one stream's whole history; report the first bad event.
 
     For one stream that is a fork, every ancestor's prefix up to the fork point is
     recomputed first (root first): an edit in a parent is reported at the parent's seq.
+    ``progress(n)``, when given, hears every ~1,000 events how many more were checked.
     """
     if stream_id is None:
-        return _report(_check(source, source.all_rows()), source, None)
+        return _report(_check(source, _ticking(source.all_rows(), progress)), source, None)
     segments, loop = find_loop(source.link, stream_id)
     if loop is not None:
         bad = BadEvent(loop, 1, f"the fork link of {loop!r} closes a loop of fork links")
@@ -150,7 +159,26 @@ def verify_source(source: ChainSource, stream_id: str | None) -> VerifyReport:
         for sid, upto in segments:
             yield from source.segment_rows(sid, _MAX_SEQ if upto is None else upto)
 
-    return _report(_check(source, rows()), source, stream_id)
+    return _report(_check(source, _ticking(rows(), progress)), source, stream_id)
+
+
+def _ticking(rows: Iterable[tuple], progress: Progress | None) -> Iterable[tuple]:
+    """``rows``, telling ``progress`` every ``_PROGRESS_EVERY`` rows and at the end."""
+    if progress is None:
+        return rows
+    return _tick(rows, progress)
+
+
+def _tick(rows: Iterable[tuple], progress: Progress) -> Iterator[tuple]:
+    count = 0
+    for row in rows:
+        yield row
+        count += 1
+        if count == _PROGRESS_EVERY:
+            progress(count)
+            count = 0
+    if count:
+        progress(count)
 
 
 def _report(

@@ -14,6 +14,7 @@
     │   ├── InvalidAppendError  an append refused before writing: bad stream id, type,
     │   │   │                   version, timestamp, payload JSON or arguments
     │   │   └── SeqGapError     ``expected_seq`` past the stream's end (no retry helps)
+    │   ├── InvalidReadError    a read refused for its arguments (a ``limit`` below 0)
     │   ├── CorruptEventError   a stored row cannot be decoded (bad JSON, unknown type),
     │   │                       or fork links that loop
     │   ├── StreamNotFoundError no such stream / conversation
@@ -32,6 +33,7 @@ __all__ = [
     "EventNotFoundError",
     "HeadsFileError",
     "InvalidAppendError",
+    "InvalidReadError",
     "JournalConnectionError",
     "JournalError",
     "JournalLockedError",
@@ -105,6 +107,10 @@ class ConcurrencyError(JournalError):
 
 class InvalidAppendError(JournalError):
     """An append was refused before anything was written: its input is malformed."""
+
+
+class InvalidReadError(JournalError):
+    """A read was refused for its arguments (a ``limit`` that is not an int >= 0)."""
 
 
 class SeqGapError(InvalidAppendError):

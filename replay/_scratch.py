@@ -9,11 +9,11 @@ costs no fsync.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from journal import Journal, NewEvent, StoredEvent
+from journal import Journal, StoredEvent, StreamAppend
 
 __all__ = ["ScratchJournal"]
 
@@ -37,13 +37,17 @@ class ScratchJournal(Journal):
     def __repr__(self) -> str:
         return "ScratchJournal()"
 
-    def append(self, stream_id: str, events: Sequence[NewEvent], expected_seq: int, *,
-               parent: tuple[str, int] | None = None) -> list[StoredEvent]:
-        """Append as :meth:`Journal.append` does, checked by the checker first when watched."""
+    def append_many(self, appends: Iterable[StreamAppend]) -> list[list[StoredEvent]]:
+        """Append as :meth:`Journal.append_many` does (and so :meth:`Journal.append`), the
+        watched stream's events checked by the checker first."""
         checker = self.checker
-        if checker is not None and events and stream_id == checker.recording.conversation_id:
-            checker.check(events, expected_seq)
-        return super().append(stream_id, events, expected_seq, parent=parent)
+        if checker is not None and isinstance(appends, Iterable):
+            appends = list(appends)
+            watched = checker.recording.conversation_id
+            for item in appends:
+                if isinstance(item, tuple) and len(item) >= 3 and item[0] == watched and item[1]:
+                    checker.check(item[1], item[2])
+        return super().append_many(appends)
 
 
 def _epoch() -> datetime:

@@ -39,7 +39,7 @@ from engine.events import (
     decode_event,
     encode_event,
 )
-from journal import Journal, NewEvent, StoredEvent
+from journal import Journal, NewEvent, StoredEvent, StreamAppend
 
 from ._scratch import ScratchJournal
 from .driver import loop_driver
@@ -158,13 +158,16 @@ class _Checker:
 
 
 def _seed_ancestry(scratch: ScratchJournal, journal: Journal, conversation_id: str) -> None:
-    """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows)."""
+    """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows), at once."""
     link: tuple[str, int] | None = None
+    seeds: list[StreamAppend] = []
     for stream_id, upto in journal.ancestry(conversation_id)[:-1]:
         rows = [NewEvent(r.type, r.version, r.payload, r.recorded_at)
                 for r in journal.read(stream_id, 1, upto)]
-        scratch.append(stream_id, rows, 0, parent=link)
+        seeds.append(StreamAppend(stream_id, rows, 0, parent=link))
         link = (stream_id, upto)
+    if seeds:
+        scratch.append_many(seeds)
 
 
 def _not_replayable(recording: Recording) -> str | None:

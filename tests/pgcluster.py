@@ -111,7 +111,8 @@ class Cluster:
 
     def restart(self) -> None:
         """Stop the server (fast: every connection is cut) and start it again."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "restart")
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-m", "fast",
+                  "-w", "restart")
 
     def stop(self) -> None:
         """Stop the server and remove its directory."""

@@ -14,7 +14,8 @@ from typing import Any
 import click
 import msgspec
 
-from journal import Journal, TurnlogError
+from journal import Journal, JournalProtocol, TurnlogError
+from journal._open import is_postgres, sqlite_path
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "colour", "command_hint", "db_option", "emit",
            "fail", "journal_for", "json_option", "open_journal", "problem", "progress",
@@ -43,11 +44,11 @@ class Interrupted(click.ClickException):
 
 
 def db_option(fn: Callable) -> Callable:
-    """``--db PATH``: the journal (default ``$TURNLOG_DB``, else ``./turnlog.db``)."""
+    """``--db PATH|URL``: the journal (default ``$TURNLOG_DB``, else ``./turnlog.db``)."""
     return click.option(
-        "--db", "db_path", type=click.Path(dir_okay=False), envvar="TURNLOG_DB",
+        "--db", "db_path", metavar="PATH|URL", envvar="TURNLOG_DB",
         default=DEFAULT_DB, show_default=True, show_envvar=True,
-        help="The journal file.")(fn)
+        help="The journal: a SQLite file path, sqlite:///PATH or postgresql://USER@HOST/DB.")(fn)
 
 
 def json_option(fn: Callable) -> Callable:
@@ -56,16 +57,20 @@ def json_option(fn: Callable) -> Callable:
                         help="Print machine-readable JSON on stdout.")(fn)
 
 
-def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False) -> Journal:
-    """Open the journal, refusing to create one where the command only reads.
+def open_journal(path: str, *, must_exist: bool = False,
+                 readonly: bool = False) -> JournalProtocol:
+    """Open the journal a path or URL names (``Journal.open``), refusing to create a file
+    where the command only reads.
 
     ``readonly``: for read commands; nothing is ever created, migrated or written.
     """
-    if (must_exist or readonly) and path != ":memory:" and not os.path.exists(path):
-        raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
+    if (must_exist or readonly) and not is_postgres(path):
+        file = sqlite_path(path)
+        if file != ":memory:" and not os.path.exists(file):
+            raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
     from engine.views import EXTENSIONS  # the engine's SQL views, when present
 
-    return Journal(path, extensions=EXTENSIONS, readonly=readonly)
+    return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
 
 
 def emit(data: Any) -> None:
@@ -113,7 +118,7 @@ def translate_errors(fn: Callable) -> Callable:
 
 @contextlib.contextmanager
 def journal_for(path: str, *, must_exist: bool = True,
-                readonly: bool = False) -> Iterator[Journal]:
+                readonly: bool = False) -> Iterator[JournalProtocol]:
     """Open, yield and always close a journal (``readonly`` for read commands)."""
     journal = open_journal(path, must_exist=must_exist, readonly=readonly)
     try:

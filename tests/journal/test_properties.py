@@ -129,3 +129,55 @@ def test_heads_round_trip_through_a_heads_file(saved):
         assert [set(item) for item in json.loads(path.read_text())] == [
             {"conversation_id", "seq", "hash"}
         ] * len(saved)
+
+
+@pytest.mark.parametrize("backend", ["sqlite-memory", "replay-scratch"])
+@settings(max_examples=100, deadline=None)
+@given(length=st.integers(0, 8), from_seq=st.integers(-1, 9), to_seq=st.none() | st.integers(0, 9),
+       limit=st.none() | st.integers(0, 9), reverse=st.booleans())
+def test_a_windowed_read_is_the_slice_of_the_whole_stream(
+    backend, length, from_seq, to_seq, limit, reverse
+):
+    with BACKENDS[backend](Path("unused"), FakeClock()) as journal:
+        whole = journal.append("s", [NewEvent("x", 1, f"{n}") for n in range(length)], 0) \
+            if length else []
+        window = [e for e in whole if from_seq <= e.seq and (to_seq is None or e.seq <= to_seq)]
+        window = window[::-1] if reverse else window
+        assert list(journal.read("s", from_seq, to_seq, limit=limit, reverse=reverse)) == \
+            window[:limit]
+        assert journal.last_event("s") == (whole[-1] if whole else None)
+
+
+# (stream index, batch size, how far off its expected_seq is: 0 is right)
+items = st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.sampled_from([0, 0, 0, -1, 1])),
+                 min_size=1, max_size=4, unique_by=lambda item: item[0])
+
+
+@pytest.mark.parametrize("backend", ["sqlite-memory", "replay-scratch"])
+@settings(max_examples=100, deadline=None)
+@given(rounds=st.lists(items, min_size=1, max_size=5))
+def test_append_many_is_every_append_in_order_or_none_of_them(backend, rounds):
+    lengths = [0, 0, 0, 0]
+    with BACKENDS[backend](Path("unused"), FakeClock()) as journal:
+        for batch in rounds:
+            before = list(journal.read_all())
+            appends = [(f"s{i}", [NewEvent("x", 1, "{}")] * size, lengths[i] + off)
+                       for i, size, off in batch if lengths[i] + off >= 0]
+            if not appends:
+                continue
+            wrong = next(((s, e) for s, _, e in appends if e != lengths[int(s[1:])]), None)
+            if wrong is None:
+                written = journal.append_many(appends)
+                assert [[e.seq for e in w] for w in written] == [
+                    list(range(e + 1, e + 1 + len(evs))) for _, evs, e in appends]
+                assert list(journal.read_all(after_position=len(before))) == \
+                    [e for w in written for e in w]
+                for s, evs, _ in appends:
+                    lengths[int(s[1:])] += len(evs)
+            else:
+                with pytest.raises((ConcurrencyError, SeqGapError)) as info:
+                    journal.append_many(appends)
+                assert (info.value.stream_id, info.value.expected_seq) == wrong
+                assert list(journal.read_all()) == before
+        assert [journal.last_seq(f"s{i}") for i in range(4)] == lengths
+        assert journal.verify().ok
