@@ -18,7 +18,7 @@ settings.register_profile(
 # bench/mutation.py runs selected tests once per mutant on 2 cores: a fixed seed comes on its
 # command line, no example database carries one mutant's failures into the next run
 settings.register_profile("mutation", parent=settings.get_profile("turnlog"), database=None,
-                          max_examples=60)
+                          max_examples=12)
 settings.load_profile("turnlog")
 
 

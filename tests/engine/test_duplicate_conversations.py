@@ -211,6 +211,7 @@ class Conversations(RuleBasedStateMachine):
             self.journal.close()
 
 
-Conversations.TestCase.settings = settings(max_examples=30, stateful_step_count=8,
-                                           deadline=None)
+# 30 conversations of up to 8 steps (fewer under a smaller profile, as bench/mutation.py's)
+Conversations.TestCase.settings = settings(max_examples=min(30, settings.default.max_examples),
+                                           stateful_step_count=8, deadline=None)
 TestConversations = Conversations.TestCase

@@ -85,3 +85,49 @@ def test_the_twins_are_what_they_claim():
     for one, other in COMPATIBILITY_TWINS:
         assert unicodedata.normalize("NFC", one) != other
         assert unicodedata.normalize("NFKC", one) == other
+
+
+# --- the docs page's example runs as a user would run it ------------------------------------
+
+
+def test_the_property_testing_page_example_passes_under_pytest(tmp_path):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "property-testing.md").read_text(
+        encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    example = next(b for b in blocks if b.startswith("# test_my_rule.py"))
+    profile = next(b for b in blocks if "register_profile" in b)
+    (tmp_path / "test_my_rule.py").write_text(example, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(profile, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+         str(tmp_path), str(tmp_path / "test_my_rule.py")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "10 passed" in proc.stdout
+
+
+class _KeyOrderMatters(DuplicateRuleLaws):
+    """A rule that compares argument text as sent: the laws must catch it."""
+
+    policy = DuplicatePolicy(rule="custom")
+
+    @staticmethod
+    def predicate(name, arguments, state):
+        import json
+
+        return any(json.dumps(a) == json.dumps(arguments) and c.name == name
+                   for m in state.message_list for c in m.parts
+                   if type(c).__name__ == "ToolCall" for a in [c.arguments])
+
+
+def test_the_laws_catch_a_rule_that_compares_text_as_sent():
+    import pytest
+
+    law = _KeyOrderMatters.test_key_order_number_form_and_unicode_form_never_change_a_verdict
+    with pytest.raises((AssertionError, ExceptionGroup)):  # one failure, or several
+        law(_KeyOrderMatters())

@@ -117,6 +117,8 @@ def test_keys_merging_under_nfc_are_refused_naming_both_and_key_apart():
     odd = {"a": {"e\u0301": 1, "\u00e9": 2}}
     with pytest.raises(InvalidEventError, match=r"object keys 'e\\u0301' and '\\xe9'"):
         canonical_json(odd)
+    with pytest.raises(InvalidEventError, match=r"object keys '\\xe9' and 'e\\u0301'"):
+        canonical_json({"z": 0, "y": 1, "\u00e9": 1, "b": 2, "e\u0301": 2})
     assert call_key("t", odd) == f"t\x02{odd!r}"
     with pytest.raises(InvalidEventError, match="lone surrogate"):
         canonical_bytes({"a": "\udd20"})
@@ -190,6 +192,9 @@ def test_a_custom_rule_needs_its_predicate_and_off_refuses_nothing():
     from engine.duplicates import register_predicate, resolve_predicate
 
     register_predicate("always", lambda n, a, s: 1)
+    nameless = new_state(DuplicatePolicy(rule="custom"))
+    with pytest.raises(InvalidEventError, match="duplicate predicate '' is neither"):
+        check_duplicate(nameless.duplicate_policy, nameless, "t", {})
     b = new_state(DuplicatePolicy(rule="custom", custom="always"))
     assert check_duplicate(b.duplicate_policy, b, "t", {}) is True
     assert resolve_predicate("engine.duplicates:call_key") is call_key

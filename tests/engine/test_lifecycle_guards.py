@@ -102,6 +102,16 @@ def test_a_retry_counts_its_attempt_on_by_one_and_only_after_a_failure(attempt, 
         assert accepts(second, req(1, 3)) and not accepts(second, req(1, 2))
 
 
+def test_a_new_turn_starts_at_attempt_1_even_after_a_turn_that_succeeded():
+    answered = [*ASKED, calls("a"), done("a")]
+    assert fold(answered).attempt == 1 and fold(answered).failure is None
+    assert accepts(answered, req(2)) and not accepts(answered, req(2, 2))
+    retried = [*ASKED, ModelFailed(turn=1, error_type="E", message="x"), req(1, 2), calls("a"),
+               done("a")]
+    assert fold(retried).attempt == 2
+    assert accepts(retried, req(2)) and not accepts(retried, req(2, 3))
+
+
 def test_only_a_recorded_response_may_come_without_a_request():
     waiting = [START, UserMessage.of("hi")]
     for source, ok in (("imported", True), ("runner", True), ("provider", False)):
@@ -144,5 +154,8 @@ def test_each_pending_call_is_started_once_and_answered_once_the_last_one_ending
     assert fold([*two, done("a"), refuse]).lifecycle is L.AWAITING_MODEL
     assert not accepts([*two, refuse], refuse)
     assert fold([*two, refuse]).refusals == 1
+    answer = fold([*two, refuse]).messages[-1].parts[0]
+    assert answer.is_error and answer.call_id == "b" and answer.content == "no"
+    assert fold([*two, refuse]).tool_execution_results[0].rejected == "duplicate"
     other = ToolCallRejected(call_id="b", name="t", reason="unknown", content="no")
     assert fold([*two, other]).refusals == 0
