@@ -139,7 +139,8 @@ def install(db: Database) -> None:
 
 
 def in_step(conn: sqlite3.Connection) -> bool:
-    """Whether both tables hold exactly one row per projected event (counts and last positions).
+    """Whether both tables hold exactly one row per projected event (counts and last positions)
+    and have this version's columns.
 
     Cheap: every figure comes from an index, no payload is read. False when the
     tables are missing (a journal written without the engine, read read-only).
@@ -147,6 +148,11 @@ def in_step(conn: sqlite3.Connection) -> bool:
     present = {name for (name,) in conn.execute(
         f"SELECT name FROM sqlite_master WHERE name IN ('{MODEL_CALLS}', '{TOOL_CALLS}')")}
     if len(present) < 2:
+        return False
+    try:  # tables of an older version (read-only: not migrated) lack the newer columns
+        conn.execute(f"SELECT requested FROM {MODEL_CALLS} LIMIT 0")
+        conn.execute(f"SELECT call_id FROM {TOOL_CALLS} LIMIT 0")
+    except sqlite3.OperationalError:
         return False
     for table, types in ((MODEL_CALLS, _MODEL_TYPES), (TOOL_CALLS, _TOOL_TYPES)):
         projected = conn.execute(f"SELECT count(*), max(position) FROM {table}").fetchone()

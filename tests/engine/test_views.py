@@ -11,7 +11,8 @@ from engine.conversation import Conversation, load_state
 from engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
 from engine.messages import ToolCall
 from engine.projections import in_step, rebuild
-from engine.views import EXTENSIONS, VIEWS
+from engine.audit import audit
+from engine.views import EXTENSIONS, VIEWS, connect_readonly
 from journal import Journal
 from tests.engine.audit_data import build
 
@@ -34,7 +35,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
     assert meta["ext:engine.views"] == "2"
 
 
-def test_projections_of_version_1_are_rebuilt_with_call_ids_and_requested_calls(db, db_path):
+def _as_version_1(db_path) -> None:
     conn = sqlite3.connect(db_path)
     for table, column in (("_audit_model_calls", "requested"), ("_audit_tool_calls", "call_id")):
         for op in ("project", "refuse_update", "refuse_delete"):
@@ -43,6 +44,26 @@ def test_projections_of_version_1_are_rebuilt_with_call_ids_and_requested_calls(
     conn.execute("UPDATE _turnlog_meta SET value = '1' WHERE key = 'ext:engine.views'")
     conn.commit()
     conn.close()
+
+
+def test_a_version_1_journal_read_only_is_audited_from_events(db, db_path):
+    conn = connect_readonly(str(db_path))
+    honest = audit(conn)
+    conn.close()
+    _as_version_1(db_path)
+    conn = connect_readonly(str(db_path))  # read-only: nothing is migrated
+    try:
+        assert not in_step(conn)
+        report = audit(conn)
+    finally:
+        conn.close()
+    assert report["source"] == "events"
+    assert {k: v for k, v in report.items() if k != "source"} == {
+        k: v for k, v in honest.items() if k != "source"}
+
+
+def test_projections_of_version_1_are_rebuilt_with_call_ids_and_requested_calls(db, db_path):
+    _as_version_1(db_path)
     Journal(str(db_path), extensions=EXTENSIONS).close()
     conn = sqlite3.connect(db_path)
     assert in_step(conn)
