@@ -159,8 +159,12 @@ class Reader:
         started = self.conn.execute(
             "SELECT DISTINCT json_extract(payload, '$.provider'), json_extract(payload, '$.model') "
             "FROM events WHERE type = 'conversation_started' AND seq = 1").fetchall()
+        # Names for a drop-down, not figures: the projection's narrow table when it is there
+        # (checking that it is in step would cost more than the scan it saves).
+        has_projection = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                           (TOOL_CALLS,)).fetchone()
         tools = self.conn.execute(
-            f"SELECT DISTINCT tool FROM {TOOL_CALLS}" if in_step(self.conn) else
+            f"SELECT DISTINCT tool FROM {TOOL_CALLS}" if has_projection else
             "SELECT DISTINCT json_extract(payload, '$.name') FROM events "
             "WHERE type IN ('tool_completed', 'tool_call_rejected')").fetchall()
         return {"statuses": list(STATUSES),
@@ -207,7 +211,11 @@ class Reader:
         if q.page < 1 or not 1 <= q.per_page <= _MAX_PER_PAGE:
             raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
         where, params = self._where(q)
-        total = self.conn.execute(f"SELECT count(*) FROM conversations{where}", params).fetchone()[0]
+        total = self.conn.execute(
+            f"SELECT count(*) FROM conversations{where}" if where else
+            # every conversation: counted from the index, without the view's join per row
+            "SELECT count(*) FROM events WHERE type = 'conversation_started' AND seq = 1",
+            params).fetchone()[0]
         ids = self._page_ids(q, where, params)
         # The view's costly columns are computed for the page's rows only.
         by_id = {r[0]: r for r in self.conn.execute(
