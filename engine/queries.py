@@ -39,15 +39,22 @@ from .errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
 from .messages import Usage
 from .prices import PriceTable
-from .projections import MODEL_CALLS, in_step
-from .views import EXTENSIONS, connect_readonly
+from .projections import MODEL_CALLS, TOOL_CALLS, in_step
+from .views import connect_readonly
 
 __all__ = ["SORTS", "ListQuery", "Reader", "chain_state"]
 
-#: Sort keys of the conversation list -> the ``conversations`` view's column.
+#: Sort keys of the conversation list -> the ``conversations`` view's column (``turns`` and
+#: ``tokens`` come from the audit's projection table when it is in step: one narrow scan).
 SORTS = {"updated": "last_position", "started": "started_at", "id": "conversation_id",
          "status": "status", "turns": "turns", "events": "events",
          "tokens": "input_tokens + output_tokens"}
+_PROJECTED_SORTS = {"turns": "coalesce(a.turns, 0)", "tokens": "coalesce(a.tokens, 0)"}
+_PROJECTED_TOTALS = (f"LEFT JOIN (SELECT conversation_id, count(*) AS turns, "
+                     f"sum(input_tokens + output_tokens) AS tokens FROM {MODEL_CALLS} WHERE ok "
+                     f"GROUP BY conversation_id) AS a USING (conversation_id)")
+_COLUMNS = ("conversation_id, started_at, updated_at, status, provider, model, turns, events, "
+            "input_tokens, output_tokens, parent, replay_of, fork_seq")
 
 _MAX_PER_PAGE = 500
 
@@ -112,7 +119,9 @@ class Reader:
     def __init__(self, path: str, prices: PriceTable | None = None) -> None:
         self.path = path
         self.prices = prices or PriceTable.default()
-        self.journal = Journal(path, extensions=EXTENSIONS, readonly=True)
+        # Without the engine's extensions, ``verify`` checks the hash chains alone (the
+        # projections' recomputation is ``turnlog verify``'s and the audit's business).
+        self.journal = Journal(path, readonly=True)
         try:
             self.conn: sqlite3.Connection = connect_readonly(path)
         except BaseException:
@@ -150,7 +159,12 @@ class Reader:
         started = self.conn.execute(
             "SELECT DISTINCT json_extract(payload, '$.provider'), json_extract(payload, '$.model') "
             "FROM events WHERE type = 'conversation_started' AND seq = 1").fetchall()
+        # Names for a drop-down, not figures: the projection's narrow table when it is there
+        # (checking that it is in step would cost more than the scan it saves).
+        has_projection = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                           (TOOL_CALLS,)).fetchone()
         tools = self.conn.execute(
+            f"SELECT DISTINCT tool FROM {TOOL_CALLS}" if has_projection else
             "SELECT DISTINCT json_extract(payload, '$.name') FROM events "
             "WHERE type IN ('tool_completed', 'tool_call_rejected')").fetchall()
         return {"statuses": list(STATUSES),
@@ -197,14 +211,17 @@ class Reader:
         if q.page < 1 or not 1 <= q.per_page <= _MAX_PER_PAGE:
             raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
         where, params = self._where(q)
-        total = self.conn.execute(f"SELECT count(*) FROM conversations{where}", params).fetchone()[0]
-        order = f"{SORTS[q.sort]} {'DESC' if q.descending else 'ASC'}, conversation_id"
-        rows = self.conn.execute(
-            "SELECT conversation_id, started_at, updated_at, status, provider, model, turns, "
-            "events, input_tokens, output_tokens, parent, replay_of, fork_seq "
-            f"FROM conversations{where} ORDER BY {order} LIMIT ? OFFSET ?",
-            [*params, q.per_page, (q.page - 1) * q.per_page]).fetchall()
-        ids = [r[0] for r in rows]
+        total = self.conn.execute(
+            f"SELECT count(*) FROM conversations{where}" if where else
+            # every conversation: counted from the index, without the view's join per row
+            "SELECT count(*) FROM events WHERE type = 'conversation_started' AND seq = 1",
+            params).fetchone()[0]
+        ids = self._page_ids(q, where, params)
+        # The view's costly columns are computed for the page's rows only.
+        by_id = {r[0]: r for r in self.conn.execute(
+            f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id IN "
+            f"({', '.join('?' * len(ids))})", ids)}
+        rows = [by_id[cid] for cid in ids]
         tools, costs = self._tools_used(ids), self._costs(ids)
         items = [{"conversation_id": cid, "started_at": started, "updated_at": updated,
                   "status": status, "provider": provider, "model": model,
@@ -217,6 +234,18 @@ class Reader:
         return {"rows": items, "total": total, "page": q.page,
                 "pages": max(1, math.ceil(total / q.per_page)),
                 "query": msgspec.to_builtins(q)}
+
+    def _page_ids(self, q: ListQuery, where: str, params: list[Any]) -> list[str]:
+        """The ids of the page, in order, computing only the sort key for every row."""
+        order = SORTS[q.sort]
+        join = ""
+        if q.sort in _PROJECTED_SORTS and in_step(self.conn):
+            order, join = _PROJECTED_SORTS[q.sort], _PROJECTED_TOTALS
+        direction = "DESC" if q.descending else "ASC"
+        return [cid for (cid,) in self.conn.execute(
+            f"SELECT conversation_id FROM conversations {join}{where} "
+            f"ORDER BY {order} {direction}, conversation_id LIMIT ? OFFSET ?",
+            [*params, q.per_page, (q.page - 1) * q.per_page])]
 
     def _tools_used(self, ids: list[str]) -> dict[str, list[str]]:
         if not ids:
@@ -237,11 +266,12 @@ class Reader:
             return {}
         marks = ", ".join("?" * len(ids))
         calls = self.conn.execute(
-            "SELECT m.conversation_id, json_extract(s.payload, '$.provider'), "
-            "json_extract(s.payload, '$.model'), m.day, sum(m.input_tokens), "
-            "sum(m.output_tokens), sum(m.cached_input_tokens), sum(m.cache_write_tokens) "
-            f"FROM {self._model_calls()} AS m JOIN events AS s ON s.stream_id = m.conversation_id "
-            f"AND s.seq = 1 WHERE m.ok AND m.conversation_id IN ({marks}) GROUP BY 1, 4", ids)
+            "SELECT e.stream_id, json_extract(s.payload, '$.provider'), "
+            "json_extract(s.payload, '$.model'), substr(e.recorded_at, 1, 10), "
+            + ", ".join(f"coalesce(sum(json_extract(e.payload, '$.usage.{k}')), 0)" for k in (
+                "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens"))
+            + " FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1 "
+            f"WHERE e.type = 'model_responded' AND e.stream_id IN ({marks}) GROUP BY 1, 4", ids)
         costs: dict[str, float | None] = {}
         for cid, provider, model, day, inp, out, cached, written in calls:
             cost = self.prices.cost(provider or "", model or "", day, Usage(

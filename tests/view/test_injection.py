@@ -68,7 +68,7 @@ def test_json_in_script_blocks_cannot_close_the_block(db, ids):
 
 def test_links_to_hostile_ids_stay_relative_and_encoded(db, ids):
     html = pages(db, ids)["list"]
-    links = re.findall(r'href="([^"]*)"', html)
+    links = [x for x in re.findall(r'href="([^"]*)"', html) if x != "data:,"]  # no favicon
     assert all(link.startswith(("/", "?")) for link in links), links
     assert any("x%22%3E%3Cscript%3E" in link for link in links)
 

@@ -1,6 +1,7 @@
 // The report's one control: open or close every collapsed block (thinking, system prompt).
 (function () {
   "use strict";
+  document.body.dataset.js = "on";
   var button = document.getElementById("toggle-all");
   var blocks = document.querySelectorAll("details");
   if (!button || !blocks.length) { return; }

@@ -1,0 +1,76 @@
+"""``engine.queries``: the viewer's figures agree with ``turnlog audit`` and with each other."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.audit import AuditQuery, audit
+from engine.errors import BadFilterError, ConversationNotFound
+from engine.prices import PriceTable
+from engine.queries import ListQuery, Reader
+from engine.views import connect_readonly
+
+PRICES = PriceTable.parse('[[prices]]\nprovider="scripted"\nmodel="*"\nsince=2020-01-01\n'
+                          'input=3\noutput=15\ncached_input=0.3', "test prices")
+
+
+def test_costs_in_the_list_the_timeline_and_the_dashboard_agree_with_the_audit(db):
+    conn = connect_readonly(str(db))
+    try:
+        expected = {c["conversation_id"]: c["cost"] for c in
+                    audit(conn, AuditQuery(top=0), PRICES)["cost"]["conversations"]}
+        total = audit(conn, AuditQuery(), PRICES)["cost"]["total"]
+    finally:
+        conn.close()
+    with Reader(str(db), PRICES) as reader:
+        rows = reader.conversations(ListQuery())["rows"]
+        listed = {r["conversation_id"]: r["cost"] for r in rows if r["cost"]}
+        assert listed == pytest.approx(expected)
+        for cid, cost in expected.items():
+            turns = reader.timeline(cid)["entries"]
+            assert sum(e["cost"] for e in turns if e["kind"] == "assistant") == pytest.approx(cost)
+        by_day = reader.dashboard()["by_day"]
+        assert sum(d["cost"] for d in by_day) == pytest.approx(total)
+
+
+def test_tokens_and_turns_in_the_list_agree_with_the_audit(db):
+    conn = connect_readonly(str(db))
+    try:
+        figures = audit(conn, AuditQuery(), PRICES)
+    finally:
+        conn.close()
+    with Reader(str(db), PRICES) as reader:
+        rows = reader.conversations(ListQuery())["rows"]
+    tokens = figures["tokens"]
+    assert sum(r["tokens"] for r in rows) == tokens["input"] + tokens["output"]
+    own = {r["conversation_id"]: r["turns"] for r in rows}
+    assert own["demo-fork"] == 1  # a fork counts the turns it inherits, as `turnlog ls` does
+
+
+def test_sorting_by_tokens_orders_by_the_same_figure_the_column_shows(db):
+    with Reader(str(db)) as reader:
+        for descending in (True, False):
+            rows = reader.conversations(ListQuery(sort="tokens", descending=descending))["rows"]
+            figures = [r["tokens"] for r in rows]
+            assert figures == sorted(figures, reverse=descending)
+
+
+def test_the_fork_tree_is_the_same_seen_from_any_of_its_conversations(db):
+    with Reader(str(db)) as reader:
+        trees = [reader.conversation(c)["tree"] for c in ("demo", "demo-fork")]
+    strip = lambda n: (n["conversation_id"], n["fork_seq"],  # noqa: E731
+                       [strip(c) for c in n["children"]])
+    assert strip(trees[0]) == strip(trees[1]) == ("demo", None, [("demo-fork", 6, [])])
+    assert trees[0]["current"] and trees[1]["children"][0]["current"]
+
+
+def test_bad_requests_are_typed_errors(db):
+    with Reader(str(db)) as reader:
+        with pytest.raises(ConversationNotFound, match="no conversation 'nope'"):
+            reader.conversation("nope")
+        with pytest.raises(ConversationNotFound):
+            reader.timeline("nope")
+        with pytest.raises(BadFilterError, match="sort 'x'"):
+            reader.conversations(ListQuery(sort="x"))
+        with pytest.raises(BadFilterError, match="until 'soon'"):
+            reader.conversations(ListQuery(until="soon"))
