@@ -209,11 +209,9 @@ class MCPToolset(ToolRegistry):
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         try:
-            self._owner.result(10)
+            self._owner.result(10)  # _hold reports its failures instead of raising them
         except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
             self._owner.cancel()
-        except Exception:  # noqa: S110 - its failure was reported when it happened
-            pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         if not self._thread.is_alive():

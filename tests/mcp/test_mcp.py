@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.cli import cli
 from engine.conversation import load_state
@@ -75,6 +77,19 @@ def test_effect_classes_follow_the_hints():
     assert effect_of(A(idempotent_hint=True, destructive_hint=True)) == "side_effecting"
     assert effect_of(A(destructive_hint=False)) == "side_effecting"
     assert effect_of(A()) == effect_of(None) == "side_effecting"
+
+
+@given(st.sampled_from([None, True, False]), st.sampled_from([None, True, False]),
+       st.sampled_from([None, True, False]))
+def test_only_a_claim_makes_a_tool_safer_than_side_effecting(read_only, idempotent, destructive):
+    """Law: read_only iff readOnlyHint; idempotent iff idempotentHint without the other two."""
+    from mcp.types import ToolAnnotations
+
+    effect = effect_of(ToolAnnotations(read_only_hint=read_only, idempotent_hint=idempotent,
+                                       destructive_hint=destructive))
+    assert (effect == "read_only") == (read_only is True)
+    assert (effect == "idempotent") == (read_only is not True and idempotent is True
+                                        and destructive is not True)
 
 
 @pytest.fixture(scope="module")
