@@ -14,14 +14,16 @@ offered unless named: no specs, no tools.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .errors import EngineError
 from .tools import ToolRegistry
 
-__all__ = ["PROVIDERS", "ChoiceError", "load_tools", "make_provider"]
+__all__ = ["PROVIDERS", "ChoiceError", "load_tools", "make_provider", "open_tools"]
 
 #: The provider names ``make_provider`` knows.
 PROVIDERS = ("scripted", "anthropic", "openai", "openai-responses", "gemini")
@@ -56,6 +58,31 @@ def load_tools(specs: Iterable[str]) -> ToolRegistry:
         for item in items:
             registry.register(item)
     return registry
+
+
+@contextlib.contextmanager
+def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
+               timeout: float | None = None) -> Iterator[ToolRegistry]:
+    """``load_tools(specs)`` plus the tools of the MCP servers in ``mcp``, connected meanwhile.
+
+    Each of ``mcp`` is a command line (stdio) or an ``http(s)://`` URL
+    (streamable HTTP); see ``engine.mcp``. The servers are closed when the
+    block ends. ``timeout`` (default ``$TURNLOG_MCP_TIMEOUT`` or 60 s) bounds
+    connecting and each call.
+    """
+    registry = load_tools(specs)
+    servers = list(mcp)
+    if not servers:
+        yield registry
+        return
+    from .mcp import tools_from_mcp
+
+    if timeout is None:
+        timeout = float(os.environ.get("TURNLOG_MCP_TIMEOUT") or 60)
+    with tools_from_mcp(servers, timeout=timeout) as served:
+        for t in served:
+            registry.register(t)
+        yield registry
 
 
 def make_provider(name: str, model: str | None = None, script: str | None = None) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from engine.choices import load_tools, make_provider
+from engine.choices import load_tools, make_provider, open_tools
 from engine.cli._common import (
     CLIError,
     colour,
@@ -43,6 +43,9 @@ __all__ = ["COMMANDS", "diff", "fork", "replay"]
 @click.option("--tool-set", "tool_sets", multiple=True, metavar="demo|MODULE:ATTR",
               help="The tools (repeatable): run them with --tools live; in a deterministic "
                    "replay, check validation and enablement with them.")
+@click.option("--mcp", "mcp", multiple=True, metavar="'COMMAND ARGS'|URL",
+              help="With --tools live: also run the tools of this MCP server (repeatable; a "
+                   "command line or an http(s) URL).")
 @click.option("--script", type=click.Path(dir_okay=False), default=None,
               help="Swap with --provider scripted: the script file.")
 @click.option("--id", "new_id", default=None, help="Swap only: the new conversation's id.")
@@ -50,8 +53,8 @@ __all__ = ["COMMANDS", "diff", "fork", "replay"]
 @json_option
 @translate_errors
 def replay(conversation_id: str | None, all_: bool, provider: str | None, model: str | None,
-           policy: str, tool_sets: tuple[str, ...], script: str | None, new_id: str | None,
-           db_path: str, as_json: bool) -> None:
+           policy: str, tool_sets: tuple[str, ...], mcp: tuple[str, ...], script: str | None,
+           new_id: str | None, db_path: str, as_json: bool) -> None:
     """Re-run a recorded conversation: deterministically (exit 1 on divergence), or
     against another provider with --provider.
 
@@ -61,11 +64,14 @@ def replay(conversation_id: str | None, all_: bool, provider: str | None, model:
     """
     if all_ == bool(conversation_id):
         raise CLIError("give a conversation ID or --all (not both)")
+    if mcp and (provider is None or policy != "live"):
+        raise CLIError("--mcp runs an MCP server's tools again: use it with --provider and "
+                       "--tools live (a replay serves recorded MCP results without the server)")
     if provider is not None:
         if all_:
             raise CLIError("--provider replays one conversation; give its ID instead of --all")
         _swap(conversation_id, provider, model, policy, tool_sets, script, new_id, db_path,
-              as_json)
+              as_json, mcp)
         return
     if model or script or new_id or policy != "recorded":
         raise CLIError("--model, --tools, --script and --id need --provider")
@@ -124,12 +130,16 @@ def _replay_all(db_path: str, as_json: bool, driver) -> None:
 
 def _swap(conversation_id: str, provider_name: str, model: str | None, policy: str,
           tool_sets: tuple[str, ...], script: str | None, new_id: str | None, db_path: str,
-          as_json: bool) -> None:
+          as_json: bool, mcp: tuple[str, ...] = ()) -> None:
+    import contextlib
+
     from .swap import swap
 
-    live = _live_tools(tool_sets) if policy == "live" else None
+    if policy == "live" and not (tool_sets or mcp):
+        raise CLIError("--tools live needs --tool-set demo|MODULE:ATTR or --mcp (the tools to run)")
     provider = make_provider(provider_name, model, script)
-    with journal_for(db_path) as journal:
+    tools = open_tools(tool_sets, mcp) if policy == "live" else contextlib.nullcontext(None)
+    with tools as live, journal_for(db_path) as journal:
         result = swap(journal, conversation_id, provider, model=model, tools=policy,
                       live_tools=live, new_id=new_id)
     if as_json:
@@ -143,12 +153,6 @@ def _swap(conversation_id: str, provider_name: str, model: str | None, policy: s
         click.echo(f"next: {hint}")
     if result.status != "completed":
         fail(1)
-
-
-def _live_tools(tool_sets: tuple[str, ...]):
-    if not tool_sets:
-        raise CLIError("--tools live needs --tool-set demo|MODULE:ATTR (the tools to run)")
-    return load_tools(tool_sets)
 
 
 @click.command()

@@ -8,7 +8,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from engine.choices import PROVIDERS, load_tools, make_provider
+from engine.choices import PROVIDERS, make_provider, open_tools
 from engine.conversation import load_state
 from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from engine.loop import Loop, new_conversation_id
@@ -36,11 +36,13 @@ __all__ = ["demo", "resume", "resume_hint", "run", "run_interruptible"]
 
 
 def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
-                script: str | None = None) -> str:
+                script: str | None = None, mcp: tuple[str, ...] = ()) -> str:
     """The command that continues ``conversation_id`` with the same tools and script."""
     parts = ["resume", conversation_id]
     for spec in tool_specs:
         parts += ["--tools", spec]
+    for server in mcp:
+        parts += ["--mcp", server]
     if script is not None:
         parts += ["--script", script]
     return command_hint(*parts, db_path=db_path)
@@ -81,6 +83,9 @@ def _tool_options(fn: Any) -> Any:
     fn = click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
                       help="Retry transient provider errors (429, 5xx, timeouts) up to N times, "
                            "with backoff; every attempt is journaled.")(fn)
+    fn = click.option("--mcp", "mcp", multiple=True, metavar="'COMMAND ARGS'|URL",
+                      help="Offer the tools of an MCP server (repeatable): a command line "
+                           "(stdio) or an http(s) URL (streamable HTTP); needs turnlog[mcp].")(fn)
     return click.option("--tools", "tool_specs", multiple=True, metavar="demo|MODULE:ATTR|none",
                         help="Tools to offer the model (repeatable; default: none).")(fn)
 
@@ -94,7 +99,8 @@ def _given(name: str) -> bool:
 
 
 def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tuple[str, ...],
-                       script: str | None, options: dict[str, Any]) -> None:
+                       script: str | None, options: dict[str, Any],
+                       mcp: tuple[str, ...] = ()) -> None:
     """Refuse, in plain words, what adding a message to conversation ``cid`` cannot do."""
     state = load_state(journal, cid)
     recorded = {"max_turns": state.max_turns, "mode": state.mode}
@@ -108,7 +114,7 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
     if state.status == "active":
         raise CLIError(f"conversation {cid} has an unfinished run, so it cannot take a new "
                        f"message yet. Finish it first with:\n  "
-                       f"{resume_hint(cid, db_path, tool_specs, script)}")
+                       f"{resume_hint(cid, db_path, tool_specs, script, mcp)}")
     if state.mode != "chat":
         raise CLIError(f"conversation {cid} is a {state.mode} conversation and its run has "
                        "ended; only chat conversations take another message (start a new one)")
@@ -132,8 +138,9 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
 @json_option
 @translate_errors
 def run(prompt: str, provider: str, model: str | None, script: str | None,
-        tool_specs: tuple[str, ...], retries: int, max_turns: int, mode: str, system: str,
-        conversation_id: str | None, single_turn: bool, db_path: str, as_json: bool) -> None:
+        tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
+        mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
+        as_json: bool) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -143,15 +150,15 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 
         turnlog run "Weather in Paris?" --script script.json --tools demo --json
     """
-    tools = load_tools(tool_specs)
     chosen = make_provider(provider, model, script)
     cid = conversation_id or new_conversation_id()
-    hint = resume_hint(cid, db_path, tool_specs, script)
-    with journal_for(db_path, must_exist=False) as journal:
+    hint = resume_hint(cid, db_path, tool_specs, script, mcp)
+    with open_tools(tool_specs, mcp) as tools, \
+            journal_for(db_path, must_exist=False) as journal:
         loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
         if conversation_id and journal.last_seq(conversation_id):
             _check_continuable(journal, cid, db_path, tool_specs, script,
-                               {"max_turns": max_turns, "mode": mode})
+                               {"max_turns": max_turns, "mode": mode}, mcp)
             result = run_interruptible(journal, cid, lambda: loop.send(
                 cid, prompt, single_turn=single_turn), hint)
         else:
@@ -170,7 +177,8 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @json_option
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
-           tool_specs: tuple[str, ...], retries: int, db_path: str, as_json: bool) -> None:
+           tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
+           as_json: bool) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -180,8 +188,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
 
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
-    tools = load_tools(tool_specs)
-    with journal_for(db_path) as journal:
+    with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
         if state.status != "active":
             if as_json:
@@ -194,7 +201,8 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
         chosen = make_provider(provider or state.provider, model, script)
         loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
-                                   resume_hint(conversation_id, db_path, tool_specs, script))
+                                   resume_hint(conversation_id, db_path, tool_specs, script,
+                                               mcp))
     _report(result, as_json)
 
 

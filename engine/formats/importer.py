@@ -11,9 +11,10 @@
 
 The file (``read_transcript``) is a JSON array of entries, JSONL (one entry
 per line), a request body (``{"messages": [...], "system"?}`` for OpenAI or
-Anthropic, ``{"contents": [...], "systemInstruction"?}`` for Gemini), or
-``turnlog show --json`` output. Each entry's format is detected on its own
-(``engine.formats.detect``) unless ``fmt`` forces one. OpenAI, Anthropic and
+Anthropic, ``{"contents": [...], "systemInstruction"?}`` for Gemini), an
+OTLP/JSON trace whose GenAI spans carry messages
+(``engine.formats.otlp_import``), or ``turnlog show --json`` output. Each
+entry's format is detected on its own (``engine.formats.detect``) unless ``fmt`` forces one. OpenAI, Anthropic and
 Gemini entries are read with the providers' own ``unmap_messages``; a run of
 consecutive entries of one provider format is read together, so tool
 results find their calls' names.
@@ -49,6 +50,7 @@ from .assemble import Item, assemble
 from .cassette import split_document
 from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
 from .detect import AMBIGUOUS_TEXT, FORMATS, PROVIDER_FORMATS, detect_entry
+from .otlp_import import is_otlp, otlp_transcript
 
 __all__ = ["ImportResult", "import_entries", "import_file", "read_transcript"]
 
@@ -115,6 +117,8 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     if isinstance(doc, list):
         return doc, {}
     if isinstance(doc, dict):
+        if is_otlp(doc):  # an OTLP/JSON trace: the conversation its GenAI spans carry
+            return otlp_transcript(doc)
         return split_document(doc) or ([doc], {})
     raise FormatError(f"{source}: expected a JSON array or object of entries, "
                       f"got {type(doc).__name__}")

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["context", "datamachine", "detect", "exporter", "genai", "importer", "markdown", "otlp"]
+MODULES = ["context", "datamachine", "detect", "exporter", "genai", "importer", "markdown", "otlp",
+           "otlp_import"]
 
 
 @pytest.mark.parametrize("name", MODULES)
