@@ -17,6 +17,7 @@ from ._common import (
     journal_for,
     json_option,
     problem,
+    progress,
     translate_errors,
 )
 
@@ -51,9 +52,10 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     """
     if not Path(file).is_file():
         raise CLIError(f"no such file: {file}")
-    with journal_for(db_path, must_exist=False) as journal:
+    with journal_for(db_path, must_exist=False) as journal, \
+            progress(None, label="importing", as_json=as_json) as bar:
         result = import_file(journal, file, fmt=_IMPORT_ALIASES.get(fmt, fmt),
-                             conversation_id=conversation_id)
+                             conversation_id=conversation_id, progress=bar.at)
     if as_json:
         emit(result)
         return
