@@ -23,7 +23,7 @@ import datetime as dt
 import re
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -35,10 +35,22 @@ from .prices import PriceTable
 from .projections import check as check_projections
 from .projections import in_step
 
-__all__ = ["REPLAY_REPORTS", "STATUSES", "AuditQuery", "audit", "check_query", "parse_since"]
+__all__ = [
+    "REPLAY_REPORTS",
+    "STATUSES",
+    "UNFINISHED",
+    "AuditQuery",
+    "audit",
+    "audit_steps",
+    "check_query",
+    "parse_since",
+]
 
-#: The statuses a conversation can be in (``conversations.status``).
-STATUSES = ("active", "completed", "failed", "halted")
+#: The statuses a conversation can be in (``conversations.status``, ``ConversationState.status``).
+STATUSES = ("active", "interrupted", "completed", "failed", "halted")
+
+#: The statuses of a conversation whose run has not finished (``turnlog resume`` continues it).
+UNFINISHED = ("active", "interrupted")
 
 #: The table a replay run may record its results in; ``audit`` reports its last run.
 #: Columns read: ``run_at`` (ISO timestamp of the run; the greatest is the last run),
@@ -98,7 +110,7 @@ def check_query(query: AuditQuery) -> None:
 
 def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
           prices: PriceTable | None = None, source: Source | None = None, *,
-          check: bool = False) -> dict[str, Any]:
+          check: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
 
     ``conn`` is a connection to a journal that has the engine's views and
@@ -111,26 +123,38 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     (``engine.projections.check``): every difference is listed under
     ``projection_mismatches`` and the figures then come from ``events``, never
     from a forged table. Without it, ``projection_mismatches`` is ``None``.
+
+    ``progress(1)``, when given, is called after each of :func:`audit_steps` stages
+    (for a progress bar).
     """
     check_query(query)
+    step = progress or _no_progress
     prices = prices or PriceTable.default()
     mismatches = check_projections(conn) if check else None
+    if check:
+        step(1)
     src = source or (PROJECTIONS if not mismatches and in_step(conn) else EVENTS)
     _scope(conn, query, src)
+    step(1)
     report: dict[str, Any] = _conversations(conn)
+    step(1)
     # Unfiltered, every event is in scope: skip the per-event scope check.
     unfiltered = (query.since, query.provider, query.model, query.status, query.tool) == (None,) * 5
     in_scope = "" if unfiltered else src.in_scope
     report["turns"] = conn.execute(src.turns.format(in_scope=in_scope)).fetchone()[0]
+    step(1)
     calls = conn.execute(src.calls.format(in_scope=in_scope)).fetchall()
     report["tokens"] = _tokens(calls)
+    step(1)
     report["model_failures"] = dict(conn.execute(src.failures.format(in_scope=in_scope)).fetchall())
+    step(1)
     and_tool, params = (src.and_tool, (query.tool,)) if query.tool else ("", ())
     requested = {"in_scope": "" if unfiltered else REQUESTED_SCOPE,
                  "and_tool": REQUESTED_TOOL if query.tool else ""}
     pending = dict(conn.execute(src.pending.format(**requested), params).fetchall())
     report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope, and_tool=and_tool),
                                           params), pending)
+    step(1)
     report["server_tools"] = [
         {"kind": kind, "tool": tool, "calls": n}
         for kind, tool, n in conn.execute(src.server.format(**requested), params)]
@@ -142,7 +166,20 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
         {"table": m.object, "conversation_id": m.stream_id, "position": m.position,
          "column": m.column, "reason": m.reason} for m in mismatches]
     conn.execute("DROP TABLE temp.audit_scope")
+    step(1)
     return report
+
+
+def audit_steps(check: bool = False) -> int:
+    """How many times :func:`audit` calls its ``progress`` (one more with ``check``)."""
+    return _STEPS + int(check)
+
+
+_STEPS = 7
+
+
+def _no_progress(_steps: int) -> None:
+    """``audit``'s progress when nobody listens."""
 
 
 def _scope(conn: sqlite3.Connection, query: AuditQuery, src: Source) -> None:

@@ -51,8 +51,7 @@ def list_conversations(conn: sqlite3.Connection, *, limit: int | None = None,
                        status: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
     """Conversations, newest (last appended to) first.
 
-    ``status`` keeps one status (``active``, ``completed``, ``failed``,
-    ``halted``); ``since`` (a journal timestamp, see ``engine.audit.parse_since``)
+    ``status`` keeps one status (one of ``engine.audit.STATUSES``); ``since`` (a journal timestamp, see ``engine.audit.parse_since``)
     keeps conversations updated on or after it; ``limit`` keeps the first N.
     """
     if status is not None and status not in STATUSES:

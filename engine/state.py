@@ -82,6 +82,7 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     ``usage``, ``error``, ``warning`` and ``max_turns_reached``. ``attempt``
     is the last model request's attempt number and ``failure`` the
     ``model_failed`` that answered it, until a retry or a new run.
+    ``interrupted``: the last event is a ``run_interrupted`` marker (Ctrl-C).
     """
 
     conversation_id: str = ""
@@ -116,6 +117,7 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     final_content: str = ""
     error: str | None = None
     warning: str | None = None
+    interrupted: bool = False
     max_turns_reached: bool = False
     pending_at_limit: bool = False
     refusals: int = 0
@@ -128,9 +130,20 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
         return self.lifecycle is Lifecycle.COMPLETED
 
     @property
+    def finished(self) -> bool:
+        """Whether the last run ended (completed, failed or halted): nothing to resume."""
+        return self.lifecycle in _TERMINAL
+
+    @property
     def status(self) -> str:
-        """``completed``, ``failed``, ``halted``, or ``active`` for an unfinished conversation."""
-        return self.lifecycle.value if self.lifecycle in _TERMINAL else "active"
+        """``completed``, ``failed`` or ``halted``; for an unfinished conversation
+        ``interrupted`` when its last event is a ``run_interrupted`` marker, else ``active``.
+
+        The ``conversations`` view's ``status`` column says the same.
+        """
+        if self.lifecycle in _TERMINAL:
+            return self.lifecycle.value
+        return "interrupted" if self.interrupted else "active"
 
     @property
     def has_pending_tools(self) -> bool:
@@ -203,6 +216,7 @@ class StateBuilder:
             raise InvalidTransition(self.lifecycle.value, tag, seq, _why(self, tag, event))
         _APPLY[kind](self, event)
         self.lifecycle = dest
+        self.interrupted = kind is RunInterrupted
         self.seq = self.seq + 1 if seq is None else seq
 
     def state(self) -> ConversationState:

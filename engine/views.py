@@ -40,12 +40,14 @@ from . import projections
 
 __all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly"]
 
-#: The status a conversation is in after an event of each type (anything else: active).
+#: The status a conversation is in after an event of each type (anything else: active),
+#: as ``ConversationState.status`` says it.
 STATUS_SQL = """CASE {type}
     WHEN 'conversation_completed' THEN 'completed'
     WHEN 'conversation_failed' THEN 'failed'
     WHEN 'turn_limit_reached' THEN 'halted'
     WHEN 'conversation_halted' THEN 'halted'
+    WHEN 'run_interrupted' THEN 'interrupted'
     ELSE 'active' END"""
 
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")
@@ -60,6 +62,7 @@ def _own_tokens(column: str) -> str:
 # point; otherwise the last own event decides (one level of forks, the common case).
 # Each stream's last event is found by an index lookup per conversation, not by grouping
 # every event, so listing 10,000 conversations does not read a million index entries.
+# A fork's own start ends its parent's interruption (the fork was never interrupted).
 _CONVERSATIONS = f"""CREATE VIEW conversations AS
 SELECT
     s.stream_id AS conversation_id,
@@ -67,7 +70,7 @@ SELECT
     json_extract(s.payload, '$.model') AS model,
     coalesce(json_extract(s.payload, '$.mode'), 'chat') AS mode,
     {STATUS_SQL.format(type='''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
-        THEN (SELECT p.type FROM events p
+        THEN (SELECT nullif(p.type, 'run_interrupted') FROM events p
               WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
         ELSE z.type END''')} AS status,
     (SELECT count(*) FROM events r
@@ -199,21 +202,51 @@ def _migrate(db: Database, from_version: int) -> None:
         db.execute(sql)
 
 
+def _same(sql: str, other: str) -> bool:
+    return " ".join(sql.split()) == " ".join(other.split())
+
+
+def _views_of(conn: sqlite3.Connection) -> dict[str, str]:
+    """The engine's views as the journal file defines them (name -> CREATE VIEW)."""
+    return dict(conn.execute(
+        "SELECT name, sql FROM main.sqlite_master WHERE type = 'view' AND name IN "
+        f"({', '.join('?' * len(VIEWS))})", list(VIEWS)).fetchall())
+
+
+def _installed_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM _turnlog_meta WHERE key = 'ext:engine.views'").fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+
 def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatch]:
-    """The extension's check: every view as defined here, every projection row recomputed."""
+    """The extension's check: every view as its installed version defines it, every
+    projection row recomputed.
+
+    A journal not yet migrated since a view changed (only read since) keeps the older
+    definition; that is not a forgery.
+    """
+    expected = _PREVIOUS.get(_installed_version(db.conn), VIEWS)
     found = [
         ProjectionMismatch("engine.views", name, None, None, None,
                            "the view's definition differs from the engine's (redefined)")
-        for name, sql in db.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'view' AND name IN "
-            f"({', '.join('?' * len(VIEWS))})", list(VIEWS))
-        if " ".join(sql.split()) != " ".join(VIEWS[name].split())
+        for name, sql in _views_of(db.conn).items()
+        if not _same(sql, expected[name])
     ]
     return found + projections.check(db.conn, conversation_id)
 
 
-#: The audit views as a journal extension (bump ``version`` when a view changes).
+#: The audit views as a journal extension (bump ``version`` when a view changes, and keep
+#: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
+#: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
 VIEWS_EXTENSION = Extension(name="engine.views", version=2, migrate=_migrate, verify=_verify)
+
+# Version 1's views: conversations had no 'interrupted' status, tool_calls no pending calls.
+_PREVIOUS: dict[int, dict[str, str]] = {1: {
+    **VIEWS,
+    "conversations": _CONVERSATIONS.replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
+    .replace("nullif(p.type, 'run_interrupted')", "p.type"),
+    "tool_calls": _TOOL_CALLS.split("\nUNION ALL\n", 1)[0],
+}}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)
@@ -225,7 +258,8 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     For queries over the views (``turnlog audit``, ``ls``, ``tail``). It never
     creates, migrates or writes a file (``journal.connect_readonly``: a 0444 file
     or a read-only mount works); temporary tables live in memory. A journal whose
-    file lacks the views (written without the engine) gets them as temporary views.
+    file lacks the views (written without the engine) or has an older version of
+    them (not written since turnlog was upgraded) gets them as temporary views.
     """
     if is_postgres(path):
         raise journal.JournalError(
@@ -234,10 +268,10 @@ def connect_readonly(path: str) -> sqlite3.Connection:
             "copy work on it")
     conn = journal.connect_readonly(path, extensions=EXTENSIONS, check_same_thread=False)
     try:
-        installed = {name for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'view'")}
+        installed = _views_of(conn)
         for name, sql in VIEWS.items():
-            if name not in installed:
+            if name not in installed or not _same(installed[name], sql):
+                # a temporary view is found before the file's own view of the same name
                 conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
     except sqlite3.Error as exc:
         conn.close()

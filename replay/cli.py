@@ -88,7 +88,8 @@ def replay(conversation_id: str | None, all_: bool, provider: str | None, model:
     elif result.skipped:
         click.echo(f"{conversation_id}: skipped ({result.skipped})")
     elif result.ok:
-        click.echo(f"{conversation_id}: {colour('ok', 'ok')}, {result.checked} events replayed "
+        events = "event" if result.checked == 1 else "events"
+        click.echo(f"{conversation_id}: {colour('ok', 'ok')}, {result.checked} {events} replayed "
                    "identically")
     else:
         click.echo(result.divergence.render())
@@ -112,10 +113,8 @@ def _replay_all(db_path: str, as_json: bool, driver) -> None:
 
     with journal_for(db_path) as journal:
         total = sum(1 for _ in journal.streams())
-        with progress(range(total), label="replaying", as_json=as_json) as bar:
-            step = getattr(bar, "update", None)
-            report = replay_all(journal, driver=driver,
-                                on_result=None if step is None else lambda _r: step(1))
+        with progress(total, label="replaying", as_json=as_json) as bar:
+            report = replay_all(journal, driver=driver, on_result=lambda _r: bar.advance())
     if as_json:
         emit(report.to_dict())
     else:

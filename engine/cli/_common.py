@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import click
 import msgspec
@@ -17,9 +18,9 @@ import msgspec
 from journal import Journal, JournalProtocol, TurnlogError
 from journal._open import is_postgres, sqlite_path
 
-__all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "colour", "command_hint", "db_option", "emit",
-           "fail", "journal_for", "json_option", "open_journal", "problem", "progress",
-           "translate_errors"]
+__all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
+           "db_option", "emit", "fail", "journal_for", "json_option", "open_journal", "problem",
+           "progress", "translate_errors"]
 
 #: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
 DEFAULT_DB = "turnlog.db"
@@ -156,15 +157,53 @@ def colour(text: str, kind: str | None = None, *, err: bool = False, **style: An
     return click.style(text, **style) if style else text
 
 
+class Progress:
+    """What :func:`progress` yields: tell it how far the work is; it draws or stays silent.
+
+    ``advance(n)`` moves the bar on by ``n`` steps; ``at(done, total)`` sets both (for
+    work whose size is known only once it has started). Without a bar both do nothing.
+    """
+
+    def __init__(self, bar: Any = None) -> None:
+        self._bar = bar
+
+    @property
+    def shown(self) -> bool:
+        """Whether a bar is drawn."""
+        return self._bar is not None
+
+    def advance(self, n: int = 1) -> None:
+        """Move the bar on by ``n`` steps."""
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def at(self, done: int, total: int) -> None:
+        """``done`` steps of ``total`` are finished."""
+        if self._bar is not None:
+            self._bar.length = total
+            self._bar.update(done - self._bar.pos)
+
+
 @contextlib.contextmanager
-def progress(items: Iterable[Any], *, length: int | None = None, label: str = "",
-             as_json: bool = False) -> Iterator[Iterable[Any]]:
-    """``items``, with a progress bar on stderr when it is a terminal (never with ``--json``)."""
-    if as_json or not getattr(sys.stderr, "isatty", lambda: False)():
-        yield items
+def progress(length: int | None, *, label: str, as_json: bool = False, show: bool | None = None,
+             file: IO[str] | None = None) -> Iterator[Progress]:
+    """A :class:`Progress` of ``length`` steps (``None``: not known yet) for long work (``verify``, ``audit``, ``import``,
+    ``replay --all``): one helper, one bar.
+
+    The bar is drawn on stderr (or ``file``) only when ``show``; by default, when that
+    stream is a terminal and the command prints no ``--json``. Otherwise nothing is
+    written, so a piped command's output stays exactly as it was.
+    """
+    out = file if file is not None else sys.stderr
+    if show is None:
+        show = not as_json and bool(getattr(out, "isatty", lambda: False)())
+    if not show:
+        yield Progress()
         return
-    with click.progressbar(items, length=length, label=label, file=sys.stderr) as bar:
-        yield bar
+    # An unknown length (``None``) until ``at`` says: click needs an endless iterable then.
+    steps = itertools.repeat(None) if length is None else None
+    with click.progressbar(steps, length=length, label=label, file=out) as bar:
+        yield Progress(bar)
 
 
 def fail(code: int = 1) -> None:

@@ -6,11 +6,20 @@ from typing import Any
 
 import click
 
-from engine.audit import STATUSES, AuditQuery, audit, check_query, parse_since
+from engine.audit import STATUSES, AuditQuery, audit, audit_steps, check_query, parse_since
 from engine.prices import PriceTable
 from engine.views import connect_readonly
 
-from ._common import db_option, emit, fail, journal_for, json_option, problem, translate_errors
+from ._common import (
+    db_option,
+    emit,
+    fail,
+    journal_for,
+    json_option,
+    problem,
+    progress,
+    translate_errors,
+)
 
 __all__ = ["audit_command", "money", "render"]
 
@@ -53,7 +62,8 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
         pass
     conn = connect_readonly(db_path)
     try:
-        report = audit(conn, query, prices, check=check)
+        with progress(audit_steps(check), label="auditing", as_json=as_json) as bar:
+            report = audit(conn, query, prices, check=check, progress=bar.advance)
     finally:
         conn.close()
     if as_json:

@@ -10,7 +10,7 @@ import sqlite3
 
 import click
 
-from engine.audit import STATUSES, parse_since
+from engine.audit import STATUSES, UNFINISHED, parse_since
 from engine.listing import conversation_events, conversation_info, list_conversations
 from engine.views import connect_readonly
 
@@ -72,12 +72,13 @@ def ls(limit: int | None, status: str | None, since: str | None, db_path: str,
         click.echo("no conversations" + (" match" if status or since else ""))
         return
     width = max(len("CONVERSATION"), *(len(r["conversation_id"]) for r in rows))
-    click.echo(f"{'CONVERSATION':<{width}}  {'STATUS':<9}  {'UPDATED (UTC)':<19}  "
+    wide = max(len(s) for s in STATUSES)
+    click.echo(f"{'CONVERSATION':<{width}}  {'STATUS':<{wide}}  {'UPDATED (UTC)':<19}  "
                f"{'TURNS':>5}  {'EVENTS':>6}  PROVIDER/MODEL")
     for r in rows:
         lineage = f"  fork of {r['parent']}" if r["parent"] else ""
         lineage += f"  replay of {r['replay_of']}" if r["replay_of"] else ""
-        status = colour(f"{r['status']:<9}", r["status"])
+        status = colour(f"{r['status']:<{wide}}", r["status"])
         click.echo(f"{r['conversation_id']:<{width}}  {status}  "
                    f"{_when(r['updated_at']):<19}  {r['turn_count']:>5}  {r['events']:>6}  "
                    f"{_who(r['provider'], r['model'])}{lineage}")
@@ -112,7 +113,7 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     started = events[0]["payload"] if events and events[0]["type"] == "conversation_started" else {}
     for line in header(info, started, full) + [""] + timeline(events, full):
         click.echo(line)
-    if info["status"] == "active":
+    if info["status"] in UNFINISHED:
         click.echo(f"\nunfinished: {command_hint('resume', conversation_id, db_path=db_path)} "
                    "continues it (name its --tools and --script as for run)")
 

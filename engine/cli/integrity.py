@@ -5,11 +5,28 @@ from __future__ import annotations
 import click
 
 from engine.conversation import require_conversation
-from journal import BadEvent, Head, dump_heads, load_heads
+from journal import BadEvent, Head, JournalProtocol, dump_heads, load_heads
 
-from ._common import colour, db_option, emit, fail, journal_for, json_option, translate_errors
+from ._common import (
+    colour,
+    db_option,
+    emit,
+    fail,
+    journal_for,
+    json_option,
+    progress,
+    translate_errors,
+)
 
 __all__ = ["heads", "verify"]
+
+
+def _events_to_check(journal: JournalProtocol, conversation_id: str | None) -> int:
+    """How many events ``verify`` recomputes: the whole journal, or one history."""
+    if conversation_id is None:
+        return journal.last_position()
+    return sum(journal.last_seq(s) if upto is None else upto
+               for s, upto in journal.ancestry(conversation_id))
 
 
 def _bad(b: BadEvent | None) -> dict | None:
@@ -36,7 +53,9 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
     with journal_for(db_path, readonly=True) as journal:
         if conversation_id is not None:
             require_conversation(journal, conversation_id)
-        report = journal.verify(conversation_id)
+        with progress(_events_to_check(journal, conversation_id), label="verifying",
+                      as_json=as_json) as bar:
+            report = journal.verify(conversation_id, progress=bar.advance)
         first_bad = report.first_bad
         if first_bad is None and heads_file:
             saved = [h for h in load_heads(heads_file)

@@ -111,7 +111,7 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
         raise CLIError(f"{flags}: conversation {cid} exists already (mode {state.mode}, "
                        f"max turns {state.max_turns}) and these set up a new conversation; "
                        "leave them out to continue it, or choose a new --id")
-    if state.status == "active":
+    if not state.finished:
         raise CLIError(f"conversation {cid} has an unfinished run, so it cannot take a new "
                        f"message yet. Finish it first with:\n  "
                        f"{resume_hint(cid, db_path, tool_specs, script, mcp)}")
@@ -190,7 +190,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
     """
     with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
-        if state.status != "active":
+        if state.finished:
             if as_json:
                 emit(result_of(state).summary())
             else:

@@ -18,6 +18,7 @@ from ._common import (
     journal_for,
     json_option,
     problem,
+    progress,
     translate_errors,
 )
 
@@ -54,9 +55,10 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     """
     if not Path(file).is_file():
         raise CLIError(f"no such file: {file}")
-    with journal_for(db_path, must_exist=False) as journal:
+    with journal_for(db_path, must_exist=False) as journal, \
+            progress(None, label="importing", as_json=as_json) as bar:
         result = import_file(journal, file, fmt=_IMPORT_ALIASES.get(fmt, fmt),
-                             conversation_id=conversation_id)
+                             conversation_id=conversation_id, progress=bar.at)
     for warning in result.warnings:  # what the importer kept without understanding it
         problem(f"warning: {warning}")
     if as_json:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,9 @@ from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extr
 from .detect import AMBIGUOUS_TEXT, FORMATS, PROVIDER_FORMATS, detect_entry
 from .otlp_import import is_otlp, otlp_transcript
 
-__all__ = ["ImportResult", "import_entries", "import_file", "read_transcript"]
+__all__ = ["ImportResult", "Progress", "import_entries", "import_file", "read_transcript"]
+
+_PROGRESS_EVERY = 64  # entries between two progress reports
 
 
 class ImportResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -307,9 +309,18 @@ def _envelope_system(envelope: dict[str, Any]) -> list[Item]:
     return [Item("system", 0, content=text)] if text else []
 
 
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: ``done`` of ``total`` steps of an import are finished."""
+
+
 def normalise(entries: Sequence[Any], fmt: str | None = None,
-              envelope: dict[str, Any] | None = None) -> tuple[list[Item], dict[str, int]]:
-    """Every entry as ``Item``s, in order, and how many entries each format had."""
+              envelope: dict[str, Any] | None = None,
+              progress: Progress | None = None) -> tuple[list[Item], dict[str, int]]:
+    """Every entry as ``Item``s, in order, and how many entries each format had.
+
+    ``progress(done, len(entries) + 1)`` hears about each entry read (the last step
+    is the import's write).
+    """
     envelope = envelope or {}
     if fmt is not None and fmt not in FORMATS:
         raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -324,7 +335,10 @@ def normalise(entries: Sequence[Any], fmt: str | None = None,
     items: list[Item] = _envelope_system(envelope)
     counts: dict[str, int] = {}
     run: list[tuple[int, Any]] = []
+    total = len(detected) + 1
     for pos, (index, entry, kind) in enumerate(detected):
+        if progress is not None and pos % _PROGRESS_EVERY == 0:
+            progress(pos, total)
         counts[kind] = counts.get(kind, 0) + 1
         if kind in PROVIDER_FORMATS:
             run.append((index, entry))
@@ -409,17 +423,19 @@ def _started(items: list[Item], conversation_id: str, formats: dict[str, int],
 
 def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None = None,
                    conversation_id: str | None = None,
-                   envelope: dict[str, Any] | None = None) -> ImportResult:
+                   envelope: dict[str, Any] | None = None,
+                   progress: Progress | None = None) -> ImportResult:
     """Import ``entries`` as one new conversation (atomic; see the module doc).
 
     ``conversation_id`` defaults to a fresh ``imp-…`` id; an id the journal
-    already has raises ``ConversationExistsError``.
+    already has raises ``ConversationExistsError``. ``progress(done, total)``,
+    when given, hears how far the import is: one step per entry, one for the write.
     """
     if not isinstance(entries, Sequence) or isinstance(entries, (str, bytes)):
         raise FormatError("a transcript is a list of entries")
     if not entries:
         raise FormatError("the transcript has no entries")
-    items, formats = normalise(entries, fmt, envelope)
+    items, formats = normalise(entries, fmt, envelope, progress)
     cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
     if valid_unicode(cid)[1]:
         raise FormatError(f"conversation id {cid!r} is not valid Unicode")
@@ -433,14 +449,19 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
     events, stamps, builder = assemble(started, [i for i in items if i.kind != "system"])
     stamps[0] = stamps0
     events = [with_valid_unicode(e) for e in events]  # invalid Unicode: U+FFFD, recorded
+    if progress is not None:
+        progress(len(entries), len(entries) + 1)
     Conversation.start(journal, events[0], stamps[0], rest=events[1:], rest_recorded_at=stamps[1:])
+    if progress is not None:
+        progress(len(entries) + 1, len(entries) + 1)
     return ImportResult(conversation_id=cid, events=len(events), formats=formats,
                         status=builder.state().status, warnings=_warnings(items))
 
 
 def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
-                conversation_id: str | None = None) -> ImportResult:
-    """Read ``path`` (``read_transcript``) and ``import_entries`` it."""
+                conversation_id: str | None = None,
+                progress: Progress | None = None) -> ImportResult:
+    """Read ``path`` (``read_transcript``) and ``import_entries`` it (``progress`` too)."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -448,4 +469,4 @@ def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
         raise FormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     entries, envelope = read_transcript(data, str(path))
     return import_entries(journal, entries, fmt=fmt, conversation_id=conversation_id,
-                          envelope=envelope)
+                          envelope=envelope, progress=progress)

@@ -67,16 +67,6 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
     assert colour("failed", "failed") == "failed"
 
 
-def test_progress_is_silent_when_not_a_terminal_or_with_json(capsys):
-    from engine.cli._common import progress
-
-    with progress([1, 2, 3], label="x") as items:
-        assert list(items) == [1, 2, 3]
-    with progress([1], label="x", as_json=True) as items:
-        assert list(items) == [1]
-    assert capsys.readouterr().err == ""
-
-
 def test_replay_all_piped_prints_no_progress_bar(db):
     turnlog("demo", "--db", db)
     out = turnlog("replay", "--all", "--db", db)
@@ -212,3 +202,10 @@ def test_load_heads_reads_the_plain_heads_lines(tmp_path):
     path = tmp_path / "heads.txt"
     path.write_text(f"a  1  {'0' * 64}\n\nb 22 {'f' * 64}\n")
     assert load_heads(path) == [Head("a", 1, "0" * 64), Head("b", 22, "f" * 64)]
+
+
+def test_replay_of_a_one_event_fork_says_one_event(db):
+    cid = json.loads(turnlog("demo", "--db", db, "--json").stdout)["conversation_id"]
+    assert turnlog("fork", cid, "--at", "2", "--id", "f", "--db", db).returncode == 0
+    out = turnlog("replay", "f", "--db", db)
+    assert out.returncode == 0 and "f: ok, 1 event replayed identically" in out.stdout

@@ -183,7 +183,8 @@ def test_audit_reads_events_when_the_projections_are_out_of_step(audited):
 
 def test_statuses_provider_models_and_tools_of_the_sample_are_what_was_recorded(audited):
     r = run_audit(audited)
-    assert r["by_status"] == {"active": 2, "completed": 4, "failed": 1, "halted": 1}
+    assert r["by_status"] == {"active": 2, "interrupted": 0, "completed": 4, "failed": 1,
+                              "halted": 1}
     assert r["tools"]["get_weather"] | {} == {
         "calls": 2, "succeeded": 1, "failures": 0, "refused": 1, "pending": 0,
         "duplicates_prevented": 1,
