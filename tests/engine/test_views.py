@@ -11,7 +11,7 @@ from engine.conversation import Conversation, load_state
 from engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
 from engine.messages import ToolCall
 from engine.projections import in_step, rebuild
-from engine.views import EXTENSIONS, VIEWS
+from engine.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION
 from journal import Journal
 from tests.engine.audit_data import build
 
@@ -31,7 +31,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
     assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links",
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == "1"
+    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version)
 
 
 def test_the_views_migrate_into_a_journal_written_before_them(db_path):
