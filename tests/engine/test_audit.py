@@ -340,7 +340,8 @@ def test_audit_human_output_is_a_table_with_unpriced_models_named(audited, tmp_p
     result = invoke("audit", "--db", audited, "--prices", prices)
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "conversations: 8   turns: 8   active: 2   completed: 4   failed: 1   halted: 1" in out
+    assert ("conversations: 8   turns: 8   active: 2   interrupted: 0   completed: 4   failed: 1"
+            "   halted: 1") in out
     assert any(line.split()[:2] == ["acme/m1", "1"] and line.split()[-1] == "unpriced"
                for line in out.splitlines())
     assert "get_weather: duplicate 1" in out
