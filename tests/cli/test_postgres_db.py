@@ -45,3 +45,18 @@ def test_an_unknown_url_scheme_is_bad_usage():
 
     assert result.exit_code == 2
     assert "unknown journal URL scheme 'mysql'" in result.output
+
+
+def test_copy_sqlite_to_postgresql_keeps_heads_and_is_idempotent(tmp_path):
+    db, url = str(tmp_path / "j.db"), fresh_url()
+    runner = CliRunner()
+    assert runner.invoke(cli, ["demo", "--db", db]).exit_code == 0
+
+    first = runner.invoke(cli, ["copy", db, url, "--json"])
+    again = runner.invoke(cli, ["copy", db, url, "--json"])
+
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.output)["copied"] and json.loads(again.output)["copied"] == []
+    heads = [runner.invoke(cli, ["heads", "--db", where]).output for where in (db, url)]
+    assert heads[0] == heads[1]
+    assert runner.invoke(cli, ["verify", "--db", url]).exit_code == 0

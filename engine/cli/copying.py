@@ -1,0 +1,40 @@
+"""``turnlog copy SRC DST``: conversations from one journal to another (SQLite ↔ PostgreSQL)."""
+
+from __future__ import annotations
+
+import click
+
+from journal._copy import copy_streams
+
+from ._common import emit, journal_for, json_option, problem, translate_errors
+
+__all__ = ["copy"]
+
+
+@click.command()
+@click.argument("source", metavar="SRC")
+@click.argument("target", metavar="DST")
+@json_option
+@translate_errors
+def copy(source: str, target: str, as_json: bool) -> None:
+    """Copy every conversation of journal SRC into journal DST, byte for byte.
+
+    SRC and DST are paths or URLs (sqlite:///PATH, postgresql://...). Hashes and
+    fork links stay identical; copying again adds only what is new; a
+    conversation whose history differs in DST is refused, naming it.
+
+    Example:
+
+        turnlog copy turnlog.db postgresql://me@dbhost/turnlog
+    """
+    with journal_for(source, readonly=True) as src, journal_for(target, must_exist=False) as dst:
+        result = copy_streams(src, dst, progress=None if as_json else
+                              lambda sid, n: problem(f"copied {sid}: {n} events"))
+    if as_json:
+        emit({"copied": result.copied, "skipped": result.skipped, "events": result.events})
+    else:
+        click.echo(f"{len(result.copied)} copied ({result.events} events), "
+                   f"{len(result.skipped)} already there")
+
+
+COMMANDS = [copy]
