@@ -147,6 +147,11 @@ def test_an_unparsable_call_never_keys_like_a_parsed_one(args, raw, name):
     assert call_key(name, {}, None, raw) != call_key("other", {}, None, raw)
 
 
+def test_an_unparsable_call_keys_on_its_raw_text_example():
+    assert call_key("add", {}, None, "{bad") == "add\x01{bad" != call_key("add", {})
+    assert call_key("add", {}, None, "{}") != call_key("add", {})
+
+
 # --- exemptions and volatile keys under every rule, custom predicates included -------------
 
 
