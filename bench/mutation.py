@@ -9,7 +9,7 @@ Not a test (too slow for CI's run). Run from the repository root::
 Each mutant changes one thing in one target function (a comparison, a boolean
 operator, a constant, an arithmetic operator, a call replaced by its argument,
 a condition negated, a statement removed) and runs the group's selected tests
-with ``-x`` under the ``mutation`` hypothesis profile (fixed seed
+(example tests first, stopping at the first failure) under the ``mutation`` hypothesis profile (fixed seed
 ``--hypothesis-seed``, no example database, sized for 2 cores). A mutant is
 killed when the tests fail (or time out); the score is killed / non-equivalent,
 and the equivalent mutants are listed in ``EQUIVALENT`` below with why.
@@ -20,10 +20,11 @@ and their many irrelevant mutants come along), mutmut 3 runs the whole suite
 once for coverage (20 minutes on these machines) and rewrites the package into
 a ``mutants/`` copy whose trampolines wrap ``GUARDS``' lambdas, and
 cosmic-ray needs a session database and one process start per mutant. This
-script mutates only the named functions, forks each mutant from a parent that
-has already imported the third-party libraries (a mutant costs the tests,
-not an interpreter start), needs nothing beyond the test extra, and gives the
-same mutants in the same order on every run.
+script mutates only the named functions, collects the tests once and forks
+one child per mutant, which swaps the mutant's code into the imported function
+(a mutant costs its tests, not an interpreter start and a collection), needs
+nothing beyond the test extra, and gives the same mutants in the same order on
+every run.
 """
 
 from __future__ import annotations
