@@ -63,6 +63,8 @@ def test_compatibility_twins_stay_two_arguments_at_every_depth(twin, path, as_ke
 @pytest.mark.parametrize(("one", "other"), CANONICAL_TWINS)
 def test_top_level_keys_and_values_are_normalised_on_the_fast_path(one, other):
     assert call_key("t", {one: 1, "n": 2}) == call_key("t", {other: 1, "n": 2})
+    assert call_key("t", {one: 1}) == call_key("t", {other: 1})  # no ASCII key at all
+    assert call_key("t", {one: one}) == call_key("t", {other: other})
     assert call_key("t", {"q": one, "n": None}) == call_key("t", {"q": other, "n": None})
     assert call_key("t", {"q": one}) == f"t\x00{canonical_json({'q': other})}"
 
@@ -143,6 +145,11 @@ def test_an_unparsable_call_never_keys_like_a_parsed_one(args, raw, name):
             assert call_key(name, {}, p, text) != call_key(name, args, p)
     assert call_key(name, {}, None, raw) != call_key(name, {}, None, raw + "x")
     assert call_key(name, {}, None, raw) != call_key("other", {}, None, raw)
+
+
+def test_an_unparsable_call_keys_on_its_raw_text_example():
+    assert call_key("add", {}, None, "{bad") == "add\x01{bad" != call_key("add", {})
+    assert call_key("add", {}, None, "{}") != call_key("add", {})
 
 
 # --- exemptions and volatile keys under every rule, custom predicates included -------------
