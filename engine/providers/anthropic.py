@@ -109,7 +109,7 @@ SERVER_BLOCKS = frozenset({
     "code_execution_tool_result", "bash_code_execution_tool_result",
     "text_editor_code_execution_tool_result", "tool_search_tool_result", "mcp_tool_use",
     "mcp_tool_result", "mcp_tool_listing", "container_upload", "document", "search_result",
-    "compaction", "advisor_tool_result", "fallback",
+    "compaction", "advisor_tool_result", "fallback", "tool_addition", "tool_removal",
 })
 #: The keys of each block type turnlog reads into its own parts; others ride along as
 #: attached ``Opaque`` parts (``citations``, ``cache_control``, ``caller`` ...).

@@ -288,6 +288,12 @@ def _media(wp: dict[str, Any], at: str) -> Part:
     return Image(media_type=media, url=require(data, "fileUri", str, f"{at}.{key}", NAME))
 
 
+def _attached(wp: dict[str, Any], own: set[str]) -> list[Part]:
+    """A part's other fields (``partMetadata``, ``mediaResolution`` ...) kept, attached to it."""
+    return [Opaque(provider=NAME, kind=k, data=v, attach=True) for k, v in wp.items()
+            if k not in own and v is not None]
+
+
 def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]:
     parts: list[Part] = []
     n = 0
@@ -308,6 +314,7 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
             parts.append(Thinking(text="", signature=signature, provider=NAME))
         if "text" in wp:
             parts.append(Text(text=require(wp, "text", str, at, NAME)))
+            parts.extend(_attached(wp, {"text", "thought", "thoughtSignature"}))
         elif "functionCall" in wp:
             call = require(wp, "functionCall", dict, at, NAME)
             n += 1
@@ -315,6 +322,7 @@ def _read_parts(wire_parts: list[Any], where: str, id_prefix: str) -> list[Part]
             parts.append(ToolCall(id=opt_str(call, "id") or f"{id_prefix}_{n}",
                                   name=require(call, "name", str, f"{at}.functionCall", NAME),
                                   arguments=args, raw_arguments=raw, invalid=invalid))
+            parts.extend(_attached(wp, {"functionCall", "thoughtSignature"}))
         elif "inlineData" in wp or "fileData" in wp:
             parts.append(_media(wp, at))
         else:
@@ -416,10 +424,13 @@ def _unmap_user(wire_parts: list[dict[str, Any]], where: str,
             out.append(_unmap_response(wp, at, open_calls))
         elif "text" in wp:
             user.append(Text(text=wire_str(wp, "text", at, NAME)))
+            user.extend(_attached(wp, {"text"}))
         elif ("inlineData" in wp or "fileData" in wp) and str(
                 (wp.get("inlineData") or wp.get("fileData") or {}).get("mimeType", "image/")
                 ).startswith("image/"):
-            user.append(_unmap_media(wp, "inlineData" if "inlineData" in wp else "fileData", at))
+            key = "inlineData" if "inlineData" in wp else "fileData"
+            user.append(_unmap_media(wp, key, at))
+            user.extend(_attached(wp, {key}))
         elif wp.keys() & (OPAQUE_PARTS | {"inlineData"}):
             user.append(Opaque(provider=NAME, kind=min(wp.keys() & (OPAQUE_PARTS | {"inlineData"})),
                                data=wp))

@@ -324,8 +324,9 @@ def _legacy_call(message: dict[str, Any], where: str) -> list[Part]:
 def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
     parts: list[Part] = _vendor_parts(message)
     content = message.get("content")
-    if isinstance(content, list):  # some compatible servers send content parts
-        content = "".join(t for c in content if isinstance(t := opt_str(c, "text"), str))
+    if isinstance(content, list):  # content parts: text, or a refusal's text
+        content = "".join(t for c in content if isinstance(t := opt_str(c, (
+            "refusal" if isinstance(c, dict) and c.get("type") == "refusal" else "text")), str))
     if isinstance(content, str) and content:
         parts.append(Text(text=content))
     refusal = message.get("refusal")
