@@ -62,8 +62,8 @@ def _end(type_: str, p: dict[str, Any]) -> dict[str, Any] | None:
         case "conversation_failed":
             return {"status": "failed", "text": p.get("error", "")}
         case "turn_limit_reached":
-            return {"status": "halted",
-                    "text": f"turn limit {p.get('max_turns')} reached after {p.get('turn_count')} turns"}
+            return {"status": "halted", "text": f"turn limit {p.get('max_turns')} reached "
+                                                f"after {p.get('turn_count')} turns"}
         case "conversation_halted":
             return {"status": "halted", "text": p.get("reason", "")}
         case "run_interrupted":

@@ -109,6 +109,16 @@ def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
     return stamp
 
 
+def _prefilter(text: str) -> str:
+    """A cheap first pass for the text search: only messages whose raw payload holds the text
+    (JSON escapes nothing else in it) have their text extracted; ``""`` when it would."""
+    if any(c in text for c in '"\\') or any(ord(c) < 32 for c in text):
+        return ""
+    return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
+            "'model_responded', 'tool_completed', 'tool_call_rejected') "
+            "AND instr(lower(payload), lower(?))) AND ")
+
+
 class Reader:
     """A read-only view of the journal at ``path``; use as a context manager.
 
@@ -193,9 +203,10 @@ class Reader:
             where.append(f"conversation_id IN ({src.tool_users})")
             params.append(q.tool)
         if q.text:
-            where.append("(instr(lower(conversation_id), lower(?)) OR conversation_id IN "
-                         "(SELECT conversation_id FROM messages WHERE instr(lower(text), lower(?))))")
-            params += [q.text, q.text]
+            where.append(f"(instr(lower(conversation_id), lower(?)) OR conversation_id IN "
+                         f"(SELECT conversation_id FROM messages WHERE {_prefilter(q.text)}"
+                         f"instr(lower(text), lower(?))))")
+            params += [q.text] * (3 if _prefilter(q.text) else 2)
         return (" WHERE " + " AND ".join(where)) if where else "", params
 
     def conversations(self, q: ListQuery = ListQuery()) -> dict[str, Any]:
@@ -328,7 +339,7 @@ class Reader:
         return node(root, None)
 
     def _replay_runs(self, conversation_id: str) -> list[dict[str, Any]]:
-        """Recorded deterministic replays of the conversation (``turnlog replay --all``), newest first."""
+        """Recorded deterministic replays of it (``turnlog replay --all``), newest first."""
         exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
                                    (REPLAY_REPORTS,)).fetchone()
         if not exists:

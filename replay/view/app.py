@@ -123,19 +123,20 @@ class _App:
     async def live(self, request: Request) -> Response:
         """Server-sent events: ``append`` with the new last position whenever events arrive."""
         cid = request.query_params.get("c") or None
-        after = max(_int(request, "after", 0),
-                    int(request.headers.get("last-event-id", "0") or 0)
-                    if request.headers.get("last-event-id", "").isdigit() else 0)
+        last_id = request.headers.get("last-event-id", "")  # sent by a reconnecting browser
+        after = max(_int(request, "after", 0), int(last_id) if last_id.isdigit() else 0)
 
         async def stream() -> AsyncIterator[str]:
             nonlocal after
             yield "retry: 1000\n\n"
             with self.reader() as r:
-                for _ in range(max(1, int(self.live_for / self.poll))):  # then the browser reconnects
+                # for live_for seconds; then the browser reconnects, sending Last-Event-ID
+                for _ in range(max(1, int(self.live_for / self.poll))):
                     found = r.appended_after(after, cid)
                     if found is not None:
                         after = found
-                        yield f"id: {after}\nevent: append\ndata: {json.dumps({'position': after})}\n\n"
+                        data = json.dumps({"position": after})
+                        yield f"id: {after}\nevent: append\ndata: {data}\n\n"
                     await asyncio.sleep(self.poll)
 
         return StreamingResponse(stream(), media_type="text/event-stream",

@@ -51,7 +51,8 @@ def build(path: Path) -> dict[str, str]:
              clock=clock()).start(DEMO_PROMPT, conversation_id="demo", model="scripted-demo")
         fork(journal, "demo", 6, new_id="demo-fork")
         other = {"turns": [{"text": "Checking Paris only.",
-                            "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                            "tool_calls": [{"name": "get_weather",
+                                            "arguments": {"city": "Paris"}}]},
                            {"text": "Paris is sunny."}]}
         swap(journal, "demo", ScriptedProvider(other, model="other-model"), new_id="demo-swap")
         hostile = {"turns": [{"text": HOSTILE, "tool_calls": [

@@ -174,7 +174,8 @@ def test_live_pages_follow_appends_from_another_writer(db, shots):
 
     with server(db) as url, chromium() as driver:
         driver.get(url + "/")
-        WebDriverWait(driver, 30).until(lambda d: d.find_element("id", "live-status").is_displayed())
+        WebDriverWait(driver, 30).until(
+            lambda d: d.find_element("id", "live-status").is_displayed())
         writer = threading.Thread(target=run)
         writer.start()
         try:

@@ -100,6 +100,7 @@ def test_any_text_in_any_timeline_field_comes_out_escaped(text):
 
 def test_the_report_of_the_hostile_conversation_allows_only_its_own_inline_code(db, ids):
     report = render_report(str(db), ids["hostile"], PriceTable.default())
-    csp = unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', report).group(1))
+    csp = unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"',
+                             report).group(1))
     assert "default-src 'none'" in csp and "'unsafe-inline'" not in csp
     assert report.count("<script") == 2  # the JSON block and the report's own script
