@@ -6,7 +6,7 @@ import click
 
 from journal._copy import copy_streams
 
-from ._common import emit, journal_for, json_option, problem, translate_errors
+from ._common import emit, journal_for, json_option, progress, translate_errors
 
 __all__ = ["copy"]
 
@@ -28,8 +28,9 @@ def copy(source: str, target: str, as_json: bool) -> None:
         turnlog copy turnlog.db postgresql://me@dbhost/turnlog
     """
     with journal_for(source, readonly=True) as src, journal_for(target, must_exist=False) as dst:
-        result = copy_streams(src, dst, progress=None if as_json else
-                              lambda sid, n: problem(f"copied {sid}: {n} events"))
+        total = sum(1 for _ in src.streams())
+        with progress(total, label="copying", as_json=as_json) as bar:
+            result = copy_streams(src, dst, progress=lambda stream, events: bar.advance())
     if as_json:
         emit({"copied": result.copied, "skipped": result.skipped, "events": result.events})
     else:

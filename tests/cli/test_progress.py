@@ -167,3 +167,17 @@ def test_the_library_reports_progress_to_the_end(tmp_path):
     finally:
         conn.close()
     assert result.events > 200
+
+
+def test_copy_draws_the_bar_on_a_terminal_only(journal_with_runs, tmp_path):
+    code, err = _on_a_terminal("copy", journal_with_runs, tmp_path / "tty.db", cwd=tmp_path)
+    assert code == 0, err
+    assert "copying" in err and "100%" in err
+
+    for as_json in (False, True):
+        out = turnlog("copy", journal_with_runs, tmp_path / f"piped{as_json}.db",
+                      *(["--json"] if as_json else []), cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert out.stderr == ""
+        if as_json:
+            assert json.loads(out.stdout)["events"] > 600
