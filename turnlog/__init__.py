@@ -138,6 +138,7 @@ from journal import (
     Journal,
     JournalError,
     JournalLockedError,
+    JournalConnectionError,
     JournalNotFoundError,
     JournalProtocol,
     NewEvent,
@@ -215,6 +216,7 @@ __all__ = [
     "InvalidReadError",
     "InvalidTransition",
     "Journal",
+    "JournalConnectionError",
     "JournalError",
     "JournalLockedError",
     "JournalNotFoundError",
@@ -232,6 +234,7 @@ __all__ = [
     "NewEvent",
     "NotAJournalError",
     "Observers",
+    "PostgresJournal",
     "PriceTable",
     "PriceTableError",
     "ProjectionMismatch",
@@ -319,3 +322,12 @@ __all__ = [
     "validate_tool_call",
     "walk_ancestry",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``PostgresJournal`` on first use (from :mod:`journal`): importing turnlog never imports psycopg."""
+    if name == "PostgresJournal":
+        import journal
+
+        return journal.PostgresJournal
+    raise AttributeError(f"module 'turnlog' has no attribute {name!r}")
