@@ -33,13 +33,24 @@ def listed(html: str) -> list[str]:
     return [unescape(m) for m in re.findall(r'<a class="cid" href="[^"]*">([^<]*)</a>', html)]
 
 
-def test_the_list_shows_every_conversation_with_its_columns(client):
+def recorded_tokens(db: Path, conversation_id: str) -> int:
+    """Input plus output tokens of a conversation's model responses, summed from its events
+    (the demo's figure varies with the clock: ``get_current_time``'s answer is in the prompt)."""
+    with Journal(db) as journal:
+        usages = [json.loads(e.payload).get("usage") or {}
+                  for e in journal.read(conversation_id) if e.type == "model_responded"]
+    return sum(u.get("input_tokens", 0) + u.get("output_tokens", 0) for u in usages)
+
+
+def test_the_list_shows_every_conversation_with_its_columns(client, db):
+    tokens = recorded_tokens(db, "demo")
+    assert tokens > 0
     r = client.get("/")
     assert r.status_code == 200
     assert set(listed(r.text)) >= {"demo", "demo-fork", "demo-swap"}
     assert "4 conversations" in r.text
     row = r.text.split('id=demo">demo</a>', 1)[1].split("</tr>", 1)[0]
-    for cell in ("completed", ">5<", "add, get_current_time, get_weather", "3,608", "verified ✓"):
+    for cell in ("completed", ">5<", "add, get_current_time, get_weather", f"{tokens:,}", "verified ✓"):
         assert cell in row, cell
 
 
