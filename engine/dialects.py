@@ -166,6 +166,25 @@ class PgConnection:
         except self._error as exc:
             raise self._translate(exc, self.where, "reading the journal") from exc
 
+    def listen(self, channel: str) -> None:
+        """Hear the journal's append notifications on ``channel`` (``PostgresJournal.channel``)."""
+        self.execute(f'LISTEN "{channel}"')
+
+    def wait_notified(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for an append notification (after :meth:`listen`); whether
+        one came.
+
+        psycopg keeps the notifications it reads during other queries for the next wait,
+        so none is lost between a read and the wait.
+        """
+        heard = False
+        try:
+            for _ in self.conn.notifies(timeout=seconds, stop_after=1):
+                heard = True
+        except self._error as exc:
+            raise self._translate(exc, self.where, "waiting for appends") from exc
+        return heard
+
     def close(self) -> None:
         """Close the connection (safe twice)."""
         self.conn.close()

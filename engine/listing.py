@@ -9,16 +9,18 @@ Results are plain dicts, shaped as the CLI's ``--json`` output.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from journal import walk_ancestry
 
 from .audit import STATUSES
-from .dialects import ReadConnection, dialect_of
+from .dialects import PgConnection, ReadConnection, dialect_of
 from .errors import BadFilterError, ConversationNotFound
 
-__all__ = ["conversation_events", "conversation_info", "events_after", "last_position",
-           "list_conversations"]
+__all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
+           "last_position", "list_conversations"]
 
 _COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fork_seq, "
             "replay_of, started_at, updated_at")
@@ -115,3 +117,23 @@ def events_after(conn: ReadConnection, position: int, *, conversation_id: str | 
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
     return conn.execute(sql, (position, *extra, limit)).fetchall()
+
+
+#: The longest a PostgreSQL follower waits without reading (a notification lost with a
+#: dropped connection is then noticed anyway).
+_LONGEST_WAIT = 5.0
+
+
+def appends_waiter(conn: ReadConnection, channel: str | None,
+                   interval: float) -> Callable[[float], None]:
+    """How a follower (``turnlog tail``) waits for the next append, at most ``seconds``.
+
+    On PostgreSQL (``channel``: the journal's ``PostgresJournal.channel``) it
+    LISTENs: every append sends a NOTIFY in its own transaction, so the wait
+    ends as soon as an append commits. On SQLite it sleeps ``interval`` (polling).
+    Either way the caller then reads :func:`events_after`.
+    """
+    if isinstance(conn, PgConnection) and channel is not None:
+        conn.listen(channel)
+        return lambda seconds: conn.wait_notified(min(seconds, _LONGEST_WAIT))
+    return lambda seconds: time.sleep(min(seconds, interval))

@@ -8,7 +8,12 @@ and shared by the tests that only read it.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -19,11 +24,14 @@ from hypothesis import strategies as st
 from engine._audit_sql import EVENTS
 from engine.audit import AuditQuery, audit
 from engine.cli import cli
+from engine.listing import appends_waiter, events_after, last_position
 from engine.dialects import POSTGRES, SQLITE, pg_placeholders
 from engine.views import connect_readonly, views
+from journal import Journal
 from tests.pgcluster import fresh_url
 
 runner = CliRunner()
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
 def invoke(*args: str) -> str:
@@ -158,3 +166,46 @@ def test_placeholders_change_only_outside_string_literals(sql):
 
     assert converted.split("'")[1::2] == [s.replace("%", "%%") for s in inside]
     assert converted.split("'")[::2] == [s.replace("%", "%%").replace("?", "%s") for s in outside]
+
+
+_APPENDER = """
+import sys, time
+from journal import Journal, NewEvent
+with Journal.open(sys.argv[1]) as j:
+    j.append("from-another-process", [NewEvent("note", 1, "{}")], 0)
+    print(time.time(), flush=True)
+"""
+
+
+def test_a_follower_hears_another_process_append_at_once_on_postgresql():
+    url = fresh_url()
+    invoke("demo", "--db", url)
+    conn = connect_readonly(url)
+    try:
+        with Journal.open(url, readonly=True) as j:
+            channel = j.channel
+        after = last_position(conn)
+        wait = appends_waiter(conn, channel, interval=60.0)  # polling would take a minute
+
+        appender = subprocess.Popen([sys.executable, "-c", _APPENDER, url], env=ENV,
+                                    stdout=subprocess.PIPE, text=True)
+        wait(60.0)
+        woke = time.time()
+        committed = float(appender.communicate(timeout=60)[0])
+        rows = events_after(conn, after)
+    finally:
+        conn.close()
+
+    assert [r[1] for r in rows] == ["from-another-process"]
+    assert woke - committed < 2.0
+
+
+def test_tail_follows_on_postgresql_until_its_count():
+    url = fresh_url()
+    invoke("demo", "--db", url)
+    start = json.loads(invoke("heads", "--db", url, "--json"))[0]["seq"] + 1
+
+    out = invoke("tail", "--follow", "--from-position", str(start - 2), "--count", "2",
+                 "--timeout", "30", "--json", "--db", url)
+
+    assert [json.loads(line)["position"] for line in out.splitlines()] == [start - 2, start - 1]
