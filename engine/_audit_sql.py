@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import msgspec
 
-from .projections import MODEL_CALLS, REQUESTED_SQL, TOOL_CALLS
+from .dialects import POSTGRES, SQLITE, Dialect
+from .projections import MODEL_CALLS, TOOL_CALLS, requested_sql
 
-__all__ = ["EVENTS", "PROJECTIONS", "REQUESTED_SCOPE", "REQUESTED_TOOL", "Source"]
+__all__ = ["EVENTS", "PROJECTIONS", "REQUESTED_SCOPE", "REQUESTED_TOOL", "SOURCES", "Source",
+           "events_source", "projections_source", "requested_scope"]
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,83 +43,109 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     server: str
 
 
-_SCOPE = "(SELECT conversation_id FROM temp.audit_scope)"
-
 #: ``{in_scope}`` and ``{and_tool}`` of the ``pending`` and ``server`` queries.
-REQUESTED_SCOPE = f"AND conversation_id IN {_SCOPE}"
 REQUESTED_TOOL = "AND tool = ?"
 
-_REQUESTED = """SELECT m.cid AS conversation_id, json_extract(r.value, '$[0]') AS call_id,
-       json_extract(r.value, '$[1]') AS tool, json_extract(r.value, '$[2]') AS kind
-FROM ({calls}) AS m, json_each(m.requested) AS r"""
+
+def requested_scope(d: Dialect) -> str:
+    """``{in_scope}`` of the ``pending`` and ``server`` queries."""
+    return f"AND conversation_id IN (SELECT conversation_id FROM {d.temp}.audit_scope)"
+
+
+REQUESTED_SCOPE = requested_scope(SQLITE)
 
 # NOT IN over an uncorrelated subquery is built once as a temporary index.
-_PENDING = """SELECT tool, count(*) FROM ({requested}) WHERE kind = 'client' {{in_scope}} {{and_tool}}
-  AND (conversation_id, call_id) NOT IN ({answered}) GROUP BY tool"""
-_SERVER = """SELECT kind, tool, count(*) FROM ({requested}) WHERE kind != 'client' {{in_scope}}
+_PENDING = """SELECT tool, count(*) FROM ({requested}) AS q WHERE kind = 'client' {{in_scope}}
+  {{and_tool}} AND (conversation_id, call_id) NOT IN ({answered}) GROUP BY tool"""
+_SERVER = """SELECT kind, tool, count(*) FROM ({requested}) AS q WHERE kind != 'client' {{in_scope}}
   {{and_tool}} GROUP BY kind, tool ORDER BY kind, tool"""
-_BY_PROJECTION = _REQUESTED.format(
-    calls=f"SELECT conversation_id AS cid, requested FROM {MODEL_CALLS} WHERE requested IS NOT NULL")
-_BY_EVENTS = _REQUESTED.format(
-    calls=f"SELECT stream_id AS cid, {REQUESTED_SQL.format(e='events')} AS requested FROM events "
-          "WHERE type = 'model_responded'")
+
+
+def _requested(d: Dialect, calls: str) -> str:
+    return f"""SELECT m.cid AS conversation_id, {d.json('r.value', '$[0]')} AS call_id,
+       {d.json('r.value', '$[1]')} AS tool, {d.json('r.value', '$[2]')} AS kind
+FROM ({calls}) AS m, {d.each('m.requested', None, 'r')}"""
+
 
 # Grouping happens before the join, so the scope table is read once per group.
 _CALLS = """
 SELECT g.cid, s.provider, s.model, g.day, g.n, g.i, g.o, g.c, g.w, g.r
-FROM ({grouped}) AS g JOIN temp.audit_scope AS s ON s.conversation_id = g.cid
+FROM ({grouped}) AS g JOIN {temp}.audit_scope AS s ON s.conversation_id = g.cid
 """
 
-PROJECTIONS = Source(
-    name="projections",
-    in_scope=f"AND conversation_id IN {_SCOPE}",
-    and_tool="AND tool = ?",
-    turns=f"SELECT count(*) FROM {MODEL_CALLS} WHERE ok {{in_scope}}",
-    calls=_CALLS.format(grouped=f"""
-        SELECT conversation_id AS cid, day, count(*) AS n, sum(input_tokens) AS i,
-               sum(output_tokens) AS o, sum(cached_input_tokens) AS c,
-               sum(cache_write_tokens) AS w, sum(reasoning_tokens) AS r
-        FROM {MODEL_CALLS} WHERE ok {{in_scope}} GROUP BY conversation_id, day"""),
-    failures=f"SELECT coalesce(error_type, ''), count(*) FROM {MODEL_CALLS} "
-             f"WHERE NOT ok {{in_scope}} GROUP BY 1 ORDER BY 1",
-    tools=f"SELECT tool, outcome = 'refused', outcome = 'succeeded', reason, duration_ms "
-          f"FROM {TOOL_CALLS} WHERE 1 {{in_scope}} {{and_tool}}",
-    tool_users=f"SELECT conversation_id FROM (SELECT conversation_id, tool FROM {TOOL_CALLS} "
-               f"UNION ALL SELECT conversation_id, tool FROM ({_BY_PROJECTION})) WHERE tool = ?",
-    pending=_PENDING.format(requested=_BY_PROJECTION, answered=(
-        f"SELECT conversation_id, call_id FROM {TOOL_CALLS} WHERE call_id IS NOT NULL")),
-    server=_SERVER.format(requested=_BY_PROJECTION),
-)
+
+def projections_source(d: Dialect) -> Source:
+    """The audit's queries over the projection tables, in dialect ``d``."""
+    by_projection = _requested(d, f"SELECT conversation_id AS cid, requested FROM {MODEL_CALLS} "
+                                  "WHERE requested IS NOT NULL")
+    return Source(
+        name="projections",
+        in_scope=f"AND conversation_id IN (SELECT conversation_id FROM {d.temp}.audit_scope)",
+        and_tool="AND tool = ?",
+        turns=f"SELECT count(*) FROM {MODEL_CALLS} WHERE ok {{in_scope}}",
+        calls=_CALLS.format(temp=d.temp, grouped=f"""
+            SELECT conversation_id AS cid, day, count(*) AS n, sum(input_tokens) AS i,
+                   sum(output_tokens) AS o, sum(cached_input_tokens) AS c,
+                   sum(cache_write_tokens) AS w, sum(reasoning_tokens) AS r
+            FROM {MODEL_CALLS} WHERE ok {{in_scope}} GROUP BY conversation_id, day"""),
+        failures=f"SELECT coalesce(error_type, ''), count(*) FROM {MODEL_CALLS} "
+                 f"WHERE NOT ok {{in_scope}} GROUP BY 1 ORDER BY 1",
+        tools=f"SELECT tool, outcome = 'refused', outcome = 'succeeded', reason, duration_ms "
+              f"FROM {TOOL_CALLS} WHERE 1 = 1 {{in_scope}} {{and_tool}}",
+        tool_users=f"SELECT conversation_id FROM (SELECT conversation_id, tool FROM {TOOL_CALLS} "
+                   f"UNION ALL SELECT conversation_id, tool FROM ({by_projection}) AS b) AS u "
+                   "WHERE tool = ?",
+        pending=_PENDING.format(requested=by_projection, answered=(
+            f"SELECT conversation_id, call_id FROM {TOOL_CALLS} WHERE call_id IS NOT NULL")),
+        server=_SERVER.format(requested=by_projection),
+    )
+
 
 # SQLite caches a payload's parse across the json_extract calls of one row, so each
 # payload below is parsed once.
-EVENTS = Source(
-    name="events",
-    in_scope=f"AND stream_id IN {_SCOPE}",
-    and_tool="AND json_extract(payload, '$.name') = ?",
-    turns="SELECT count(*) FROM events WHERE type = 'model_responded' {in_scope}",
-    calls=_CALLS.format(grouped="""
-        SELECT stream_id AS cid, substr(recorded_at, 1, 10) AS day, count(*) AS n,
-               coalesce(sum(json_extract(payload, '$.usage.input_tokens')), 0) AS i,
-               coalesce(sum(json_extract(payload, '$.usage.output_tokens')), 0) AS o,
-               coalesce(sum(json_extract(payload, '$.usage.cached_input_tokens')), 0) AS c,
-               coalesce(sum(json_extract(payload, '$.usage.cache_write_tokens')), 0) AS w,
-               coalesce(sum(json_extract(payload, '$.usage.reasoning_tokens')), 0) AS r
-        FROM events WHERE type = 'model_responded' {in_scope} GROUP BY stream_id, day"""),
-    failures="SELECT coalesce(json_extract(payload, '$.error_type'), ''), count(*) FROM events "
-             "WHERE type = 'model_failed' {in_scope} GROUP BY 1 ORDER BY 1",
-    tools="""SELECT json_extract(payload, '$.name'), type = 'tool_call_rejected',
-                    json_extract(payload, '$.success'), json_extract(payload, '$.reason'),
-                    json_extract(payload, '$.duration_ms')
-             FROM events WHERE type IN ('tool_completed', 'tool_call_rejected')
-             {in_scope} {and_tool}""",
-    tool_users="SELECT conversation_id FROM (SELECT stream_id AS conversation_id, "
-               "json_extract(payload, '$.name') AS tool FROM events "
-               "WHERE type IN ('tool_completed', 'tool_call_rejected') "
-               f"UNION ALL SELECT conversation_id, tool FROM ({_BY_EVENTS})) WHERE tool = ?",
-    pending=_PENDING.format(requested=_BY_EVENTS, answered=(
-        "SELECT stream_id, json_extract(payload, '$.call_id') FROM events "
-        "WHERE type IN ('tool_completed', 'tool_call_rejected') "
-        "AND json_extract(payload, '$.call_id') IS NOT NULL")),
-    server=_SERVER.format(requested=_BY_EVENTS),
-)
+def events_source(d: Dialect) -> Source:
+    """The audit's queries over ``events`` itself, in dialect ``d``."""
+    j = d.json
+    by_events = _requested(d, f"SELECT stream_id AS cid, {requested_sql(d).format(e='events')} "
+                              "AS requested FROM events WHERE type = 'model_responded'")
+    name = j("payload", "$.name")
+    call_id = j("payload", "$.call_id")
+    return Source(
+        name="events",
+        in_scope=f"AND stream_id IN (SELECT conversation_id FROM {d.temp}.audit_scope)",
+        and_tool=f"AND {name} = ?",
+        turns="SELECT count(*) FROM events WHERE type = 'model_responded' {in_scope}",
+        calls=_CALLS.format(temp=d.temp, grouped="""
+            SELECT stream_id AS cid, substr(recorded_at, 1, 10) AS day, count(*) AS n, """
+            + ", ".join(f"coalesce(sum({j('payload', f'$.usage.{key}', 'number')}), 0) AS {alias}"
+                        for key, alias in (("input_tokens", "i"), ("output_tokens", "o"),
+                                           ("cached_input_tokens", "c"),
+                                           ("cache_write_tokens", "w"),
+                                           ("reasoning_tokens", "r")))
+            + """
+            FROM events WHERE type = 'model_responded' {in_scope} GROUP BY stream_id, day"""),
+        failures=f"SELECT coalesce({j('payload', '$.error_type')}, ''), count(*) FROM events "
+                 "WHERE type = 'model_failed' {in_scope} GROUP BY 1 ORDER BY 1",
+        tools=f"""SELECT {name}, type = 'tool_call_rejected',
+                        {j('payload', '$.success', 'bool')}, {j('payload', '$.reason')},
+                        {j('payload', '$.duration_ms', 'number')}
+                 FROM events WHERE type IN ('tool_completed', 'tool_call_rejected')
+                 {{in_scope}} {{and_tool}}""",
+        tool_users=f"SELECT conversation_id FROM (SELECT stream_id AS conversation_id, "
+                   f"{name} AS tool FROM events "
+                   "WHERE type IN ('tool_completed', 'tool_call_rejected') "
+                   f"UNION ALL SELECT conversation_id, tool FROM ({by_events}) AS b) AS u "
+                   "WHERE tool = ?",
+        pending=_PENDING.format(requested=by_events, answered=(
+            f"SELECT stream_id, {call_id} FROM events "
+            "WHERE type IN ('tool_completed', 'tool_call_rejected') "
+            f"AND {call_id} IS NOT NULL")),
+        server=_SERVER.format(requested=by_events),
+    )
+
+
+PROJECTIONS = projections_source(SQLITE)
+EVENTS = events_source(SQLITE)
+SOURCES: dict[str, tuple[Source, Source]] = {
+    d.name: (projections_source(d), events_source(d)) for d in (SQLITE, POSTGRES)}
+"""Dialect name -> (projections, events)."""

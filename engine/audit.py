@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 
-from ._audit_sql import EVENTS, PROJECTIONS, REQUESTED_SCOPE, REQUESTED_TOOL, Source
+from ._audit_sql import REQUESTED_TOOL, SOURCES, Source, requested_scope
+from .dialects import ReadConnection, dialect_of
 from .errors import BadFilterError
 from .messages import Usage
 from .prices import PriceTable
@@ -108,7 +108,7 @@ def check_query(query: AuditQuery) -> None:
         raise BadFilterError(f"--status {query.status!r} is not one of {', '.join(STATUSES)}")
 
 
-def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
+def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
           prices: PriceTable | None = None, source: Source | None = None, *,
           check: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
@@ -133,7 +133,12 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     mismatches = check_projections(conn) if check else None
     if check:
         step(1)
-    src = source or (PROJECTIONS if not mismatches and in_step(conn) else EVENTS)
+    dialect = dialect_of(conn)
+    projected, events = SOURCES[dialect.name]
+    if source is not None:  # the same questions, asked in this connection's dialect
+        src = projected if source.name == projected.name else events
+    else:
+        src = projected if not mismatches and in_step(conn) else events
     _scope(conn, query, src)
     step(1)
     report: dict[str, Any] = _conversations(conn)
@@ -149,7 +154,7 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     report["model_failures"] = dict(conn.execute(src.failures.format(in_scope=in_scope)).fetchall())
     step(1)
     and_tool, params = (src.and_tool, (query.tool,)) if query.tool else ("", ())
-    requested = {"in_scope": "" if unfiltered else REQUESTED_SCOPE,
+    requested = {"in_scope": "" if unfiltered else requested_scope(dialect),
                  "and_tool": REQUESTED_TOOL if query.tool else ""}
     pending = dict(conn.execute(src.pending.format(**requested), params).fetchall())
     report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope, and_tool=and_tool),
@@ -165,7 +170,7 @@ def audit(conn: sqlite3.Connection, query: AuditQuery = AuditQuery(),
     report["projection_mismatches"] = None if mismatches is None else [
         {"table": m.object, "conversation_id": m.stream_id, "position": m.position,
          "column": m.column, "reason": m.reason} for m in mismatches]
-    conn.execute("DROP TABLE temp.audit_scope")
+    conn.execute(f"DROP TABLE {dialect.temp}.audit_scope")
     step(1)
     return report
 
@@ -182,7 +187,7 @@ def _no_progress(_steps: int) -> None:
     """``audit``'s progress when nobody listens."""
 
 
-def _scope(conn: sqlite3.Connection, query: AuditQuery, src: Source) -> None:
+def _scope(conn: ReadConnection, query: AuditQuery, src: Source) -> None:
     where, params = [], []
     for column in ("provider", "model", "status"):
         value = getattr(query, column)
@@ -195,27 +200,29 @@ def _scope(conn: sqlite3.Connection, query: AuditQuery, src: Source) -> None:
     if query.tool is not None:
         where.append(f"conversation_id IN ({src.tool_users})")
         params.append(query.tool)
-    conn.execute("DROP TABLE IF EXISTS temp.audit_scope")
+    temp = dialect_of(conn).temp
+    conn.execute(f"DROP TABLE IF EXISTS {temp}.audit_scope")
     conn.execute(
         "CREATE TEMP TABLE audit_scope (conversation_id TEXT PRIMARY KEY, provider TEXT, "
-        "model TEXT, status TEXT) WITHOUT ROWID")
+        "model TEXT, status TEXT)" + (" WITHOUT ROWID" if temp == "temp" else ""))
     conn.execute(
-        "INSERT INTO temp.audit_scope SELECT conversation_id, provider, model, status "
+        f"INSERT INTO {temp}.audit_scope SELECT conversation_id, provider, model, status "
         f"FROM conversations {'WHERE ' + ' AND '.join(where) if where else ''}", params)
 
 
-def _conversations(conn: sqlite3.Connection) -> dict[str, Any]:
+def _conversations(conn: ReadConnection) -> dict[str, Any]:
+    temp = dialect_of(conn).temp
     by_status = dict.fromkeys(STATUSES, 0)
     for status, n in conn.execute(
-            "SELECT status, count(*) FROM temp.audit_scope GROUP BY status"):
+            f"SELECT status, count(*) FROM {temp}.audit_scope GROUP BY status"):
         by_status[status] = n
     by_model = [
         {"provider": p, "model": m, "conversations": n, "by_status": {
             s: c for s, c in zip(STATUSES, counts)}}
         for p, m, n, *counts in conn.execute(
             "SELECT provider, model, count(*), "
-            + ", ".join(f"sum(status = '{s}')" for s in STATUSES)
-            + " FROM temp.audit_scope GROUP BY provider, model ORDER BY provider, model")]
+            + ", ".join(f"sum(CASE WHEN status = '{s}' THEN 1 ELSE 0 END)" for s in STATUSES)
+            + f" FROM {temp}.audit_scope GROUP BY provider, model ORDER BY provider, model")]
     return {"conversations": sum(by_status.values()), "by_status": by_status,
             "by_provider_model": by_model}
 
@@ -310,10 +317,9 @@ def _cost(calls: list[tuple], prices: PriceTable, top: int) -> dict[str, Any]:
     }
 
 
-def _divergences(conn: sqlite3.Connection) -> dict[str, Any] | None:
+def _divergences(conn: ReadConnection) -> dict[str, Any] | None:
     """The last recorded replay run's findings, or ``None`` when replays record nothing."""
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')",
-                          (REPLAY_REPORTS,)).fetchone()
+    exists = conn.execute(dialect_of(conn).table_exists(), (REPLAY_REPORTS,)).fetchone()
     if not exists:
         return None
     rows = conn.execute(

@@ -1,7 +1,7 @@
 """What is in a journal, read through its SQL views: ``turnlog ls``, ``show`` and ``tail``.
 
-Every function takes a read-only ``sqlite3`` connection (``engine.views.
-connect_readonly``) and reads the ``conversations`` view instead of folding
+Every function takes a read connection (``engine.views.connect_readonly``: SQLite or
+PostgreSQL) and reads the ``conversations`` view instead of folding
 every conversation, so listings stay fast on journals of millions of events.
 Results are plain dicts, shaped as the CLI's ``--json`` output.
 """
@@ -9,16 +9,18 @@ Results are plain dicts, shaped as the CLI's ``--json`` output.
 from __future__ import annotations
 
 import json
-import sqlite3
+import time
+from collections.abc import Callable
 from typing import Any
 
 from journal import walk_ancestry
 
 from .audit import STATUSES
+from .dialects import PgConnection, ReadConnection, dialect_of
 from .errors import BadFilterError, ConversationNotFound
 
-__all__ = ["conversation_events", "conversation_info", "events_after", "last_position",
-           "list_conversations"]
+__all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
+           "last_position", "list_conversations"]
 
 _COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fork_seq, "
             "replay_of, started_at, updated_at")
@@ -29,7 +31,7 @@ _AFTER = ("SELECT position, stream_id, seq, type, recorded_at, payload FROM even
           "WHERE position > ? {and_stream} ORDER BY position LIMIT ?")
 
 
-def _turn_count(conn: sqlite3.Connection, own_turns: int, parent: str | None,
+def _turn_count(conn: ReadConnection, own_turns: int, parent: str | None,
                 fork_seq: int | None) -> int:
     """Own model responses plus those a fork inherits from its ancestors up to the fork point."""
     if parent is None:
@@ -39,7 +41,7 @@ def _turn_count(conn: sqlite3.Connection, own_turns: int, parent: str | None,
                            for segment in segments)
 
 
-def _row(conn: sqlite3.Connection, r: tuple) -> dict[str, Any]:
+def _row(conn: ReadConnection, r: tuple) -> dict[str, Any]:
     cid, status, provider, model, turns, events, parent, fork_seq, replay_of, started, updated = r
     return {"conversation_id": cid, "status": status, "provider": provider, "model": model,
             "turn_count": _turn_count(conn, turns, parent, fork_seq), "events": events,
@@ -47,7 +49,7 @@ def _row(conn: sqlite3.Connection, r: tuple) -> dict[str, Any]:
             "updated_at": updated}
 
 
-def list_conversations(conn: sqlite3.Connection, *, limit: int | None = None,
+def list_conversations(conn: ReadConnection, *, limit: int | None = None,
                        status: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
     """Conversations, newest (last appended to) first.
 
@@ -71,7 +73,7 @@ def list_conversations(conn: sqlite3.Connection, *, limit: int | None = None,
     return [_row(conn, r) for r in conn.execute(sql, params)]
 
 
-def conversation_info(conn: sqlite3.Connection, conversation_id: str,
+def conversation_info(conn: ReadConnection, conversation_id: str,
                       where: str = "the journal") -> dict[str, Any]:
     """One conversation's listing row plus its ``forks`` and ``replays``.
 
@@ -87,12 +89,13 @@ def conversation_info(conn: sqlite3.Connection, conversation_id: str,
         "ORDER BY stream_id", (conversation_id,))]
     info["replays"] = [c for (c,) in conn.execute(
         "SELECT stream_id FROM events WHERE type = 'conversation_started' AND seq = 1 "
-        "AND json_extract(payload, '$.replay_of.conversation_id') = ? ORDER BY stream_id",
+        f"AND {dialect_of(conn).json('payload', '$.replay_of.conversation_id')} = ? "
+        "ORDER BY stream_id",
         (conversation_id,))]
     return info
 
 
-def conversation_events(conn: sqlite3.Connection, conversation_id: str) -> list[dict[str, Any]]:
+def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict[str, Any]]:
     """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded)."""
     return [{"seq": seq, "type": type_, "recorded_at": at, "payload": json.loads(payload)}
             for seq, type_, at, payload in conn.execute(
@@ -100,12 +103,12 @@ def conversation_events(conn: sqlite3.Connection, conversation_id: str) -> list[
                 "ORDER BY seq", (conversation_id,))]
 
 
-def last_position(conn: sqlite3.Connection) -> int:
+def last_position(conn: ReadConnection) -> int:
     """The global position of the journal's last event (0 when empty)."""
     return conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
 
 
-def events_after(conn: sqlite3.Connection, position: int, *, conversation_id: str | None = None,
+def events_after(conn: ReadConnection, position: int, *, conversation_id: str | None = None,
                  limit: int = 1000) -> list[tuple]:
     """Up to ``limit`` events after global ``position`` (of one conversation, if given), in order.
 
@@ -114,3 +117,23 @@ def events_after(conn: sqlite3.Connection, position: int, *, conversation_id: st
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
     return conn.execute(sql, (position, *extra, limit)).fetchall()
+
+
+#: The longest a PostgreSQL follower waits without reading (a notification lost with a
+#: dropped connection is then noticed anyway).
+_LONGEST_WAIT = 5.0
+
+
+def appends_waiter(conn: ReadConnection, channel: str | None,
+                   interval: float) -> Callable[[float], None]:
+    """How a follower (``turnlog tail``) waits for the next append, at most ``seconds``.
+
+    On PostgreSQL (``channel``: the journal's ``PostgresJournal.channel``) it
+    LISTENs: every append sends a NOTIFY in its own transaction, so the wait
+    ends as soon as an append commits. On SQLite it sleeps ``interval`` (polling).
+    Either way the caller then reads :func:`events_after`.
+    """
+    if isinstance(conn, PgConnection) and channel is not None:
+        conn.listen(channel)
+        return lambda seconds: conn.wait_notified(min(seconds, _LONGEST_WAIT))
+    return lambda seconds: time.sleep(min(seconds, interval))

@@ -33,13 +33,16 @@ it through the engine's journal extension, ``turnlog audit --check`` too.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from sqlite_utils import Database
 
-from journal import ProjectionMismatch
+from journal import JournalError, ProjectionMismatch
+
+from .dialects import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
 
 __all__ = ["MODEL_CALLS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
-           "in_step", "install", "rebuild"]
+           "in_step", "install", "install_postgres", "rebuild", "requested_sql"]
 
 MODEL_CALLS = "_audit_model_calls"
 TOOL_CALLS = "_audit_tool_calls"
@@ -51,49 +54,71 @@ TOOL_CALLS = "_audit_tool_calls"
 #: (the kind itself when it has none).
 SERVER_CALL_KINDS = ("executableCode", "mcp_tool_use", "server_tool_use", "toolCall")
 
-#: SQL over an event row named ``{e}``: the JSON array of ``[call_id, tool, kind]`` for
-#: every call its parts ask for (NULL: none). One rule for the projection and ``events``.
-REQUESTED_SQL = """nullif((SELECT json_group_array(json_array(
-        CASE json_extract(p.value, '$.type') WHEN 'tool_call' THEN json_extract(p.value, '$.id')
-             ELSE json_extract(p.value, '$.data.id') END,
-        CASE json_extract(p.value, '$.type') WHEN 'tool_call' THEN json_extract(p.value, '$.name')
-             ELSE coalesce(json_extract(p.value, '$.data.name'), json_extract(p.value, '$.kind')) END,
-        CASE json_extract(p.value, '$.type') WHEN 'tool_call' THEN 'client'
-             ELSE json_extract(p.value, '$.kind') END))
-    FROM json_each({e}.payload, '$.parts') AS p
-    WHERE json_extract(p.value, '$.type') = 'tool_call'
-       OR (json_extract(p.value, '$.type') = 'opaque'
-           AND json_extract(p.value, '$.kind') IN (%s))), '[]')""" % ", ".join(
-    f"'{k}'" for k in SERVER_CALL_KINDS)
+def requested_sql(d: Dialect) -> str:
+    """SQL over an event row named ``{e}``: the JSON array of ``[call_id, tool, kind]`` for
+    every call its parts ask for (NULL: none). One rule for the projection and ``events``."""
+    j = d.json
+    kinds = ", ".join(f"'{k}'" for k in SERVER_CALL_KINDS)
+    items = (
+        f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN {j('p.value', '$.id')}
+             ELSE {j('p.value', '$.data.id')} END""",
+        f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN {j('p.value', '$.name')}
+             ELSE coalesce({j('p.value', '$.data.name')}, {j('p.value', '$.kind')}) END""",
+        f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN 'client'
+             ELSE {j('p.value', '$.kind')} END""")
+    return f"""nullif((SELECT {d.array_of_arrays(*items)}
+    FROM {d.each('{e}.payload', '$.parts', 'p')}
+    WHERE {j('p.value', '$.type')} = 'tool_call'
+       OR ({j('p.value', '$.type')} = 'opaque'
+           AND {j('p.value', '$.kind')} IN ({kinds}))), '[]')"""
+
+
+#: :func:`requested_sql` in SQLite.
+REQUESTED_SQL = requested_sql(SQLITE)
 
 _MODEL_TYPES = "('model_responded', 'model_failed')"
 _TOOL_TYPES = "('tool_completed', 'tool_call_rejected')"
 
-# The same JSON paths as the model_calls and tool_calls views, over a row named {e}.
-_MODEL_ROW = """{e}.position, {e}.stream_id, substr({e}.recorded_at, 1, 10),
-    {e}.type = 'model_responded',
-    coalesce(json_extract({e}.payload, '$.usage.input_tokens'), 0),
-    coalesce(json_extract({e}.payload, '$.usage.output_tokens'), 0),
-    coalesce(json_extract({e}.payload, '$.usage.cached_input_tokens'), 0),
-    coalesce(json_extract({e}.payload, '$.usage.cache_write_tokens'), 0),
-    coalesce(json_extract({e}.payload, '$.usage.reasoning_tokens'), 0),
-    json_extract({e}.payload, '$.error_type'),
-    CASE WHEN {e}.type = 'model_responded' THEN """ + REQUESTED_SQL + """ END"""
 
-_TOOL_ROW = """{e}.position, {e}.stream_id, json_extract({e}.payload, '$.call_id'),
-    json_extract({e}.payload, '$.name'),
-    CASE WHEN {e}.type = 'tool_call_rejected' THEN 'refused'
-         WHEN json_extract({e}.payload, '$.success') THEN 'succeeded' ELSE 'failed' END,
-    json_extract({e}.payload, '$.reason'),
-    json_extract({e}.payload, '$.duration_ms')"""
+def _model_row(d: Dialect) -> str:
+    """The same JSON paths as the model_calls and tool_calls views, over a row named {e}."""
+    def tokens(key: str) -> str:
+        return f"coalesce({d.json('{e}.payload', f'$.usage.{key}', 'number')}, 0)"
+
+    return ("""{e}.position, {e}.stream_id, substr({e}.recorded_at, 1, 10),
+    {e}.type = 'model_responded',
+    """ + ",\n    ".join(tokens(k) for k in ("input_tokens", "output_tokens",
+                                               "cached_input_tokens", "cache_write_tokens",
+                                               "reasoning_tokens")) + f""",
+    {d.json('{e}.payload', '$.error_type')},
+    CASE WHEN {{e}}.type = 'model_responded' THEN """ + requested_sql(d) + """ END""")
+
+
+def _tool_row(d: Dialect) -> str:
+    j = d.json
+    return f"""{{e}}.position, {{e}}.stream_id, {j('{e}.payload', '$.call_id')},
+    {j('{e}.payload', '$.name')},
+    CASE WHEN {{e}}.type = 'tool_call_rejected' THEN 'refused'
+         WHEN {j('{e}.payload', '$.success', 'bool')} THEN 'succeeded' ELSE 'failed' END,
+    {j('{e}.payload', '$.reason')},
+    {j('{e}.payload', '$.duration_ms', 'number')}"""
+
+
+_MODEL_ROW = _model_row(SQLITE)
+_TOOL_ROW = _tool_row(SQLITE)
 
 _MODEL_COLUMNS = ("position", "conversation_id", "day", "ok", "input_tokens", "output_tokens",
                   "cached_input_tokens", "cache_write_tokens", "reasoning_tokens", "error_type",
                   "requested")
 _TOOL_COLUMNS = ("position", "conversation_id", "call_id", "tool", "outcome", "reason",
                  "duration_ms")
-_PROJECTED = ((MODEL_CALLS, _MODEL_TYPES, _MODEL_ROW, _MODEL_COLUMNS),
-              (TOOL_CALLS, _TOOL_TYPES, _TOOL_ROW, _TOOL_COLUMNS))
+
+
+def _projected(d: Dialect) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
+    return ((MODEL_CALLS, _MODEL_TYPES, _model_row(d), _MODEL_COLUMNS),
+            (TOOL_CALLS, _TOOL_TYPES, _tool_row(d), _TOOL_COLUMNS))
+
+
 _MAX_REPORTED = 100
 
 _TABLES = [
@@ -108,6 +133,20 @@ _TABLES = [
 ]
 # No secondary indexes: every append pays for them, and a scan of these narrow tables is
 # already fast enough for the audit (a filtered audit checks scope per row).
+
+# PostgreSQL: the same columns; numbers as numeric (what the row's JSON casts give), ok
+# as boolean. A statement-level trigger projects a whole append's events at once.
+_PG_TABLES = [
+    f"""CREATE TABLE {MODEL_CALLS} (
+        position BIGINT PRIMARY KEY, conversation_id TEXT COLLATE "C" NOT NULL,
+        day TEXT NOT NULL, ok BOOLEAN NOT NULL, input_tokens NUMERIC NOT NULL,
+        output_tokens NUMERIC NOT NULL, cached_input_tokens NUMERIC NOT NULL,
+        cache_write_tokens NUMERIC NOT NULL, reasoning_tokens NUMERIC NOT NULL,
+        error_type TEXT, requested TEXT)""",
+    f"""CREATE TABLE {TOOL_CALLS} (
+        position BIGINT PRIMARY KEY, conversation_id TEXT COLLATE "C" NOT NULL,
+        call_id TEXT, tool TEXT, outcome TEXT NOT NULL, reason TEXT, duration_ms NUMERIC)""",
+]
 
 
 def drop(db: Database) -> None:
@@ -138,21 +177,44 @@ def install(db: Database) -> None:
                 f"{operation} is not allowed'); END")
 
 
-def in_step(conn: sqlite3.Connection) -> bool:
+def _present(conn: ReadConnection) -> set[str]:
+    """Which of the two tables the journal has."""
+    exists = dialect_of(conn).table_exists()
+    return {t for t in (MODEL_CALLS, TOOL_CALLS) if conn.execute(exists, (t,)).fetchone()}
+
+
+def install_postgres(conn: Any) -> None:
+    """:func:`install` on PostgreSQL (``conn``: the migration's psycopg connection)."""
+    for sql in _PG_TABLES:
+        conn.execute(sql)
+    for table, types, row, _columns in _projected(POSTGRES):
+        select = f"SELECT {row.format(e='e')} FROM {{source}} AS e WHERE e.type IN {types}"
+        conn.execute(f"INSERT INTO {table} " + select.format(source="events"))
+        conn.execute(
+            f"CREATE FUNCTION {table}_project() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN INSERT INTO {table} {select.format(source='appended')}; RETURN NULL; END $$")
+        conn.execute(f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
+                     "REFERENCING NEW TABLE AS appended FOR EACH STATEMENT "
+                     f"EXECUTE FUNCTION {table}_project()")
+        for operation in ("UPDATE", "DELETE", "TRUNCATE"):
+            level = "STATEMENT" if operation == "TRUNCATE" else "ROW"
+            conn.execute(f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} "
+                         f"ON {table} FOR EACH {level} EXECUTE FUNCTION turnlog_refuse_rewrite()")
+
+
+def in_step(conn: ReadConnection) -> bool:
     """Whether both tables hold exactly one row per projected event (counts and last positions)
     and have this version's columns.
 
     Cheap: every figure comes from an index, no payload is read. False when the
     tables are missing (a journal written without the engine, read read-only).
     """
-    present = {name for (name,) in conn.execute(
-        f"SELECT name FROM sqlite_master WHERE name IN ('{MODEL_CALLS}', '{TOOL_CALLS}')")}
-    if len(present) < 2:
+    if len(_present(conn)) < 2:
         return False
     try:  # tables of an older version (read-only: not migrated) lack the newer columns
         conn.execute(f"SELECT requested FROM {MODEL_CALLS} LIMIT 0")
         conn.execute(f"SELECT call_id FROM {TOOL_CALLS} LIMIT 0")
-    except sqlite3.OperationalError:
+    except (sqlite3.OperationalError, JournalError):
         return False
     for table, types in ((MODEL_CALLS, _MODEL_TYPES), (TOOL_CALLS, _TOOL_TYPES)):
         projected = conn.execute(f"SELECT count(*), max(position) FROM {table}").fetchone()
@@ -163,7 +225,7 @@ def in_step(conn: sqlite3.Connection) -> bool:
     return True
 
 
-def check(conn: sqlite3.Connection, conversation_id: str | None = None,
+def check(conn: ReadConnection, conversation_id: str | None = None,
           extension: str = "engine.views") -> list[ProjectionMismatch]:
     """Recompute both tables from ``events`` (every row, or one conversation's) and
     return each difference: a row missing, a row no event backs, a column that differs.
@@ -171,10 +233,9 @@ def check(conn: sqlite3.Connection, conversation_id: str | None = None,
     Reads every projected payload once: O(events of those types). At most 100
     differences are listed (the first by position).
     """
-    present = {name for (name,) in conn.execute(
-        f"SELECT name FROM sqlite_master WHERE name IN ('{MODEL_CALLS}', '{TOOL_CALLS}')")}
+    present = _present(conn)
     found: list[ProjectionMismatch] = []
-    for table, types, row, columns in _PROJECTED:
+    for table, types, row, columns in _projected(dialect_of(conn)):
         if table not in present:
             continue  # not installed: nothing can be forged, the audit reads events
         scope = () if conversation_id is None else (conversation_id,)

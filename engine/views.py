@@ -29,6 +29,7 @@ Example, with nothing but ``sqlite3 turnlog.db``::
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -37,8 +38,9 @@ from journal import Extension, ProjectionMismatch
 from journal._open import is_postgres, shown_url
 
 from . import projections
+from .dialects import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
 
-__all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly"]
+__all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly", "views"]
 
 #: The status a conversation is in after an event of each type (anything else: active),
 #: as ``ConversationState.status`` says it.
@@ -53,8 +55,9 @@ STATUS_SQL = """CASE {type}
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
 
-def _own_tokens(column: str) -> str:
-    return (f"coalesce((SELECT sum(json_extract(r.payload, '$.usage.{column}')) FROM events r "
+def _own_tokens(d: Dialect, column: str) -> str:
+    return (f"coalesce((SELECT sum({d.json('r.payload', f'$.usage.{column}', 'number')}) "
+            f"FROM events r "
             f"WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id), 0) AS {column}")
 
 
@@ -63,26 +66,28 @@ def _own_tokens(column: str) -> str:
 # Each stream's last event is found by an index lookup per conversation, not by grouping
 # every event, so listing 10,000 conversations does not read a million index entries.
 # A fork's own start ends its parent's interruption (the fork was never interrupted).
-_CONVERSATIONS = f"""CREATE VIEW conversations AS
+def _conversations(d: Dialect) -> str:
+    j = d.json
+    return f"""CREATE VIEW conversations AS
 SELECT
     s.stream_id AS conversation_id,
-    json_extract(s.payload, '$.provider') AS provider,
-    json_extract(s.payload, '$.model') AS model,
-    coalesce(json_extract(s.payload, '$.mode'), 'chat') AS mode,
+    {j('s.payload', '$.provider')} AS provider,
+    {j('s.payload', '$.model')} AS model,
+    coalesce({j('s.payload', '$.mode')}, 'chat') AS mode,
     {STATUS_SQL.format(type='''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
         THEN (SELECT nullif(p.type, 'run_interrupted') FROM events p
               WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
         ELSE z.type END''')} AS status,
     (SELECT count(*) FROM events r
      WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
-    {", ".join(_own_tokens(c) for c in _TOKENS)},
+    {", ".join(_own_tokens(d, c) for c in _TOKENS)},
     z.seq AS events,
     s.recorded_at AS started_at,
     z.recorded_at AS updated_at,
     z.type AS last_event,
     l.parent_stream_id AS parent,
     l.parent_seq AS fork_seq,
-    json_extract(s.payload, '$.replay_of.conversation_id') AS replay_of,
+    {j('s.payload', '$.replay_of.conversation_id')} AS replay_of,
     z.position AS last_position
 FROM events AS s
 JOIN events AS z ON z.stream_id = s.stream_id
@@ -90,98 +95,115 @@ JOIN events AS z ON z.stream_id = s.stream_id
 LEFT JOIN stream_links AS l ON l.stream_id = s.stream_id
 WHERE s.type = 'conversation_started' AND s.seq = 1"""
 
-# The conversation's provider/model stand in when a response does not name its own
-# (coalesce is lazy in SQLite, so the start event is only read when needed).
-_STARTED = "(SELECT json_extract(s.payload, '$.{0}') FROM events s WHERE s.stream_id = e.stream_id AND s.seq = 1)"
 
-_MODEL_CALLS = f"""CREATE VIEW model_calls AS
+def _model_calls(d: Dialect) -> str:
+    j = d.json
+
+    def started(key: str) -> str:
+        # The conversation's provider/model stand in when a response does not name its own
+        # (coalesce is lazy in SQLite, so the start event is only read when needed).
+        return (f"(SELECT {j('s.payload', f'$.{key}')} FROM events s "
+                "WHERE s.stream_id = e.stream_id AND s.seq = 1)")
+
+    def tokens(key: str) -> str:
+        return f"coalesce({j('e.payload', f'$.usage.{key}', 'number')}, 0) AS {key}"
+
+    return f"""CREATE VIEW model_calls AS
 SELECT
     e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
-    json_extract(e.payload, '$.turn') AS turn,
-    coalesce(nullif(json_extract(e.payload, '$.provider'), ''), {_STARTED.format('provider')}) AS provider,
-    coalesce(nullif(json_extract(e.payload, '$.model'), ''), {_STARTED.format('model')}) AS model,
+    {j('e.payload', '$.turn', 'number')} AS turn,
+    coalesce(nullif({j('e.payload', '$.provider')}, ''), {started('provider')}) AS provider,
+    coalesce(nullif({j('e.payload', '$.model')}, ''), {started('model')}) AS model,
     e.type = 'model_responded' AS ok,
     CASE WHEN e.type = 'model_responded'
-         THEN coalesce(json_extract(e.payload, '$.stop_reason'), 'end_turn') END AS stop_reason,
-    coalesce(json_extract(e.payload, '$.usage.input_tokens'), 0) AS input_tokens,
-    coalesce(json_extract(e.payload, '$.usage.output_tokens'), 0) AS output_tokens,
-    coalesce(json_extract(e.payload, '$.usage.cached_input_tokens'), 0) AS cached_input_tokens,
-    coalesce(json_extract(e.payload, '$.usage.cache_write_tokens'), 0) AS cache_write_tokens,
-    coalesce(json_extract(e.payload, '$.usage.reasoning_tokens'), 0) AS reasoning_tokens,
-    json_extract(e.payload, '$.latency_ms') AS latency_ms,
+         THEN coalesce({j('e.payload', '$.stop_reason')}, 'end_turn') END AS stop_reason,
+    {tokens('input_tokens')},
+    {tokens('output_tokens')},
+    {tokens('cached_input_tokens')},
+    {tokens('cache_write_tokens')},
+    {tokens('reasoning_tokens')},
+    {j('e.payload', '$.latency_ms', 'number')} AS latency_ms,
     CASE WHEN e.type = 'model_responded'
-         THEN coalesce(json_extract(e.payload, '$.source'), 'provider') END AS source,
-    (SELECT count(*) FROM json_each(e.payload, '$.parts') AS p
-     WHERE json_extract(p.value, '$.type') = 'tool_call') AS tool_calls,
-    json_extract(e.payload, '$.error_type') AS error_type,
-    json_extract(e.payload, '$.message') AS error,
-    json_extract(e.payload, '$.status') AS http_status
+         THEN coalesce({j('e.payload', '$.source')}, 'provider') END AS source,
+    (SELECT count(*) FROM {d.each('e.payload', '$.parts', 'p')}
+     WHERE {j('p.value', '$.type')} = 'tool_call') AS tool_calls,
+    {j('e.payload', '$.error_type')} AS error_type,
+    {j('e.payload', '$.message')} AS error,
+    {j('e.payload', '$.status', 'number')} AS http_status
 FROM events AS e
 WHERE e.type IN ('model_responded', 'model_failed')"""
 
-_TOOL_CALLS = """CREATE VIEW tool_calls AS
+
+def _tool_calls(d: Dialect) -> str:
+    j = d.json
+    return f"""CREATE VIEW tool_calls AS
 SELECT
     e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
-    json_extract(e.payload, '$.call_id') AS call_id,
-    json_extract(e.payload, '$.name') AS tool,
+    {j('e.payload', '$.call_id')} AS call_id,
+    {j('e.payload', '$.name')} AS tool,
     CASE WHEN e.type = 'tool_call_rejected' THEN 'refused'
-         WHEN json_extract(e.payload, '$.success') THEN 'succeeded'
+         WHEN {j('e.payload', '$.success', 'bool')} THEN 'succeeded'
          ELSE 'failed' END AS outcome,
-    json_extract(e.payload, '$.reason') AS refused_reason,
-    json_extract(e.payload, '$.duration_ms') AS duration_ms,
-    json_extract(e.payload, '$.error') AS error,
-    json_extract(e.payload, '$.content') AS content,
+    {j('e.payload', '$.reason')} AS refused_reason,
+    {j('e.payload', '$.duration_ms', 'number')} AS duration_ms,
+    {j('e.payload', '$.error')} AS error,
+    {j('e.payload', '$.content')} AS content,
     CASE WHEN e.type = 'tool_completed'
-         THEN coalesce(json_extract(e.payload, '$.source'), 'live') END AS source,
+         THEN coalesce({j('e.payload', '$.source')}, 'live') END AS source,
     CASE WHEN e.type = 'tool_call_rejected'
-         THEN coalesce(json_extract(e.payload, '$.arguments'), '{}')
-         ELSE (SELECT coalesce(json_extract(t.payload, '$.arguments'), '{}') FROM events AS t
+         THEN coalesce({j('e.payload', '$.arguments')}, '{{}}')
+         ELSE (SELECT coalesce({j('t.payload', '$.arguments')}, '{{}}') FROM events AS t
                WHERE t.type = 'tool_started' AND t.stream_id = e.stream_id AND t.seq < e.seq
-                 AND json_extract(t.payload, '$.call_id') = json_extract(e.payload, '$.call_id')
+                 AND {j('t.payload', '$.call_id')} = {j('e.payload', '$.call_id')}
                ORDER BY t.seq DESC LIMIT 1) END AS arguments
 FROM events AS e
 WHERE e.type IN ('tool_completed', 'tool_call_rejected')
 UNION ALL
 SELECT
     e.position, e.stream_id, e.seq, e.recorded_at,
-    json_extract(p.value, '$.id'), json_extract(p.value, '$.name'), 'pending',
+    {j('p.value', '$.id')}, {j('p.value', '$.name')}, 'pending',
     NULL, NULL, NULL, NULL, NULL,
-    coalesce(json_extract(p.value, '$.arguments'), '{}')
-FROM events AS e, json_each(e.payload, '$.parts') AS p
-WHERE e.type = 'model_responded' AND json_extract(p.value, '$.type') = 'tool_call'
+    coalesce({j('p.value', '$.arguments')}, '{{}}')
+FROM events AS e, {d.each('e.payload', '$.parts', 'p')}
+WHERE e.type = 'model_responded' AND {j('p.value', '$.type')} = 'tool_call'
   AND NOT EXISTS (
     SELECT 1 FROM events AS a
     WHERE a.type IN ('tool_completed', 'tool_call_rejected') AND a.stream_id = e.stream_id
-      AND a.seq > e.seq AND json_extract(a.payload, '$.call_id') = json_extract(p.value, '$.id'))"""
+      AND a.seq > e.seq AND {j('a.payload', '$.call_id')} = {j('p.value', '$.id')})"""
 
-_MESSAGES = """CREATE VIEW messages AS
+
+def _messages(d: Dialect) -> str:
+    j = d.json
+    return f"""CREATE VIEW messages AS
 SELECT
     e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
     CASE e.type WHEN 'user_message' THEN 'user' WHEN 'model_responded' THEN 'assistant'
          ELSE 'tool' END AS role,
     CASE WHEN e.type IN ('user_message', 'model_responded')
-         THEN (SELECT group_concat(json_extract(p.value, '$.text'), '')
-               FROM json_each(e.payload, '$.parts') AS p
-               WHERE json_extract(p.value, '$.type') = 'text')
-         ELSE json_extract(e.payload, '$.content') END AS text,
-    json_extract(e.payload, '$.turn') AS turn,
-    nullif(json_extract(e.payload, '$.provider'), '') AS provider,
-    nullif(json_extract(e.payload, '$.model'), '') AS model,
-    json_extract(e.payload, '$.call_id') AS call_id,
-    json_extract(e.payload, '$.name') AS tool,
-    CASE WHEN e.type = 'tool_completed' THEN NOT json_extract(e.payload, '$.success')
+         THEN (SELECT {d.concat(j('p.value', '$.text'), "''")}
+               FROM {d.each('e.payload', '$.parts', 'p')}
+               WHERE {j('p.value', '$.type')} = 'text')
+         ELSE {j('e.payload', '$.content')} END AS text,
+    {j('e.payload', '$.turn', 'number')} AS turn,
+    nullif({j('e.payload', '$.provider')}, '') AS provider,
+    nullif({j('e.payload', '$.model')}, '') AS model,
+    {j('e.payload', '$.call_id')} AS call_id,
+    {j('e.payload', '$.name')} AS tool,
+    CASE WHEN e.type = 'tool_completed' THEN {d.flag('NOT ' + j('e.payload', '$.success', 'bool'))}
          WHEN e.type = 'tool_call_rejected' THEN 1 ELSE 0 END AS is_error,
-    json_extract(e.payload, '$.parts') AS parts
+    {j('e.payload', '$.parts')} AS parts
 FROM events AS e
 WHERE e.type IN ('user_message', 'model_responded', 'tool_completed', 'tool_call_rejected')"""
 
+
+def views(d: Dialect) -> dict[str, str]:
+    """View name -> its CREATE VIEW statement in dialect ``d``."""
+    return {"conversations": _conversations(d), "messages": _messages(d),
+            "model_calls": _model_calls(d), "tool_calls": _tool_calls(d)}
+
+
 #: View name -> its CREATE VIEW statement.
-VIEWS: dict[str, str] = {
-    "conversations": _CONVERSATIONS,
-    "messages": _MESSAGES,
-    "model_calls": _MODEL_CALLS,
-    "tool_calls": _TOOL_CALLS,
-}
+VIEWS: dict[str, str] = views(SQLITE)
 
 _INDEX = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, stream_id, seq)"
 
@@ -235,37 +257,54 @@ def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatc
     return found + projections.check(db.conn, conversation_id)
 
 
+def _migrate_postgres(conn: Any, from_version: int) -> None:
+    """:func:`_migrate` on PostgreSQL: the same index, views and projections (version 2 on)."""
+    conn.execute(_INDEX)
+    if from_version < 2:
+        projections.install_postgres(conn)
+    for name, sql in views(POSTGRES).items():
+        conn.execute(f"DROP VIEW IF EXISTS {name}")
+        conn.execute(sql)
+
+
+def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionMismatch]:
+    """The projection rows recomputed from ``events`` on PostgreSQL (its view definitions
+    are stored parsed, not as text: they are not compared)."""
+    return projections.check(PgConnection(conn, "the journal"), conversation_id)
+
+
 #: The audit views as a journal extension (bump ``version`` when a view changes, and keep
 #: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
-VIEWS_EXTENSION = Extension(name="engine.views", version=2, migrate=_migrate, verify=_verify)
+VIEWS_EXTENSION = Extension(name="engine.views", version=2, migrate=_migrate, verify=_verify,
+                            migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres)
 
 # Version 1's views: conversations had no 'interrupted' status, tool_calls no pending calls.
 _PREVIOUS: dict[int, dict[str, str]] = {1: {
     **VIEWS,
-    "conversations": _CONVERSATIONS.replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
+    "conversations": VIEWS["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
-    "tool_calls": _TOOL_CALLS.split("\nUNION ALL\n", 1)[0],
+    "tool_calls": VIEWS["tool_calls"].split("\nUNION ALL\n", 1)[0],
 }}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)
 
 
-def connect_readonly(path: str) -> sqlite3.Connection:
-    """A read-only SQLite connection to the journal at ``path``, with the engine's views.
+def connect_readonly(path: str) -> ReadConnection:
+    """A read-only connection to the journal at ``path`` (a file or a PostgreSQL URL), with
+    the engine's views.
 
     For queries over the views (``turnlog audit``, ``ls``, ``tail``). It never
     creates, migrates or writes a file (``journal.connect_readonly``: a 0444 file
     or a read-only mount works); temporary tables live in memory. A journal whose
     file lacks the views (written without the engine) or has an older version of
     them (not written since turnlog was upgraded) gets them as temporary views.
+    On PostgreSQL it is a :class:`~engine.dialects.PgConnection` that writes only
+    temporary tables and views of its own session.
     """
     if is_postgres(path):
-        raise journal.JournalError(
-            f"{shown_url(path)}: the engine's SQL views (ls, show, audit, tail, view) are not "
-            "available on a PostgreSQL journal yet; verify, heads, export, replay, fork and "
-            "copy work on it")
+        return _connect_postgres(path)
     conn = journal.connect_readonly(path, extensions=EXTENSIONS, check_same_thread=False)
     try:
         installed = _views_of(conn)
@@ -276,4 +315,19 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         conn.close()
         raise journal.JournalError(f"{path}: cannot prepare the views for reading: {exc}") from exc
+    return conn
+
+
+def _connect_postgres(url: str) -> PgConnection:
+    conn = PgConnection.connect(url, shown_url(url))
+    try:
+        row = conn.execute("SELECT value FROM _turnlog_meta WHERE key = ?",
+                           (f"ext:{VIEWS_EXTENSION.name}",)).fetchone()
+        if row is None or row[0] != str(VIEWS_EXTENSION.version):
+            # pg_temp comes first in every search path: these views hide older ones
+            for sql in views(POSTGRES).values():
+                conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
+    except BaseException:
+        conn.close()
+        raise
     return conn

@@ -126,7 +126,7 @@ def _installable(extensions: Sequence[Extension]) -> list[Extension]:
     The others are not installed in a PostgreSQL journal: their objects are absent,
     as on a SQLite journal opened read-only, and nothing of them is recorded.
     """
-    return [ext for ext in extensions if getattr(ext, "migrate_postgres", None) is not None]
+    return [ext for ext in extensions if ext.migrate_postgres is not None]
 
 
 def open_pg_schema(conn: psycopg.Connection, where: str,

@@ -455,14 +455,19 @@ class PostgresJournal:
 
         The same walk as :meth:`journal.Journal.verify`, over rows read in one
         snapshot (a server-side cursor: constant memory); ``progress(n)`` hears now
-        and then how many more events were checked.
+        and then how many more events were checked. Extensions' ``verify_postgres``
+        checks run in the same snapshot; what they find is in ``report.projections``.
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         with self._pool.connection(action) as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             report = verify_source(_PgChains(conn), stream_id, progress)
-        if stream_id is not None and report.checked_events == 0 and report.ok:
-            raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            if stream_id is not None and report.checked_events == 0 and report.ok:
+                raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            found = tuple(mismatch for ext in self._extensions if ext.verify_postgres is not None
+                          for mismatch in ext.verify_postgres(conn, stream_id))
+        if found:
+            return VerifyReport(False, report.checked_events, report.first_bad, found)
         return report
 
 

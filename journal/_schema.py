@@ -11,6 +11,7 @@ completely or not at all, and two processes opening it at once cannot both migra
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
 from sqlite_utils import Database
@@ -66,6 +67,13 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
             db["heads"].create({"stream_id": str, "seq": int}, pk="stream_id")
 
         Extension(name="heads", version=1, migrate=create, on_append=track)
+
+    ``migrate_postgres(conn, from_version)`` and ``verify_postgres(conn, stream_id)``,
+    when given, do the same on a PostgreSQL journal (``conn``: a psycopg connection,
+    inside the migration's transaction or a read snapshot). An extension without
+    ``migrate_postgres`` is not installed there: its objects are absent, as on a SQLite
+    journal opened read-only. On PostgreSQL, tables kept in step with ``events``
+    belong in a trigger created by ``migrate_postgres``; ``on_append`` is SQLite's.
     """
 
     name: str
@@ -73,6 +81,8 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     migrate: Callable[[Database, int], None]
     verify: Callable[[Database, str | None], Sequence[ProjectionMismatch]] | None = None
     on_append: Callable[[Database, Sequence[StoredEvent]], None] | None = None
+    migrate_postgres: Callable[[Any, int], None] | None = None
+    verify_postgres: Callable[[Any, str | None], Sequence[ProjectionMismatch]] | None = None
 
 
 _EVENTS_V1 = """CREATE TABLE events (

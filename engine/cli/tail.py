@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import click
 
-from engine.listing import events_after, last_position
+from engine.listing import appends_waiter, events_after, last_position
 from engine.views import connect_readonly
 
 from ._common import db_option, journal_for, json_option, translate_errors
@@ -23,34 +24,39 @@ _BATCH = 1000
               help="Start with the event at this global position (1: from the beginning). "
                    "Default: the end, so only events appended from now on.")
 @click.option("--conversation", "conversation_id", help="Only this conversation's events.")
-@click.option("--once", is_flag=True, help="Print what is there now and exit instead of following.")
+@click.option("--follow/--once", default=True,
+              help="Follow appends (the default; on PostgreSQL by LISTEN/NOTIFY, on SQLite by "
+                   "polling every --interval), or print what is there now and exit.")
 @click.option("--timeout", type=click.FloatRange(min=0), help="Stop following after this many seconds.")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after printing this many events.")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=0.2, show_default=True,
-              help="Seconds between polls of the journal.")
+              help="Seconds between polls of a SQLite journal.")
 @click.option("--full", is_flag=True, help="Do not cut long values in the human output.")
 @db_option
 @json_option
 @translate_errors
-def tail(from_position: int | None, conversation_id: str | None, once: bool,
+def tail(from_position: int | None, conversation_id: str | None, follow: bool,
          timeout: float | None, count: int | None, interval: float, full: bool,
          db_path: str, as_json: bool) -> None:
     """Follow new events in the journal as other processes append them.
 
     Events come in global (position) order; --json prints one JSON object
     per line (position, conversation_id, seq, type, recorded_at, payload).
-    Stop with Ctrl-C, --once, --timeout or --count.
+    Stop with Ctrl-C, --once, --timeout or --count. On PostgreSQL the follower
+    LISTENs for the NOTIFY every append sends, so it prints an event as soon as
+    it commits; on SQLite it polls.
 
     Example:
 
         turnlog tail --from-position 1 --json --timeout 10
     """
-    with journal_for(db_path, readonly=True):
-        pass
+    with journal_for(db_path, readonly=True) as journal:
+        channel = getattr(journal, "channel", None)  # PostgreSQL: LISTEN instead of polling
     conn = connect_readonly(db_path)
     deadline = None if timeout is None else time.monotonic() + timeout
     printed = 0
     try:
+        wait = appends_waiter(conn, channel, interval)
         after = last_position(conn) if from_position is None else max(from_position - 1, 0)
         while True:
             rows = events_after(conn, after, conversation_id=conversation_id, limit=_BATCH)
@@ -62,10 +68,9 @@ def tail(from_position: int | None, conversation_id: str | None, once: bool,
                     return
             if len(rows) == _BATCH:
                 continue  # more are waiting: no pause
-            if once or (deadline is not None and time.monotonic() >= deadline):
+            if not follow or (deadline is not None and time.monotonic() >= deadline):
                 return
-            time.sleep(interval if deadline is None
-                       else max(0.0, min(interval, deadline - time.monotonic())))
+            wait(math.inf if deadline is None else max(0.0, deadline - time.monotonic()))
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,5 +1,5 @@
 """``--db`` and ``TURNLOG_DB`` take a PostgreSQL URL as well as a path: the journal commands
-run on it (the engine's SQL-view commands say plainly that they do not yet)."""
+run on it (the engine's view commands: ``test_postgres_engine.py``)."""
 
 from __future__ import annotations
 
@@ -27,17 +27,6 @@ def test_demo_then_verify_and_heads_on_a_postgresql_url():
     heads = runner.invoke(cli, ["heads", "--db", url, "--json"])
     assert heads.exit_code == 0, heads.output
     assert [h["conversation_id"] for h in json.loads(heads.output)] == [cid]
-
-
-def test_a_view_command_on_postgresql_is_a_plain_error_not_a_traceback():
-    url = fresh_url()
-    runner = CliRunner()
-    assert runner.invoke(cli, ["demo", "--db", url]).exit_code == 0
-
-    listing = runner.invoke(cli, ["ls", "--db", url])
-
-    assert listing.exit_code == 2
-    assert "not available on a PostgreSQL journal yet" in listing.output
 
 
 def test_an_unknown_url_scheme_is_bad_usage():
