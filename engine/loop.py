@@ -52,7 +52,13 @@ from journal import ConcurrencyError, Journal, StoredEvent
 from .conversation import Conversation
 from .directives import Directives
 from .duplicates import DuplicatePredicate
-from .errors import ConversationExistsError, EngineError, ProviderError, TranscriptLockContention
+from .errors import (
+    ConversationExistsError,
+    EngineError,
+    ProviderError,
+    StreamInterrupted,
+    TranscriptLockContention,
+)
 from .events import ConversationStarted, DuplicatePolicy, Event, Refusal, UserMessage, with_valid_unicode
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
 from .messages import ToolCall
@@ -105,7 +111,11 @@ class LoopBase:
     with ``RetryPolicy``'s ``delay`` and ``wait`` will do); ``refuse`` (a
     ``RefusalHook``) may refuse a call the built-in rules accept, with a
     ``Refusal`` the loop records like its own (replay refuses what its tool
-    policy refuses this way).
+    policy refuses this way). ``stream=True`` streams model calls (when the
+    provider has ``stream``): observers hear ``model_delta`` pieces as they
+    arrive, the journal gets the same ``model_responded`` as unstreamed, and
+    a stream that breaks is a ``model_failed`` marked ``interrupted`` with
+    the partial parts (the run stops unfinished; ``resume`` sends again).
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -116,7 +126,8 @@ class LoopBase:
                  predicate: DuplicatePredicate | None = None,
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
-                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1) -> None:
+                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1,
+                 stream: bool = False) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -134,6 +145,7 @@ class LoopBase:
         self.retry = retry or NO_RETRY
         self.refuse = refuse
         self.max_parallel_tools = max_parallel_tools
+        self.stream = stream
         self._digest = RequestDigest()
 
     def build_request(self, b: Any) -> ModelRequest:
@@ -227,6 +239,17 @@ class LoopBase:
             f"conversation {conversation_id!r} was written by another runner at the same time; "
             f"this run stopped without writing ({exc})")
 
+    @property
+    def streams(self) -> bool:
+        """Whether model calls stream (``stream=True`` and the provider can)."""
+        return self.stream and callable(getattr(self.provider, "stream", None))
+
+    def _delta(self, conv: Conversation, turn: int, delta: Any) -> None:
+        """Tell observers one streamed piece (``model_delta``); nothing is journaled."""
+        self.observers.emit("model_delta", conversation_id=conv.id, turn=turn, kind=delta.kind,
+                            text=delta.text, index=delta.index, name=delta.name,
+                            call_id=delta.call_id)
+
     def _open(self, conversation: Conversation | str) -> Conversation:
         if isinstance(conversation, Conversation):
             return conversation
@@ -290,10 +313,20 @@ class Loop(LoopBase):
             elif kind is CallModel:
                 self._flush(conv)  # the request is durable before it goes out
                 start = self.timer()
+                handle = None
                 try:
-                    response = self.provider.complete(action.request)
+                    if self.streams:
+                        handle = self.provider.stream(action.request)  # type: ignore[attr-defined]
+                        for delta in handle:
+                            self._delta(conv, action.turn, delta)
+                        response = handle.response
+                    else:
+                        response = self.provider.complete(action.request)
                 except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
                     perform(conv, step.failed(action, exc, self.timer() - start))
+                except KeyboardInterrupt:  # stopped mid-stream: what arrived is kept, marked
+                    self._stopped(conv, step, action, handle, self.timer() - start)
+                    raise
                 else:
                     perform(conv, step.responded(action, response, self.timer() - start))
             elif kind is RunTools:
@@ -306,6 +339,17 @@ class Loop(LoopBase):
                 perform(conv, step.ran(self.runner.run(action.request)))
             else:
                 return result_of(conv.builder)
+
+    def _stopped(self, conv: Conversation, step: Step, action: CallModel, handle: Any,
+                 seconds: float) -> None:
+        """Record the partial response of a stream the process was stopped in (if one began)."""
+        partial = handle.partial() if handle is not None else None
+        if partial is None:
+            return  # nothing arrived: the journal ends at model_requested, resume sends again
+        stop = StreamInterrupted("the run was stopped mid-stream", provider=self.provider.name,
+                                 partial=partial.parts)
+        self._perform(conv, step.failed(action, stop, seconds))
+        self._flush(conv)
 
     def _run_tools(self, conv: Conversation, step: Step, action: RunTools) -> None:
         """Run a batch: one at a time when asked (or alone), else on a thread pool."""

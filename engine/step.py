@@ -49,7 +49,7 @@ import msgspec
 from .calls import assign_call_ids
 from .canonical import valid_unicode
 from .duplicates import check_duplicate, resolve_predicate
-from .errors import EngineError, InvalidTransition, ProviderError, RunnerError
+from .errors import EngineError, InvalidTransition, ProviderError, RunnerError, StreamInterrupted
 from .events import (
     ConversationCompleted,
     ConversationFailed,
@@ -232,6 +232,7 @@ class Step:
         self._batch = _Batch()
         self._offer_runner = loop.runner is not None
         self._done = False
+        self._broke = False  # a stream broke in this run (it then stops; a resume re-sends)
 
     # --- what next ---------------------------------------------------------------
 
@@ -270,6 +271,8 @@ class Step:
             retry = self._retry(b)
             if retry is not None:
                 return retry
+            if b.failure is not None and b.failure.interrupted:
+                return self._broken_stream(b)
             error = b.error + (f" (gave up after {b.attempt} attempts)" if b.attempt > 1 else "")
             return Record((ConversationFailed(error=error, error_type="model_failed"),),
                           flush=True, notices=(("failed", {"error": error}),))
@@ -308,6 +311,14 @@ class Step:
         return Record(flush=True, notices=(("model_retry", {
             "turn": failure.turn, "attempt": attempt, "delay": delay, "error": b.error}),))
 
+    def _broken_stream(self, b: Any) -> Action:
+        """A stream this run saw break stops the run unfinished; a later run sends again."""
+        if self._broke:
+            self._done = True
+            return Record(flush=True, notices=(("failed", {"error": b.error,
+                                                           "interrupted": True}),))
+        return self._request(b, b.attempt + 1)
+
     def _request(self, b: Any, attempt: int = 1) -> Record:
         request = self.loop.build_request(b)
         turn = b.turn_count + 1
@@ -335,10 +346,13 @@ class Step:
     def failed(self, action: CallModel, exc: ProviderError, seconds: float) -> Record:
         """Record the provider's failure to answer ``action`` (only a ``ProviderError`` is one)."""
         self.turns += 1
+        broke = isinstance(exc, StreamInterrupted)
+        self._broke = self._broke or broke
         return Record((with_valid_unicode(ModelFailed(
             turn=action.turn, error_type=type(exc).__name__, message=str(exc) or repr(exc),
             provider=self.loop.provider.name, model=action.request.model, status=exc.status,
-            retryable=exc.retryable, latency_ms=_ms(seconds), retry_after=exc.retry_after)),))
+            retryable=exc.retryable, latency_ms=_ms(seconds), retry_after=exc.retry_after,
+            interrupted=broke, partial=exc.partial if broke else ())),))
 
     # --- runners -------------------------------------------------------------------
 
