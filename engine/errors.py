@@ -33,6 +33,8 @@ sqlite3 and SDK errors are translated where they enter turnlog's code; none esca
 
 from __future__ import annotations
 
+from typing import Any
+
 from journal.errors import (
     ConcurrencyError,
     CorruptEventError,
@@ -68,6 +70,7 @@ __all__ = [
     "SchemaTooNewError",
     "ScriptExhaustedError",
     "ServerError",
+    "StreamInterrupted",
     "StreamNotFoundError",
     "ToolError",
     "TranscriptLockContention",
@@ -196,6 +199,18 @@ class ProviderConnectionError(ProviderError):
     """The provider's endpoint could not be reached (DNS, refused connection, TLS, reset)."""
 
     retryable = True
+
+
+class StreamInterrupted(ProviderConnectionError):
+    """A streamed response broke after it began; ``partial`` holds the parts that arrived.
+
+    The loop records it as ``model_failed`` with ``interrupted`` and those parts.
+    """
+
+    def __init__(self, message: str, *, provider: str = "", partial: tuple[Any, ...] = (),
+                 status: int | None = None) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.partial = partial
 
 
 class BadRequestError(ProviderError):

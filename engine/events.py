@@ -261,7 +261,14 @@ class ModelResponded(Event, tag="model_responded"):
 
 
 class ModelFailed(Event, tag="model_failed"):
-    """Turn ``turn``'s request failed; the error is kept."""
+    """Turn ``turn``'s request failed; the error is kept.
+
+    ``interrupted`` marks a streamed response that broke after it began (the
+    connection was cut, or the process was stopped mid-stream); ``partial``
+    holds the parts that had arrived, for audit only (they never enter the
+    conversation; their tool calls never run). The turn is requested again:
+    by the retry policy, else by the next ``resume``.
+    """
 
     turn: int
     error_type: str
@@ -273,6 +280,8 @@ class ModelFailed(Event, tag="model_failed"):
     latency_ms: float | None = None
     #: seconds the provider asked to wait before trying again (a 429's ``retry-after``)
     retry_after: float | None = None
+    interrupted: bool = False
+    partial: tuple[Part, ...] = ()
 
 
 class ToolCallRejected(Event, tag="tool_call_rejected"):

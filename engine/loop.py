@@ -43,55 +43,47 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from typing import Any
-
-import msgspec
 
 from journal import ConcurrencyError, Journal, StoredEvent
 
 from .conversation import Conversation
 from .directives import Directives
-from .calls import assign_call_ids
-from .canonical import valid_unicode
-from .duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
-from .errors import ConversationExistsError, EngineError, ProviderError, TranscriptLockContention
-from .events import (
-    ConversationCompleted,
-    ConversationFailed,
-    ConversationHalted,
-    ConversationStarted,
-    DuplicatePolicy,
-    Event,
-    ModelFailed,
-    ModelRequested,
-    ModelResponded,
-    Refusal,
-    RejectReason,
-    ToolCallRejected,
-    ToolCompleted,
-    ToolStarted,
-    TurnLimitReached,
-    UserMessage,
-    with_valid_unicode,
+from .duplicates import DuplicatePredicate
+from .errors import (
+    ConversationExistsError,
+    EngineError,
+    ProviderError,
+    StreamInterrupted,
+    TranscriptLockContention,
 )
+from .events import ConversationStarted, DuplicatePolicy, Event, Refusal, UserMessage, with_valid_unicode
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
-from .machine import Lifecycle
 from .messages import ToolCall
 from .observers import Observer, Observers
 from .providers.base import ModelRequest, Provider
 from .request_digest import RequestDigest
 from .result import RunResult, result_of
-from .resume import INTERRUPTED, idempotency_key
 from .retry import NO_RETRY, RetryPolicy
-from .runners import Runner, RunRequest, apply_runner_result
-from .texts import refusal_message, tool_failed_message
-from .tools import Tool, ToolContext, ToolRegistry
+from .runners import Runner
+from .step import (
+    CallModel,
+    Record,
+    RunRunner,
+    RunTools,
+    Step,
+    ToolRun,
+    Wait,
+    executor_failure,
+    ordered,
+    refusal_of,
+    request_of,
+)
+from .tools import Tool, ToolRegistry
 
-__all__ = ["Loop", "RefusalHook", "new_conversation_id", "run"]
-
-L = Lifecycle
-R = RejectReason
+__all__ = ["Loop", "LoopBase", "RefusalHook", "new_conversation_id", "run"]
 
 #: ``refuse(state, call, tool) -> Refusal | None``: refuse a call the loop's own rules accept.
 #: ``state`` is the live ``StateBuilder`` (read it, never write); ``tool`` is the registered tool.
@@ -103,8 +95,11 @@ def new_conversation_id() -> str:
     return f"c-{uuid.uuid4().hex[:12]}"
 
 
-class Loop:
-    """Runs conversations on ``journal`` with ``provider`` and ``tools``.
+class LoopBase:
+    """What ``Loop`` and ``AsyncLoop`` share: configuration, appends and observers (no rules:
+    those are ``engine.step``'s).
+
+    Runs conversations on ``journal`` with ``provider`` and ``tools``.
 
     ``observers`` are callables ``(event, payload)`` (``engine.observers``);
     ``executor`` defaults to ``LocalExecutor``; ``runner`` may take runs over;
@@ -116,7 +111,11 @@ class Loop:
     with ``RetryPolicy``'s ``delay`` and ``wait`` will do); ``refuse`` (a
     ``RefusalHook``) may refuse a call the built-in rules accept, with a
     ``Refusal`` the loop records like its own (replay refuses what its tool
-    policy refuses this way).
+    policy refuses this way). ``stream=True`` streams model calls (when the
+    provider has ``stream``): observers hear ``model_delta`` pieces as they
+    arrive, the journal gets the same ``model_responded`` as unstreamed, and
+    a stream that breaks is a ``model_failed`` marked ``interrupted`` with
+    the partial parts (the run stops unfinished; ``resume`` sends again).
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -127,7 +126,11 @@ class Loop:
                  predicate: DuplicatePredicate | None = None,
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
-                 refuse: RefusalHook | None = None) -> None:
+                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1,
+                 stream: bool = False) -> None:
+        if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
+            raise EngineError(f"max_parallel_tools must be a positive integer, "
+                              f"got {max_parallel_tools!r}")
         self.journal = journal
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -141,22 +144,32 @@ class Loop:
         self.model = model
         self.retry = retry or NO_RETRY
         self.refuse = refuse
+        self.max_parallel_tools = max_parallel_tools
+        self.stream = stream
         self._digest = RequestDigest()
 
-    # --- entry points ---------------------------------------------------------
+    def build_request(self, b: Any) -> ModelRequest:
+        """The request for the next turn, from the live state (never re-read from the journal)."""
+        return request_of(self, b)
 
-    def start(self, prompt: str | None, *, conversation_id: str | None = None,
-              model: str | None = None, mode: str = "chat", max_turns: int = 8,
-              system: str = "", duplicate_policy: DuplicatePolicy | None = None,
-              parameters: Mapping[str, Any] | None = None,
-              metadata: Mapping[str, Any] | None = None, single_turn: bool = False,
-              started: ConversationStarted | None = None) -> RunResult:
-        """Record a new conversation (``started``, or one built from the options) and run it.
+    def refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> Refusal | None:
+        """Why ``call`` must not run (before its arguments are validated), or ``None``.
 
-        ``system`` is the per-run directive layer, rendered after the
-        registered directives. ``prompt`` (if not ``None``) is the first user
-        message, recorded in the same transaction as ``conversation_started``.
+        The built-in rules, in order: the run is halted, the arguments are
+        invalid or cut off, the tool is unknown, the tool is disabled; then
+        the ``refuse`` hook, if any. Schema validation and the duplicate
+        policy come after this. ``b`` is the live state.
         """
+        return refusal_of(self, b, call, tool)
+
+    # --- entry points' shared parts ---------------------------------------------
+
+    def _begin(self, prompt: str | None, *, conversation_id: str | None, model: str | None,
+               mode: str, max_turns: int, system: str,
+               duplicate_policy: DuplicatePolicy | None, parameters: Mapping[str, Any] | None,
+               metadata: Mapping[str, Any] | None,
+               started: ConversationStarted | None) -> Conversation:
+        """Record a new conversation (``started``, or one built from the options)."""
         if started is None:
             cid = conversation_id or new_conversation_id()
             text, layers = self.directives.render(
@@ -177,292 +190,26 @@ class Loop:
         except ConcurrencyError as exc:
             raise self._contention(started.conversation_id, exc) from exc
         self._recorded(conv, list(self.journal.read(conv.id)))
-        return self.drive(conv, single_turn=single_turn)
+        return conv
 
-    def send(self, conversation: Conversation | str, text: str, *,
-             single_turn: bool = False) -> RunResult:
-        """Add ``text`` as the next user message (a chat continues after it ended) and run."""
+    def _sent(self, conversation: Conversation | str, text: str) -> Conversation:
+        """Add ``text`` as the next user message."""
         conv = self._open(conversation)
         self._append_now(conv, with_valid_unicode(UserMessage.of(text)))
-        return self.drive(conv, single_turn=single_turn)
+        return conv
 
-    def resume(self, conversation: Conversation | str, *, single_turn: bool = False) -> RunResult:
-        """Finish a conversation a crash left unfinished (see ``engine.resume`` for the rules).
+    # --- appends and observers ------------------------------------------------------
 
-        A finished conversation is left as it is and its result returned.
-        """
-        return self.drive(self._open(conversation), single_turn=single_turn)
-
-    def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
-        """Take every step the journal says is next until the run ends (or one turn, if asked)."""
-        try:
-            return self._drive(conv, single_turn)
-        finally:
-            if conv.staged:
-                self._flush(conv)
-
-    def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
-        turns = 0
-        if self.runner is not None and conv.builder.lifecycle is L.AWAITING_MODEL:
+    def _perform(self, conv: Conversation, record: Record) -> None:
+        """Do what a ``Record`` says: stage (or append) its events, flush, notify."""
+        if record.now:
+            self._append_now(conv, *record.events)
+        elif record.events:
+            conv.stage(*record.events)
+        if record.flush:
             self._flush(conv)
-            if self._try_runner(conv, single_turn):
-                return result_of(conv.builder)
-        while True:
-            b = conv.builder
-            state = b.lifecycle
-            if state is L.AWAITING_MODEL:
-                if self._before_turn(conv):
-                    continue
-                if single_turn and turns:
-                    break
-                self._request(conv)
-            elif state is L.REQUESTED:
-                self._call_model(conv)
-                turns += 1
-            elif state is L.AWAITING_TOOLS:
-                self._answer(conv, next(iter(b.pending.values())))
-            elif state is L.ANSWERED:
-                self._append(conv, ConversationCompleted(final_content=b.final_content))
-                self._flush(conv)  # the run's end is durable before it is announced
-                self._emit("completed", conv, final_content=b.final_content)
-            else:  # READY (no user message yet) or a finished run
-                break
-        return result_of(conv.builder)
-
-    # --- model turns ----------------------------------------------------------
-
-    def _before_turn(self, conv: Conversation) -> bool:
-        """End the run if it must end before another request; ``True`` if it did."""
-        b = conv.builder
-        if b.error is not None:  # a model_failed answered the last request
-            if self._retry(conv):
-                return True
-            error = b.error + (f" (gave up after {b.attempt} attempts)" if b.attempt > 1 else "")
-            self._append(conv, ConversationFailed(error=error, error_type="model_failed"))
-            self._flush(conv)
-            self._emit("failed", conv, error=error)
-            return True
-        limit = b.duplicate_policy.max_refusals
-        if limit is not None and b.refusals >= limit:
-            reason = (f"halted after {b.refusals} refused duplicate tool call(s) in this run "
-                      f"(max_refusals={limit})")
-            self._append(conv, ConversationHalted(reason=reason, refusals=b.refusals))
-            self._flush(conv)
-            self._emit("budget_exceeded", conv, kind="refusals", limit=limit, reason=reason)
-            return True
-        if b.run_turns >= b.max_turns:
-            pending = bool(b.last_tool_calls)
-            warning = (f"max turns ({b.max_turns}) reached"
-                       + (" with tool calls still pending" if pending else ""))
-            self._append(conv, TurnLimitReached(turn_count=b.turn_count, max_turns=b.max_turns,
-                                                pending_tool_calls=pending, warning=warning))
-            self._flush(conv)
-            self._emit("budget_exceeded", conv, kind="turns", limit=b.max_turns,
-                       pending_tool_calls=pending, reason=warning)
-            return True
-        return False
-
-    def build_request(self, b: Any) -> ModelRequest:
-        """The request for the next turn, from the live state (never re-read from the journal)."""
-        return ModelRequest(model=self.model or b.model, system=b.system,
-                            messages=tuple(b.message_list), tools=b.tools,
-                            parameters=b.parameters)
-
-    def _retry(self, conv: Conversation) -> bool:
-        """Request the failed turn again if the policy says so (after its wait); ``True`` if so."""
-        b = conv.builder
-        failure = b.failure
-        if failure is None:
-            return False
-        delay = self.retry.delay(retryable=failure.retryable, attempt=b.attempt,
-                                 retry_after=failure.retry_after)
-        if delay is None:
-            return False
-        attempt = b.attempt + 1
-        self._flush(conv)  # the failure is durable before the wait
-        self._emit("model_retry", conv, turn=failure.turn, attempt=attempt, delay=delay,
-                   error=b.error)
-        self.retry.wait(delay)
-        self._request(conv, attempt)
-        return True
-
-    def _request(self, conv: Conversation, attempt: int = 1) -> None:
-        b = conv.builder
-        request = self.build_request(b)
-        turn = b.turn_count + 1
-        self._append(conv, ModelRequested(turn=turn, digest=self._digest.digest(request),
-                                          provider=self.provider.name, model=request.model,
-                                          parameters=b.parameters, attempt=attempt))
-        if attempt == 1:
-            self._emit("turn_started", conv, turn=turn)
-
-    def _call_model(self, conv: Conversation) -> None:
-        b = conv.builder
-        request = self.build_request(b)
-        turn = b.requested_turn
-        self._flush(conv)  # the request is durable before it goes out
-        start = self.timer()
-        try:
-            response = self.provider.complete(request)
-        except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
-            self._append(conv, with_valid_unicode(ModelFailed(
-                turn=turn, error_type=type(exc).__name__, message=str(exc) or repr(exc),
-                provider=self.provider.name, model=request.model, status=exc.status,
-                retryable=exc.retryable, latency_ms=_ms(self.timer() - start),
-                retry_after=exc.retry_after)))
-            return
-        self._append(conv, self._admit(b, ModelResponded(
-            turn=turn, parts=response.parts, stop_reason=response.stop_reason,
-            usage=response.usage, provider=response.provider or self.provider.name,
-            model=response.model or request.model, response_id=response.response_id,
-            raw=response.raw, latency_ms=_ms(self.timer() - start), replaced=response.replaced)))
-        self._emit("model_responded", conv, turn=turn, stop_reason=response.stop_reason,
-                   tool_calls=[c.name for c in conv.builder.last_tool_calls])
-
-    @staticmethod
-    def _admit(b: Any, event: ModelResponded) -> ModelResponded:
-        """A provider's response as the engine keeps it: valid Unicode, call ids unique."""
-        event = with_valid_unicode(event)
-        parts = assign_call_ids(event.parts, b.call_ids)
-        return event if parts == event.parts else msgspec.structs.replace(event, parts=parts)
-
-    # --- tool calls -----------------------------------------------------------
-
-    def _context(self, b: Any, call: ToolCall, key: str | None) -> ToolContext:
-        return ToolContext(conversation_id=b.conversation_id, turn=b.turn_count, mode=b.mode,
-                           call_id=call.id, metadata=b.metadata, data=b.metadata.get("data"),
-                           now=self.clock(), idempotency_key=key)
-
-    def _answer(self, conv: Conversation, call: ToolCall) -> None:
-        """Give ``call`` its one answer: a rejection, or tool_started + tool_completed."""
-        b = conv.builder
-        if call.id in b.started:
-            return self._interrupted(conv, call)
-        tool = self.tools.get(call.name)
-        refusal = self.refusal(b, call, tool)
-        if refusal is not None:
-            return self._reject(conv, call, refusal, tool)
-        assert tool is not None
-        validated, problem = _validate(tool, call)
-        if problem is not None:
-            return self._reject(conv, call, Refusal(
-                reason=R.INVALID_ARGUMENTS, details={"problem": problem, "stage": "schema"}), tool)
-        duplicate = self._is_duplicate(b, call)
-        if duplicate:
-            observe = b.duplicate_policy.observe_only
-            self._emit("duplicate_prevented", conv, call_id=call.id, name=call.name,
-                       arguments=call.arguments, observe_only=observe)
-            if not observe:
-                return self._reject(conv, call, Refusal(reason=R.DUPLICATE), tool)
-        key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
-        self._append(conv, ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments,
-                                       idempotency_key=key, duplicate=duplicate))
-        self._run(conv, call, tool, validated, key)
-
-    def refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> Refusal | None:
-        """Why ``call`` must not run (before its arguments are validated), or ``None``.
-
-        The built-in rules, in order: the run is halted, the arguments are
-        invalid or cut off, the tool is unknown, the tool is disabled; then
-        the ``refuse`` hook, if any. Schema validation and the duplicate
-        policy come after this. ``b`` is the live state.
-        """
-        limit = b.duplicate_policy.max_refusals
-        if limit is not None and b.refusals >= limit:
-            return Refusal(reason=R.HALTED, details={"refusals": b.refusals})
-        if call.invalid:
-            if call.invalid.startswith("cut off"):
-                return Refusal(reason=R.CUT_OFF)
-            return Refusal(reason=R.INVALID_ARGUMENTS,
-                           details={"problem": call.invalid, "stage": "parse"})
-        if tool is None:
-            return Refusal(reason=R.UNKNOWN, details={"available": list(self.tools.names())})
-        disabled = tool.disabled_reason(self._context(b, call, None))
-        if disabled:
-            return Refusal(reason=R.DISABLED, details={"why": disabled})
-        return self.refuse(b, call, tool) if self.refuse is not None else None
-
-    def _is_duplicate(self, b: Any, call: ToolCall) -> bool:
-        policy = b.duplicate_policy
-        if policy.rule == "custom" and self.predicate is None and policy.custom:
-            self.predicate = resolve_predicate(policy.custom)
-        return check_duplicate(policy, b, call.name, call.arguments, self.predicate)
-
-    def _reject(self, conv: Conversation, call: ToolCall, refusal: Refusal,
-                tool: Tool | None) -> None:
-        b = conv.builder
-        content = refusal_message(refusal.reason, call.name, refusal.details, mode=b.mode,
-                                  display=tool.spec.display_name if tool is not None else None,
-                                  arguments=call.arguments)
-        self._append(conv, ToolCallRejected(
-            call_id=call.id, name=call.name, reason=refusal.reason, content=content,
-            arguments=call.arguments, details=refusal.details))
-        self._emit("tool_executed", conv, call_id=call.id, name=call.name, success=False,
-                   rejected=str(refusal.reason))
-
-    def _run(self, conv: Conversation, call: ToolCall, tool: Tool, validated: dict[str, Any],
-             key: str | None) -> None:
-        context = self._context(conv.builder, call, key)
-        self._flush(conv)  # tool_started is durable before the tool runs
-        try:
-            outcome = self.executor.execute(call, tool, context, validated)
-        except Exception as exc:  # an executor bug is still only this call's failure
-            outcome = ToolExecution(success=False, error=str(exc) or type(exc).__name__)
-        self._complete(conv, call, tool, outcome)
-
-    def _complete(self, conv: Conversation, call: ToolCall, tool: Tool | None,
-                  outcome: ToolExecution) -> None:
-        data = outcome.data
-        try:
-            data = msgspec.to_builtins(data) if data is not None else None
-            msgspec.json.encode(valid_unicode(data)[0])  # invalid Unicode: replaced below
-        except (TypeError, ValueError) as exc:
-            outcome = ToolExecution(success=False, error=f"result is not JSON data: {exc}",
-                                    duration_ms=outcome.duration_ms, source=outcome.source)
-            data = None
-        content = outcome.content
-        if content is None:
-            content = (tool.render(success=outcome.success, data=data, error=outcome.error,
-                                   arguments=call.arguments) if tool is not None
-                       else tool_failed_message(call.name, outcome.error or "unknown error"))
-        self._append(conv, with_valid_unicode(ToolCompleted(
-            call_id=call.id, name=call.name, success=outcome.success, content=content, data=data,
-            error=outcome.error, duration_ms=outcome.duration_ms, source=outcome.source,
-            replaced=outcome.replaced)))
-        self._emit("tool_executed", conv, call_id=call.id, name=call.name,
-                   success=outcome.success, rejected=None)
-
-    def _interrupted(self, conv: Conversation, call: ToolCall) -> None:
-        """A call whose process died mid-run: re-run if safe, else record the unknown outcome."""
-        b = conv.builder
-        tool = self.tools.get(call.name)
-        if tool is not None and tool.effect != "side_effecting":
-            validated, problem = _validate(tool, call)
-            if problem is None:
-                key = idempotency_key(b, call)
-                return self._run(conv, call, tool, validated, key)
-        self._complete(conv, call, tool, ToolExecution(
-            success=False, error=INTERRUPTED, source="interrupted"))
-
-    # --- runners, appends, observers -------------------------------------------
-
-    def _try_runner(self, conv: Conversation, single_turn: bool) -> bool:
-        b = conv.builder
-        request = RunRequest(conversation_id=b.conversation_id, messages=tuple(b.message_list),
-                             tools=b.tools, provider=b.provider, model=b.model, mode=b.mode,
-                             system=b.system, metadata=b.metadata, max_turns=b.max_turns,
-                             single_turn=single_turn)
-        result = self.runner.run(request)
-        if result is None:
-            return False
-        apply_runner_result(conv, result, self._append_now)
-        self._emit("completed" if conv.builder.lifecycle is L.COMPLETED else "failed", conv,
-                   runner=type(self.runner).__name__, error=conv.builder.error)
-        return True
-
-    def _append(self, conv: Conversation, *events: Event) -> None:
-        """Stage ``events``; they are written together just before the next outside action."""
-        conv.stage(*events)
+        for name, payload in record.notices:
+            self.observers.emit(name, conversation_id=conv.id, **payload)
 
     def _append_now(self, conv: Conversation, *events: Event) -> None:
         """Write ``events`` at once, in one transaction (all or nothing)."""
@@ -492,8 +239,16 @@ class Loop:
             f"conversation {conversation_id!r} was written by another runner at the same time; "
             f"this run stopped without writing ({exc})")
 
-    def _emit(self, event: str, conv: Conversation, **payload: Any) -> None:
-        self.observers.emit(event, conversation_id=conv.id, **payload)
+    @property
+    def streams(self) -> bool:
+        """Whether model calls stream (``stream=True`` and the provider can)."""
+        return self.stream and callable(getattr(self.provider, "stream", None))
+
+    def _delta(self, conv: Conversation, turn: int, delta: Any) -> None:
+        """Tell observers one streamed piece (``model_delta``); nothing is journaled."""
+        self.observers.emit("model_delta", conversation_id=conv.id, turn=turn, kind=delta.kind,
+                            text=delta.text, index=delta.index, name=delta.name,
+                            call_id=delta.call_id)
 
     def _open(self, conversation: Conversation | str) -> Conversation:
         if isinstance(conversation, Conversation):
@@ -501,15 +256,126 @@ class Loop:
         return Conversation.open(self.journal, conversation)
 
 
-def _validate(tool: Tool, call: ToolCall) -> tuple[dict[str, Any], str | None]:
-    try:
-        return tool.validate(call.arguments), None
-    except EngineError as exc:
-        return {}, str(exc)
+class Loop(LoopBase):
+    """The synchronous loop: ``start``, ``send`` and ``resume`` run a conversation to its end.
 
+    Constructor: see ``LoopBase``. ``max_parallel_tools`` calls of one batch
+    (``engine.step``) run at once, on a thread pool.
+    """
 
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
+    # --- entry points ---------------------------------------------------------
+
+    def start(self, prompt: str | None, *, conversation_id: str | None = None,
+              model: str | None = None, mode: str = "chat", max_turns: int = 8,
+              system: str = "", duplicate_policy: DuplicatePolicy | None = None,
+              parameters: Mapping[str, Any] | None = None,
+              metadata: Mapping[str, Any] | None = None, single_turn: bool = False,
+              started: ConversationStarted | None = None) -> RunResult:
+        """Record a new conversation (``started``, or one built from the options) and run it.
+
+        ``system`` is the per-run directive layer, rendered after the
+        registered directives. ``prompt`` (if not ``None``) is the first user
+        message, recorded in the same transaction as ``conversation_started``.
+        """
+        conv = self._begin(prompt, conversation_id=conversation_id, model=model, mode=mode,
+                           max_turns=max_turns, system=system, duplicate_policy=duplicate_policy,
+                           parameters=parameters, metadata=metadata, started=started)
+        return self.drive(conv, single_turn=single_turn)
+
+    def send(self, conversation: Conversation | str, text: str, *,
+             single_turn: bool = False) -> RunResult:
+        """Add ``text`` as the next user message (a chat continues after it ended) and run."""
+        return self.drive(self._sent(conversation, text), single_turn=single_turn)
+
+    def resume(self, conversation: Conversation | str, *, single_turn: bool = False) -> RunResult:
+        """Finish a conversation a crash left unfinished (see ``engine.resume`` for the rules).
+
+        A finished conversation is left as it is and its result returned.
+        """
+        return self.drive(self._open(conversation), single_turn=single_turn)
+
+    def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
+        """Take every step the journal says is next until the run ends (or one turn, if asked)."""
+        try:
+            return self._drive(conv, single_turn)
+        finally:
+            if conv.staged:
+                self._flush(conv)
+
+    def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
+        step = Step(self, conv, single_turn=single_turn)
+        perform = self._perform
+        while True:
+            action = step.next()
+            kind = type(action)
+            if kind is Record:
+                perform(conv, action)
+            elif kind is CallModel:
+                self._flush(conv)  # the request is durable before it goes out
+                start = self.timer()
+                handle = None
+                try:
+                    if self.streams:
+                        handle = self.provider.stream(action.request)  # type: ignore[attr-defined]
+                        for delta in handle:
+                            self._delta(conv, action.turn, delta)
+                        response = handle.response
+                    else:
+                        response = self.provider.complete(action.request)
+                except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
+                    perform(conv, step.failed(action, exc, self.timer() - start))
+                except KeyboardInterrupt:  # stopped mid-stream: what arrived is kept, marked
+                    self._stopped(conv, step, action, handle, self.timer() - start)
+                    raise
+                else:
+                    perform(conv, step.responded(action, response, self.timer() - start))
+            elif kind is RunTools:
+                self._flush(conv)  # tool_started is durable before the tools run
+                self._run_tools(conv, step, action)
+            elif kind is Wait:
+                self.retry.wait(action.delay)
+            elif kind is RunRunner:
+                self._flush(conv)
+                perform(conv, step.ran(self.runner.run(action.request)))
+            else:
+                return result_of(conv.builder)
+
+    def _stopped(self, conv: Conversation, step: Step, action: CallModel, handle: Any,
+                 seconds: float) -> None:
+        """Record the partial response of a stream the process was stopped in (if one began)."""
+        partial = handle.partial() if handle is not None else None
+        if partial is None:
+            return  # nothing arrived: the journal ends at model_requested, resume sends again
+        stop = StreamInterrupted("the run was stopped mid-stream", provider=self.provider.name,
+                                 partial=partial.parts)
+        self._perform(conv, step.failed(action, stop, seconds))
+        self._flush(conv)
+
+    def _run_tools(self, conv: Conversation, step: Step, action: RunTools) -> None:
+        """Run a batch: one at a time when asked (or alone), else on a thread pool."""
+        runs = action.runs
+        if action.order is not None or action.concurrency < 2 or len(runs) < 2:
+            left = len(runs)
+            for run in ordered(runs, action.order):
+                left -= 1
+                self._perform(conv, step.tool_done(run, self._execute(run), left))
+            return
+        pool = ThreadPoolExecutor(max_workers=action.concurrency,
+                                  thread_name_prefix="turnlog-tool")
+        try:
+            futures = {pool.submit(self._execute, run): run for run in runs}
+            left = len(runs)
+            for future in as_completed(futures):
+                left -= 1
+                self._perform(conv, step.tool_done(futures[future], future.result(), left))
+        finally:  # a crash (KeyboardInterrupt, SystemExit) leaves the unfinished to resume
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _execute(self, run: ToolRun) -> ToolExecution:
+        try:
+            return self.executor.execute(run.call, run.tool, run.context, run.validated)
+        except Exception as exc:  # an executor bug is still only this call's failure
+            return executor_failure(exc)
 
 
 def run(journal: Journal, prompt: str, *, provider: Provider,

@@ -6,8 +6,10 @@ reference's ``agents_api_loop_event(event, payload)``). Events:
 ``turn_started`` (turn), ``model_responded`` (turn, tool_calls, stop_reason),
 ``tool_executed`` (call_id, name, success, rejected), ``duplicate_prevented``
 (call_id, name, arguments, observe_only: a warning when the call still ran),
+``model_delta`` (turn, kind ``text``/``thinking``/``tool_arguments``, text, index,
+name, call_id: one piece of a streamed response as it arrives; never journaled),
 ``model_retry`` (turn, attempt, delay, error: a retryable failure is tried
-again after ``delay`` seconds), ``completed``, ``failed`` (error), ``budget_exceeded`` (kind ``turns`` or
+again after ``delay`` seconds), ``completed``, ``failed`` (error; ``interrupted`` when a stream broke), ``budget_exceeded`` (kind ``turns`` or
 ``refusals``), ``transcript_lock_contention`` (another writer appended first), ``recorded``
 (rows: the ``StoredEvent``s just written, in order — every event of a run
 reaches observers this way once it is durable; ``engine.otel.OTelObserver``
@@ -36,7 +38,7 @@ __all__ = ["EVENTS", "Observer", "Observers"]
 Observer = Callable[[str, dict[str, Any]], None]
 
 #: The lifecycle events observers receive.
-EVENTS = ("turn_started", "model_responded", "model_retry", "tool_executed",
+EVENTS = ("turn_started", "model_delta", "model_responded", "model_retry", "tool_executed",
           "duplicate_prevented", "completed", "failed", "budget_exceeded",
           "transcript_lock_contention", "recorded")
 

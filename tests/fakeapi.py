@@ -31,7 +31,10 @@ Replies: ``reply(provider, text=..., tool_calls=[(name, args), ...],
 thinking=..., stop_reason=..., usage=...)`` builds a success body (``args``
 may be a str: sent as raw argument text); ``error_reply(provider, status,
 message, retry_after=None)`` an API error; ``Reply(raw=b"...")`` any bytes;
-``Reply(hang=2.0)`` answers nothing for that long (for timeouts). A plain
+``Reply(hang=2.0)`` answers nothing for that long (for timeouts). A streamed
+request (``"stream": true``, or Gemini's ``:streamGenerateContent``) gets the
+same reply as server-sent events (``sse_events``), chunked;
+``Reply(body=..., cut=N)`` closes the connection after N events. A plain
 dict in a script is sent as a 200 JSON body. When a provider's script runs
 out the fake answers 500 saying so. A request without the provider's key
 header gets 401.
@@ -53,12 +56,13 @@ import pytest
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
 from tests.sdktypes import sdk_problem
 
-__all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_body", "error_reply", "fake_api", "reply"]
+__all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_body", "error_reply", "fake_api", "reply",
+           "sse_events"]
 
 PROVIDERS = ("anthropic", "openai", "gemini", "openai-responses")
 _CHECKS = {"anthropic": check_anthropic, "openai": check_openai, "gemini": check_gemini,
            "openai-responses": check_responses}
-_GEMINI_PATH = re.compile(r"/v1beta/models/([^/:]+):generateContent")
+_GEMINI_PATH = re.compile(r"/v1beta/models/([^/:]+):(stream)?[gG]enerateContent")
 _ids = itertools.count(1)
 
 
@@ -71,6 +75,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None
     hang: float | None = None
+    #: for a streamed request: close the connection after this many events (a cut stream)
+    cut: int | None = None
 
 
 @dataclass
@@ -150,6 +156,96 @@ def _responses(text, tool_calls, thinking, stop_reason, usage, model):
         body["status"] = "incomplete"
         body["incomplete_details"] = {"reason": stop_reason}
     return body
+
+
+def _pieces(text: str, size: int = 4) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def _anthropic_events(body: dict[str, Any]) -> list[bytes]:
+    usage = dict(body.get("usage") or {})
+    start = {k: v for k, v in body.items() if k != "content"} | {
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": usage | {"output_tokens": 1}}
+    out = [_sse({"type": "message_start", "message": start}, "message_start"),
+           _sse({"type": "ping"}, "ping")]
+    for i, block in enumerate(body.get("content") or []):
+        kind = block.get("type")
+        if kind == "text":
+            opening, deltas = {"type": "text", "text": ""}, [
+                {"type": "text_delta", "text": t} for t in _pieces(block["text"])]
+        elif kind == "thinking":
+            opening, deltas = {"type": "thinking", "thinking": "", "signature": ""}, [
+                {"type": "thinking_delta", "thinking": t} for t in _pieces(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        elif kind == "tool_use":
+            args = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+            opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": t} for t in _pieces(args, 7)]
+        else:
+            opening, deltas = block, []
+        out.append(_sse({"type": "content_block_start", "index": i, "content_block": opening},
+                        "content_block_start"))
+        out += [_sse({"type": "content_block_delta", "index": i, "delta": d},
+                     "content_block_delta") for d in deltas]
+        out.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+    out.append(_sse({"type": "message_delta", "delta": {
+        "stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")},
+        "usage": {"output_tokens": usage.get("output_tokens", 0)}}, "message_delta"))
+    return out + [_sse({"type": "message_stop"}, "message_stop")]
+
+
+def _openai_events(body: dict[str, Any]) -> list[bytes]:
+    top = {k: v for k, v in body.items() if k not in ("choices", "usage", "object")}
+    top["object"] = "chat.completion.chunk"
+    choice = body["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse(top | {"choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                         "finish_reason": finish}]})
+
+    out = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    out += [chunk({"content": t}) for t in _pieces(message.get("content") or "") if t]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"],
+                                                       "arguments": ""}}]}))
+        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": t}}]})
+                for t in _pieces(call["function"]["arguments"], 7)]
+    out.append(chunk({}, choice["finish_reason"]))
+    out.append(_sse(top | {"choices": [], "usage": body.get("usage")}))
+    return out + [b"data: [DONE]\n\n"]
+
+
+def _gemini_events(body: dict[str, Any]) -> list[bytes]:
+    candidate = body["candidates"][0]
+    rest = {k: v for k, v in body.items() if k != "candidates"}
+    out: list[bytes] = []
+    for part in candidate["content"]["parts"]:
+        pieces = ([dict(part, text=t) for t in _pieces(part["text"])] if "text" in part
+                  else [part])
+        out += [_sse({"candidates": [{"content": {"role": "model", "parts": [p]}, "index": 0}],
+                      "modelVersion": body.get("modelVersion"),
+                      "responseId": body.get("responseId")}) for p in pieces]
+    last = {k: v for k, v in candidate.items() if k != "content"}
+    out.append(_sse({"candidates": [last | {"content": {"role": "model", "parts": []}}]} | rest))
+    return out
+
+
+def sse_events(provider: str, body: dict[str, Any]) -> list[bytes]:
+    """``body`` (a success body of ``provider``) as the server-sent events of its stream.
+
+    Text is sent in 4-character pieces, tool arguments in 7-character ones;
+    the events assemble back into exactly ``body``.
+    """
+    return {"anthropic": _anthropic_events, "openai": _openai_events,
+            "gemini": _gemini_events}[provider](body)
 
 
 _BUILDERS = {"anthropic": _anthropic, "openai": _openai, "gemini": _gemini,
@@ -232,7 +328,13 @@ class _Handler(BaseHTTPRequestHandler):
         if record.refused:
             self._send(400, error_body(provider, 400, record.refused))
             return
-        self._answer(fake.next_reply(provider))
+        answer = fake.next_reply(provider)
+        streamed = (path.endswith(":streamGenerateContent") if provider == "gemini"
+                    else isinstance(body, dict) and body.get("stream") is True)
+        if streamed and answer.status == 200 and answer.raw is None and answer.hang is None:
+            self._stream(sse_events(provider, answer.body), answer.cut)
+            return
+        self._answer(answer)
 
     def _authorised(self, provider: str) -> bool:
         bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
@@ -248,6 +350,24 @@ class _Handler(BaseHTTPRequestHandler):
             return
         data = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
         self._send(answer.status, data, answer.headers)
+
+    def _stream(self, events: list[bytes], cut: int | None) -> None:
+        """Answer with server-sent events, chunked; ``cut`` closes the connection mid-way."""
+        self.protocol_version = "HTTP/1.1"
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for event in events[:cut]:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            if cut is None:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client gave up
+            pass
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()

@@ -21,7 +21,7 @@ _ANTHROPIC_KEYS = {"model", "messages", "max_tokens", "system", "tools", "tool_c
                    "stop_sequences", "temperature", "top_p", "top_k", "metadata", "stream",
                    "thinking"}
 _OPENAI_KEYS = {"model", "messages", "tools", "tool_choice", "temperature", "top_p",
-                "max_completion_tokens", "max_tokens", "seed", "stop", "stream", "n",
+                "max_completion_tokens", "max_tokens", "seed", "stop", "stream", "stream_options", "n",
                 "parallel_tool_calls", "user", "response_format", "reasoning_effort"}
 _GEMINI_KEYS = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
                 "safetySettings", "cachedContent"}

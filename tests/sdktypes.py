@@ -29,6 +29,8 @@ SDK_TYPES: dict[str, Any] = {
     "anthropic": message_create_params.MessageCreateParamsNonStreaming,
     "openai": completion_create_params.CompletionCreateParamsNonStreaming,
     "openai-responses": response_create_params.ResponseCreateParamsNonStreaming,
+    "anthropic:stream": message_create_params.MessageCreateParamsStreaming,
+    "openai:stream": completion_create_params.CompletionCreateParamsStreaming,
 }
 
 
@@ -54,6 +56,8 @@ def sdk_problem(provider: str, body: Any) -> str | None:
     """The first error the SDK's request type finds in ``body``, or ``None`` (no SDK: ``None``)."""
     if provider not in SDK_TYPES:
         return None
+    if isinstance(body, dict) and body.get("stream") is True:  # the streaming twin of the type
+        provider += ":stream"
     try:
         _drain(_adapter(provider).validate_python(body))
     except ValidationError as exc:

@@ -12,9 +12,15 @@ import os
 from contextlib import AbstractContextManager
 from typing import Any
 
+try:  # the HTTP library the SDKs send with (anthropic>=2, openai>=3), else plain httpx
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - older SDK releases
+    import httpx as _http
+
 from ..errors import ProviderError
 from ._common import require_key, with_model
 from ._remote import RemoteProvider
+from ._stream import Assembler, AsyncResponseStream, ResponseStream
 from .base import ModelRequest, ModelResponse
 
 __all__ = ["SDKProvider"]
@@ -71,6 +77,14 @@ class SDKProvider(RemoteProvider):
         """A context manager turning the SDK's errors into ``ProviderError``s."""
         raise NotImplementedError
 
+    def _assembler(self) -> Assembler:
+        """A fresh assembler of this wire's stream events into its unstreamed body."""
+        raise NotImplementedError
+
+    def _stream_kwargs(self) -> dict[str, Any]:
+        """The extra keyword arguments that make the SDK call stream."""
+        return {"stream": True}
+
     # --- shared ----------------------------------------------------------------
 
     def close(self) -> None:
@@ -117,3 +131,35 @@ class SDKProvider(RemoteProvider):
             raw = await self._endpoint(self.async_client).with_raw_response.create(**kwargs)
             text = raw.http_response.text
         return self._finish(text, kwargs["model"])
+
+    def stream(self, request: ModelRequest) -> ResponseStream:
+        """Send ``request`` streamed (the SDK's streaming API): iterate the handle for deltas.
+
+        The handle's ``response`` is then what ``complete`` would have returned.
+        """
+        kwargs = self._prepare(request) | self._stream_kwargs()
+        model = kwargs["model"]
+
+        def events() -> Any:
+            with self._endpoint(self.client).create(**kwargs) as stream:
+                for event in stream:
+                    yield event.to_dict()
+
+        return ResponseStream(self, events, self._assembler(),
+                              lambda text: self._finish(text, model), self._errors,
+                              (_http.TransportError,))
+
+    def astream(self, request: ModelRequest) -> AsyncResponseStream:
+        """``stream`` on the async client: ``async for`` the handle."""
+        kwargs = self._prepare(request) | self._stream_kwargs()
+        model = kwargs["model"]
+
+        async def events() -> Any:
+            stream = await self._endpoint(self.async_client).create(**kwargs)
+            async with stream:
+                async for event in stream:
+                    yield event.to_dict()
+
+        return AsyncResponseStream(self, events, self._assembler(),
+                                   lambda text: self._finish(text, model), self._errors,
+                              (_http.TransportError,))

@@ -61,6 +61,7 @@ from ._common import (
     wire_str,
 )
 from ._sdk import SDKProvider
+from ._stream import AnthropicAssembler, Assembler
 from .base import ModelRequest, ModelResponse
 
 try:
@@ -443,3 +444,6 @@ class AnthropicProvider(SDKProvider):
 
     def _errors(self) -> Any:
         return _translate_errors()
+
+    def _assembler(self) -> Assembler:
+        return AnthropicAssembler()

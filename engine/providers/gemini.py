@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -71,6 +71,7 @@ from ._common import (
 )
 from ._gemini_schema import gemini_schema, parameters_for
 from ._remote import RemoteProvider
+from ._stream import AsyncResponseStream, GeminiAssembler, ResponseStream, sse_data
 from .base import ModelRequest, ModelResponse
 
 __all__ = [
@@ -564,3 +565,49 @@ class GeminiProvider(RemoteProvider):
                                                     headers={"x-goog-api-key": self._key})
             await response.aread()
         return self._finish(response, model, turn)
+
+    def _stream_call(self, request: ModelRequest) -> tuple[str, dict[str, Any], Any]:
+        if self._closed:
+            raise ProviderError("the provider was closed", provider=self.name)
+        url, body, model, turn = self._call(request)
+        url = url.removesuffix(":generateContent") + ":streamGenerateContent?alt=sse"
+        return url, body, lambda text: with_model(map_response(self._body(text), turn=turn), model)
+
+    def stream(self, request: ModelRequest) -> ResponseStream:
+        """Send ``request`` to ``streamGenerateContent`` (server-sent events); iterate for deltas.
+
+        The handle's ``response`` is then what ``complete`` would have returned.
+        """
+        url, body, finish = self._stream_call(request)
+
+        def events() -> Iterator[dict[str, Any]]:
+            with self.client.stream("POST", url, json=body,
+                                    headers={"x-goog-api-key": self._key}) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._finish(response, "", 0)  # raises the error the status means
+                yield from sse_data(response.iter_lines())
+
+        return ResponseStream(self, events, GeminiAssembler(), finish, _translate_errors)
+
+    def astream(self, request: ModelRequest) -> AsyncResponseStream:
+        """``stream`` on the async client: ``async for`` the handle."""
+        url, body, finish = self._stream_call(request)
+
+        async def events() -> AsyncIterator[dict[str, Any]]:
+            async with self.async_client.stream("POST", url, json=body,
+                                                headers={"x-goog-api-key": self._key}) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    self._finish(response, "", 0)
+                buffer: list[str] = []
+                async for line in response.aiter_lines():
+                    buffer.append(line)
+                    if not line.strip():
+                        for event in sse_data(iter(buffer)):
+                            yield event
+                        buffer = []
+                for event in sse_data(iter(buffer)):
+                    yield event
+
+        return AsyncResponseStream(self, events, GeminiAssembler(), finish, _translate_errors)

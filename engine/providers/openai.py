@@ -64,6 +64,7 @@ from ._common import (
     wire_str,
 )
 from ._sdk import SDKProvider
+from ._stream import Assembler, OpenAIAssembler
 from .base import ModelRequest, ModelResponse
 
 try:
@@ -497,3 +498,9 @@ class OpenAIProvider(SDKProvider):
 
     def _errors(self) -> Any:
         return _translate_errors(NAME)
+
+    def _assembler(self) -> Assembler:
+        return OpenAIAssembler()
+
+    def _stream_kwargs(self) -> dict[str, Any]:
+        return {"stream": True, "stream_options": {"include_usage": True}}

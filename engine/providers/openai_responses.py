@@ -285,6 +285,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
     """
 
     name = NAME
+    #: streaming is built for Chat Completions only; the loop calls ``complete`` here
+    stream = astream = None  # type: ignore[assignment]
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         return map_request(request)

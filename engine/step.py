@@ -1,0 +1,511 @@
+"""The loop's rules as one sans-I/O step: given the state, what to do next.
+
+``Step`` holds every decision of the agent loop (``engine.loop``) and does no
+I/O: it reads the conversation's live state and answers with an *action*;
+a shell performs it and, for the actions with an outcome, hands the outcome
+back (the style of h11 and httpcore). ``Loop`` is the synchronous shell,
+``AsyncLoop`` (``engine.aloop``) the asynchronous one; neither holds a rule::
+
+    step = Step(loop, conv)
+    while True:
+        action = step.next()
+        match action:
+            case Record():    stage / append the events, flush, tell observers
+            case CallModel(): response = provider.complete(action.request)
+                              perform step.responded(action, response, seconds)
+                              (or step.failed(action, provider_error, seconds))
+            case RunTools():  run the calls; perform step.tool_done(run, outcome, left)
+                              for each as it completes
+            case Wait():      sleep action.delay seconds (a retry's back-off)
+            case RunRunner(): perform step.ran(runner.run(action.request))
+            case Stop():      return the result
+
+The events of a ``Record`` are staged on the ``Conversation`` (applied to its
+state at once, written at the next flush); ``flush`` writes everything staged
+before the observers hear ``notices``. A shell flushes before every outside
+action (a model call, a tool run), so the journal holds each step before the
+next starts.
+
+Tool calls of one response are answered in call order. Consecutive accepted
+calls whose tools are ``read_only`` or ``idempotent`` (or declared
+``parallel_safe``) form one batch when ``max_parallel_tools`` > 1: their
+``tool_started`` events are all written, in call order, before any of them
+runs; they then run concurrently (at most ``max_parallel_tools`` at a time)
+and each result is recorded as it completes. Any other call runs alone, so
+``side_effecting`` calls run one at a time, in call order. An executor may
+dictate the schedule instead (replay repeats the recorded one): see
+``ToolExecutor`` in ``engine.executor``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from .calls import assign_call_ids
+from .canonical import valid_unicode
+from .duplicates import check_duplicate, resolve_predicate
+from .errors import EngineError, InvalidTransition, ProviderError, RunnerError, StreamInterrupted
+from .events import (
+    ConversationCompleted,
+    ConversationFailed,
+    ConversationHalted,
+    Event,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    Refusal,
+    RejectReason,
+    ToolCallRejected,
+    ToolCompleted,
+    ToolStarted,
+    TurnLimitReached,
+    with_valid_unicode,
+)
+from .executor import ToolExecution
+from .machine import Lifecycle
+from .messages import ToolCall
+from .providers.base import ModelRequest, ModelResponse
+from .resume import INTERRUPTED, idempotency_key
+from .runners import RunnerResult, RunRequest, runner_events
+from .state import StateBuilder
+from .texts import refusal_message, tool_failed_message
+from .tools import Tool, ToolContext
+
+__all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "Stop", "ToolRun",
+           "Wait", "concurrent", "context_of", "executor_failure", "ordered", "refusal_of",
+           "request_of"]
+
+L = Lifecycle
+R = RejectReason
+
+#: an observer notification: (event name, payload)
+Notice = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Stage ``events`` (or, with ``now``, append them at once in one transaction), then
+    ``flush`` if asked, then tell observers ``notices``."""
+
+    events: tuple[Event, ...] = ()
+    flush: bool = False
+    notices: tuple[Notice, ...] = ()
+    now: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallModel:
+    """Flush, send ``request`` to the provider, and hand back its response or ``ProviderError``."""
+
+    request: ModelRequest
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """One accepted call, ready to run: the tool, the validated arguments, the context."""
+
+    call: ToolCall
+    tool: Tool
+    validated: dict[str, Any]
+    context: ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    """Flush, then run ``runs``: at most ``concurrency`` at a time, or, when ``order`` is
+    given, one at a time in that order (indexes into ``runs``). Hand back each outcome as
+    it completes (``Step.tool_done``)."""
+
+    runs: tuple[ToolRun, ...]
+    concurrency: int = 1
+    order: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait ``delay`` seconds (with the loop's retry policy) before the next action."""
+
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRunner:
+    """Flush, offer the run to the loop's runner, and hand back its result (``Step.ran``)."""
+
+    request: RunRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The run is over (or paused, for a single-turn run); the shell returns its result."""
+
+
+Action = Record | CallModel | RunTools | Wait | RunRunner | Stop
+_STOP = Stop()
+
+
+def concurrent(tool: Tool) -> bool:
+    """Whether calls of ``tool`` may run at the same time as other such calls."""
+    return tool.effect != "side_effecting" or bool(getattr(tool, "parallel_safe", False))
+
+
+def executor_failure(exc: Exception) -> ToolExecution:
+    """The outcome of a call whose executor raised: an executor bug is only this call's failure."""
+    return ToolExecution(success=False, error=str(exc) or type(exc).__name__)
+
+
+def _validate(tool: Tool, call: ToolCall) -> tuple[dict[str, Any], str | None]:
+    try:
+        return tool.validate(call.arguments), None
+    except EngineError as exc:
+        return {}, str(exc)
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def context_of(loop: Any, b: Any, call: ToolCall, key: str | None) -> ToolContext:
+    """The ``ToolContext`` a call of ``b``'s last response runs with."""
+    return ToolContext(conversation_id=b.conversation_id, turn=b.turn_count, mode=b.mode,
+                       call_id=call.id, metadata=b.metadata, data=b.metadata.get("data"),
+                       now=loop.clock(), idempotency_key=key)
+
+
+def request_of(loop: Any, b: Any) -> ModelRequest:
+    """The request for the next turn, from the live state (never re-read from the journal)."""
+    return ModelRequest(model=loop.model or b.model, system=b.system,
+                        messages=tuple(b.message_list), tools=b.tools, parameters=b.parameters)
+
+
+def refusal_of(loop: Any, b: Any, call: ToolCall, tool: Tool | None) -> Refusal | None:
+    """Why ``call`` must not run (before its arguments are validated), or ``None``.
+
+    The built-in rules, in order: the run is halted, the arguments are
+    invalid or cut off, the tool is unknown, the tool is disabled; then the
+    loop's ``refuse`` hook, if any.
+    """
+    limit = b.duplicate_policy.max_refusals
+    if limit is not None and b.refusals >= limit:
+        return Refusal(reason=R.HALTED, details={"refusals": b.refusals})
+    if call.invalid:
+        if call.invalid.startswith("cut off"):
+            return Refusal(reason=R.CUT_OFF)
+        return Refusal(reason=R.INVALID_ARGUMENTS,
+                       details={"problem": call.invalid, "stage": "parse"})
+    if tool is None:
+        return Refusal(reason=R.UNKNOWN, details={"available": list(loop.tools.names())})
+    disabled = tool.disabled_reason(context_of(loop, b, call, None))
+    if disabled:
+        return Refusal(reason=R.DISABLED, details={"why": disabled})
+    return loop.refuse(b, call, tool) if loop.refuse is not None else None
+
+
+@dataclass(slots=True)
+class _Batch:
+    runs: list[ToolRun] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+    open: bool = True
+
+
+class Step:
+    """The next action of one run of ``conv`` (see the module docstring).
+
+    ``loop`` is the configuration (a ``Loop`` or ``AsyncLoop``: its tools,
+    provider name, retry policy, hooks, executor, clock and
+    ``max_parallel_tools``); ``digest`` computes request digests (default
+    the loop's). ``single_turn`` stops after one model turn.
+    """
+
+    def __init__(self, loop: Any, conv: Any, *, single_turn: bool = False,
+                 digest: Any = None) -> None:
+        self.loop, self.conv, self.single_turn = loop, conv, single_turn
+        self.digest = digest or loop._digest
+        self.turns = 0
+        self._queue: deque[Action] = deque()
+        self._batch = _Batch()
+        self._offer_runner = loop.runner is not None
+        self._done = False
+        self._broke = False  # a stream broke in this run (it then stops; a resume re-sends)
+
+    # --- what next ---------------------------------------------------------------
+
+    def next(self) -> Action:
+        """The next action, from the live state (and what this step already decided)."""
+        if self._queue:
+            return self._queue.popleft()
+        if self._done:
+            return _STOP
+        b = self.conv.builder
+        if self._offer_runner:
+            self._offer_runner = False
+            if b.lifecycle is L.AWAITING_MODEL:
+                return RunRunner(RunRequest(
+                    conversation_id=b.conversation_id, messages=tuple(b.message_list),
+                    tools=b.tools, provider=b.provider, model=b.model, mode=b.mode,
+                    system=b.system, metadata=b.metadata, max_turns=b.max_turns,
+                    single_turn=self.single_turn))
+        state = b.lifecycle
+        if state is L.AWAITING_MODEL:
+            return self._before_turn(b) or self._request(b)
+        if state is L.REQUESTED:
+            return CallModel(self.loop.build_request(b), b.requested_turn)
+        if state is L.AWAITING_TOOLS:
+            return self._tools(b)
+        if state is L.ANSWERED:
+            return Record((ConversationCompleted(final_content=b.final_content),), flush=True,
+                          notices=(("completed", {"final_content": b.final_content}),))
+        return _STOP  # READY (no user message yet) or a finished run
+
+    # --- model turns -------------------------------------------------------------
+
+    def _before_turn(self, b: Any) -> Action | None:
+        """The action that ends (or retries) the run before another request, if any."""
+        if b.error is not None:  # a model_failed answered the last request
+            retry = self._retry(b)
+            if retry is not None:
+                return retry
+            if b.failure is not None and b.failure.interrupted:
+                return self._broken_stream(b)
+            error = b.error + (f" (gave up after {b.attempt} attempts)" if b.attempt > 1 else "")
+            return Record((ConversationFailed(error=error, error_type="model_failed"),),
+                          flush=True, notices=(("failed", {"error": error}),))
+        limit = b.duplicate_policy.max_refusals
+        if limit is not None and b.refusals >= limit:
+            reason = (f"halted after {b.refusals} refused duplicate tool call(s) in this run "
+                      f"(max_refusals={limit})")
+            return Record((ConversationHalted(reason=reason, refusals=b.refusals),), flush=True,
+                          notices=(("budget_exceeded", {"kind": "refusals", "limit": limit,
+                                                        "reason": reason}),))
+        if b.run_turns >= b.max_turns:
+            pending = bool(b.last_tool_calls)
+            warning = (f"max turns ({b.max_turns}) reached"
+                       + (" with tool calls still pending" if pending else ""))
+            return Record((TurnLimitReached(turn_count=b.turn_count, max_turns=b.max_turns,
+                                            pending_tool_calls=pending, warning=warning),),
+                          flush=True, notices=(("budget_exceeded", {
+                              "kind": "turns", "limit": b.max_turns,
+                              "pending_tool_calls": pending, "reason": warning}),))
+        if self.single_turn and self.turns:
+            return _STOP
+        return None
+
+    def _retry(self, b: Any) -> Action | None:
+        """Request the failed turn again if the policy says so, after its wait."""
+        failure = b.failure
+        if failure is None:
+            return None
+        delay = self.loop.retry.delay(retryable=failure.retryable, attempt=b.attempt,
+                                      retry_after=failure.retry_after)
+        if delay is None:
+            return None
+        attempt = b.attempt + 1
+        self._queue.append(Wait(delay))  # the failure is durable before the wait
+        self._queue.append(self._request(b, attempt))
+        return Record(flush=True, notices=(("model_retry", {
+            "turn": failure.turn, "attempt": attempt, "delay": delay, "error": b.error}),))
+
+    def _broken_stream(self, b: Any) -> Action:
+        """A stream this run saw break stops the run unfinished; a later run sends again."""
+        if self._broke:
+            self._done = True
+            return Record(flush=True, notices=(("failed", {"error": b.error,
+                                                           "interrupted": True}),))
+        return self._request(b, b.attempt + 1)
+
+    def _request(self, b: Any, attempt: int = 1) -> Record:
+        request = self.loop.build_request(b)
+        turn = b.turn_count + 1
+        event = ModelRequested(turn=turn, digest=self.digest.digest(request),
+                               provider=self.loop.provider.name, model=request.model,
+                               parameters=b.parameters, attempt=attempt)
+        return Record((event,), notices=(("turn_started", {"turn": turn}),) if attempt == 1 else ())
+
+    def responded(self, action: CallModel, response: ModelResponse, seconds: float) -> Record:
+        """Record the provider's ``response`` to ``action`` (``seconds`` it took)."""
+        self.turns += 1
+        b, request = self.conv.builder, action.request
+        event = with_valid_unicode(ModelResponded(
+            turn=action.turn, parts=response.parts, stop_reason=response.stop_reason,
+            usage=response.usage, provider=response.provider or self.loop.provider.name,
+            model=response.model or request.model, response_id=response.response_id,
+            raw=response.raw, latency_ms=_ms(seconds), replaced=response.replaced))
+        parts = assign_call_ids(event.parts, b.call_ids)  # call ids unique in the conversation
+        if parts != event.parts:
+            event = msgspec.structs.replace(event, parts=parts)
+        calls = [p.name for p in parts if type(p) is ToolCall]
+        return Record((event,), notices=(("model_responded", {
+            "turn": action.turn, "stop_reason": response.stop_reason, "tool_calls": calls}),))
+
+    def failed(self, action: CallModel, exc: ProviderError, seconds: float) -> Record:
+        """Record the provider's failure to answer ``action`` (only a ``ProviderError`` is one)."""
+        self.turns += 1
+        broke = isinstance(exc, StreamInterrupted)
+        self._broke = self._broke or broke
+        return Record((with_valid_unicode(ModelFailed(
+            turn=action.turn, error_type=type(exc).__name__, message=str(exc) or repr(exc),
+            provider=self.loop.provider.name, model=action.request.model, status=exc.status,
+            retryable=exc.retryable, latency_ms=_ms(seconds), retry_after=exc.retry_after,
+            interrupted=broke, partial=exc.partial if broke else ())),))
+
+    # --- runners -------------------------------------------------------------------
+
+    def ran(self, result: RunnerResult | None) -> Action:
+        """The runner's answer: ``None`` lets the built-in rules run; a result is recorded
+        in one transaction (``RunnerError`` if the lifecycle cannot accept it; nothing written)."""
+        if result is None:
+            return self.next()
+        b = self.conv.builder
+        events = runner_events(result, b.turn_count + 1, b.provider, b.model)
+        probe = StateBuilder(b.state())
+        try:
+            for event in events:
+                probe.apply(event)
+        except InvalidTransition as exc:
+            raise RunnerError(f"the runner's result cannot be recorded: {exc}") from None
+        self._done = True
+        name = "completed" if probe.lifecycle is L.COMPLETED else "failed"
+        return Record(tuple(events), now=True, notices=((name, {
+            "runner": type(self.loop.runner).__name__, "error": probe.error}),))
+
+    # --- tool calls ----------------------------------------------------------------
+
+    def _tools(self, b: Any) -> Action:
+        """The next tool action: answer, start or reject the next call, or run the batch."""
+        batch = self._batch
+        for call in b.pending.values():
+            if call.id in batch.ids:
+                continue
+            tool = self.loop.tools.get(call.name)
+            if call.id in b.started:  # its process died while it ran
+                return self._interrupted(b, call, tool)
+            refusal = self.loop.refusal(b, call, tool)
+            if refusal is not None:
+                return self._reject(b, call, refusal, tool)
+            assert tool is not None
+            validated, problem = _validate(tool, call)
+            if problem is not None:
+                return self._reject(b, call, Refusal(
+                    reason=R.INVALID_ARGUMENTS, details={"problem": problem, "stage": "schema"}),
+                    tool)
+            duplicate = self._is_duplicate(b, call)
+            notices: tuple[Notice, ...] = ()
+            if duplicate:
+                observe = b.duplicate_policy.observe_only
+                notices = (("duplicate_prevented", {"call_id": call.id, "name": call.name,
+                                                    "arguments": call.arguments,
+                                                    "observe_only": observe}),)
+                if not observe:
+                    return self._reject(b, call, Refusal(reason=R.DUPLICATE), tool,
+                                        notices)
+            if batch.runs and not self._joins(call, tool):
+                return self._dispatch()
+            key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
+            started = ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments,
+                                  idempotency_key=key, duplicate=duplicate)
+            self._add(ToolRun(call, tool, validated, context_of(self.loop, b, call, key)))
+            if not batch.open:
+                self._queue.append(self._dispatch())
+            return Record((started,), notices=notices)
+        return self._dispatch()
+
+    def _interrupted(self, b: Any, call: ToolCall, tool: Tool | None) -> Action:
+        """A call whose process died mid-run: re-run if safe, else record the unknown outcome."""
+        if tool is not None and tool.effect != "side_effecting":
+            validated, problem = _validate(tool, call)
+            if problem is None:
+                if self._batch.runs and not self._joins(call, tool):
+                    return self._dispatch()
+                key = idempotency_key(b, call)
+                self._add(ToolRun(call, tool, validated, context_of(self.loop, b, call, key)))
+                return self._dispatch() if not self._batch.open else self.next()
+        return self._completion(call, tool, ToolExecution(
+            success=False, error=INTERRUPTED, source="interrupted"))
+
+    def _add(self, run: ToolRun) -> None:
+        batch = self._batch
+        batch.runs.append(run)
+        batch.ids.add(run.call.id)
+        default = self._parallel() and all(concurrent(r.tool) for r in batch.runs)
+        hook = getattr(self.loop.executor, "keep_open", None)
+        batch.open = default if hook is None else bool(hook([r.call for r in batch.runs], default))
+
+    def _joins(self, call: ToolCall, tool: Tool) -> bool:
+        """Whether ``call`` is started with the open batch before any of it runs."""
+        runs = self._batch.runs
+        default = self._batch.open and concurrent(tool)
+        hook = getattr(self.loop.executor, "joins", None)
+        return default if hook is None else bool(hook([r.call for r in runs], call, default))
+
+    def _parallel(self) -> bool:
+        return getattr(self.loop, "max_parallel_tools", 1) > 1
+
+    def _dispatch(self) -> RunTools:
+        runs = tuple(self._batch.runs)
+        self._batch = _Batch()
+        order = None
+        hook = getattr(self.loop.executor, "order", None)
+        if hook is not None and len(runs) > 1:
+            chosen = hook([r.call for r in runs])
+            if chosen is not None:
+                index = {r.call.id: i for i, r in enumerate(runs)}
+                order = tuple(index[c.id] for c in chosen)
+        width = max(1, min(len(runs), getattr(self.loop, "max_parallel_tools", 1)))
+        return RunTools(runs, concurrency=width, order=order)
+
+    def _is_duplicate(self, b: Any, call: ToolCall) -> bool:
+        policy, loop = b.duplicate_policy, self.loop
+        if policy.rule == "custom" and loop.predicate is None and policy.custom:
+            loop.predicate = resolve_predicate(policy.custom)
+        return check_duplicate(policy, b, call.name, call.arguments, loop.predicate)
+
+    def _reject(self, b: Any, call: ToolCall, refusal: Refusal, tool: Tool | None,
+                notices: tuple[Notice, ...] = ()) -> Record:
+        content = refusal_message(refusal.reason, call.name, refusal.details, mode=b.mode,
+                                  display=tool.spec.display_name if tool is not None else None,
+                                  arguments=call.arguments)
+        event = ToolCallRejected(call_id=call.id, name=call.name, reason=refusal.reason,
+                                 content=content, arguments=call.arguments,
+                                 details=refusal.details)
+        return Record((event,), notices=(*notices, ("tool_executed", {
+            "call_id": call.id, "name": call.name, "success": False,
+            "rejected": str(refusal.reason)})))
+
+    def tool_done(self, run: ToolRun, outcome: ToolExecution, running: int = 0) -> Record:
+        """Record ``run``'s outcome; ``running`` calls of its batch are still running (then the
+        result is written at once, so a crash re-runs only the unfinished calls)."""
+        record = self._completion(run.call, run.tool, outcome)
+        return Record(record.events, flush=running > 0, notices=record.notices)
+
+    def _completion(self, call: ToolCall, tool: Tool | None, outcome: ToolExecution) -> Record:
+        data = outcome.data
+        try:
+            data = msgspec.to_builtins(data) if data is not None else None
+            msgspec.json.encode(valid_unicode(data)[0])  # invalid Unicode: replaced below
+        except (TypeError, ValueError) as exc:
+            outcome = ToolExecution(success=False, error=f"result is not JSON data: {exc}",
+                                    duration_ms=outcome.duration_ms, source=outcome.source)
+            data = None
+        content = outcome.content
+        if content is None:
+            content = (tool.render(success=outcome.success, data=data, error=outcome.error,
+                                   arguments=call.arguments) if tool is not None
+                       else tool_failed_message(call.name, outcome.error or "unknown error"))
+        event = with_valid_unicode(ToolCompleted(
+            call_id=call.id, name=call.name, success=outcome.success, content=content, data=data,
+            error=outcome.error, duration_ms=outcome.duration_ms, source=outcome.source,
+            replaced=outcome.replaced))
+        return Record((event,), notices=(("tool_executed", {
+            "call_id": call.id, "name": call.name, "success": outcome.success,
+            "rejected": None}),))
+
+
+def ordered(runs: Sequence[ToolRun], order: Sequence[int] | None) -> list[ToolRun]:
+    """``runs`` in the order a ``RunTools`` asks for (call order if none)."""
+    return list(runs) if order is None else [runs[i] for i in order]
