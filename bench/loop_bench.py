@@ -14,17 +14,32 @@ Figures printed:
 - turnlog per-turn time over the first and last tenth of turns, and their
   ratio (target <= 1.25: no growth with the conversation);
 - bytes on disk per turn (file size / turns);
-- baseline, when importable: LangGraph ``StateGraph`` with an
+- the durable-commit floor: raw ``sqlite3`` on a WAL file with
+  ``synchronous=FULL`` writing turnlog's own event rows (copied from its run, into
+  a table of the same DDL, no triggers or projections) as two
+  ``BEGIN IMMEDIATE … COMMIT`` per turn — the two durable commits a tool turn
+  needs (before the model call, before the tool runs); turnlog's per-turn time
+  over it (target <= 1.5x);
+- baselines, when importable: LangGraph ``StateGraph`` with an
   ``add_messages`` list and ``SqliteSaver`` on a file, ``durability="sync"``
   (each step's checkpoint written before the next step, as turnlog does), the same turns; its
   per-turn times and size, and the ratios (targets: turnlog >= 20x faster per
-  turn, >= 100x smaller at 1,000 turns).
+  turn, >= 100x smaller at 1,000 turns); and the same graph with the list as
+  ``Annotated[list, DeltaChannel(reducer)]`` (LangGraph's best mode: it stores the
+  writes, not the whole list; the reducer is LangGraph's own batch reducer for
+  messages), targets turnlog >= 10x faster per turn and >= 10x smaller.
+
+``--profile FILE`` writes a cProfile of the turnlog run to ``FILE`` (read it with
+``python -m pstats FILE``) and prints its top functions by cumulative and own time.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import functools
 import json
+import pstats
 import os
 import statistics
 import sqlite3
@@ -79,19 +94,49 @@ def tenths(times: list[float], turns: int) -> tuple[float, float]:
     return statistics.fmean(per_turn[:tenth]), statistics.fmean(per_turn[-tenth:])
 
 
-def run_turnlog(path: Path, turns: int) -> dict:
+def run_turnlog(path: Path, turns: int, profile: str | None = None) -> dict:
     model = FakeModel(turns)
+    profiler = cProfile.Profile() if profile else None
     start = time.perf_counter()
+    if profiler:
+        profiler.enable()
     with Journal(str(path)) as journal:
         result = Loop(journal, model, [add]).start("go", conversation_id="bench",
                                                   max_turns=turns + 1)
+    if profiler:
+        profiler.disable()
     total = time.perf_counter() - start
+    if profiler:
+        profiler.dump_stats(profile)
     assert result.status == "completed" and result.turn_count == turns + 1, result
     first, last = tenths(model.times, turns)
     return {"first": first, "last": last, "mean": total / (turns + 1), "bytes": size(path)}
 
 
-def run_langgraph(path: Path, turns: int) -> dict | None:
+def run_floor(source: Path, path: Path, turns: int) -> dict:
+    """The durable-commit floor: ``source``'s event rows, two per ``BEGIN IMMEDIATE … COMMIT``."""
+    from journal._schema import _EVENTS_V1
+
+    with sqlite3.connect(str(source)) as src:
+        rows = src.execute("SELECT * FROM events ORDER BY position").fetchall()
+    src.close()
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute(_EVENTS_V1)
+    marks = ",".join("?" * len(rows[0]))
+    insert = f"INSERT INTO events VALUES ({marks})"
+    start = time.perf_counter()
+    for i in range(0, len(rows), 2):  # 4 rows a turn: two commits of two rows
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(insert, rows[i:i + 2])
+        conn.execute("COMMIT")
+    total = time.perf_counter() - start
+    conn.close()
+    return {"mean": total / (turns + 1), "commits": (len(rows) + 1) // 2, "bytes": size(path)}
+
+
+def run_langgraph(path: Path, turns: int, delta: bool = False) -> dict | None:
     try:
         from typing import Annotated, TypedDict
 
@@ -102,8 +147,21 @@ def run_langgraph(path: Path, turns: int) -> dict | None:
     except ImportError:
         return None
 
+    if delta:
+        try:
+            from langgraph.channels import DeltaChannel
+        except ImportError:
+            return None
+        try:  # LangGraph's own batch reducer for messages (experimental in 1.2)
+            from langgraph.graph.message import _messages_delta_reducer as reducer
+        except ImportError:
+            def reducer(state: list, writes: list) -> list:
+                return functools.reduce(add_messages, writes, state)
+        channel = Annotated[list, DeltaChannel(reducer)]
+    else:
+        channel = Annotated[list, add_messages]
     # the functional form: class syntax would see a string annotation (postponed evaluation)
-    State = TypedDict("State", {"messages": Annotated[list, add_messages]})  # noqa: UP013
+    State = TypedDict("State", {"messages": channel})  # noqa: UP013
 
     times: list[float] = []
 
@@ -145,27 +203,43 @@ def run_langgraph(path: Path, turns: int) -> dict | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the turnlog run")
     args = parser.parse_args()
     n = args.turns
     with tempfile.TemporaryDirectory() as tmp:
-        ours = run_turnlog(Path(tmp) / "turnlog.db", n)
+        ours = run_turnlog(Path(tmp) / "turnlog.db", n, args.profile)
+        floor = run_floor(Path(tmp) / "turnlog.db", Path(tmp) / "floor.db", n)
         base = run_langgraph(Path(tmp) / "langgraph.db", n)
+        best = run_langgraph(Path(tmp) / "delta.db", n, delta=True)
     ms = 1000
     print(f"{n} tool turns (+1 final answer), one tool call and result per turn\n")
     print(f"turnlog    per turn: first tenth {ours['first'] * ms:.3f} ms, last tenth "
           f"{ours['last'] * ms:.3f} ms, mean {ours['mean'] * ms:.3f} ms; "
           f"last/first = {ours['last'] / ours['first']:.2f} (target <= 1.25)")
     print(f"turnlog    on disk: {ours['bytes']:,} bytes = {ours['bytes'] / n:,.0f} bytes/turn")
+    print(f"floor      per turn: mean {floor['mean'] * ms:.3f} ms ({floor['commits']:,} commits "
+          f"of turnlog's rows, two a turn; raw sqlite3, WAL, synchronous=FULL)")
+    print(f"floor      on disk: {floor['bytes']:,} bytes = {floor['bytes'] / n:,.0f} bytes/turn")
+    print(f"\nratio turnlog / floor: per turn (mean) {ours['mean'] / floor['mean']:.2f}x "
+          f"(target <= 1.5x)")
+    if args.profile:
+        stats = pstats.Stats(args.profile)
+        print(f"\nprofile of the turnlog run written to {args.profile}; top 25 by own time:")
+        stats.sort_stats("tottime").print_stats(25)
     if base is None:
-        print("\nLangGraph baseline skipped: pip install -e '.[bench]' to run it")
+        print("\nLangGraph baselines skipped: pip install -e '.[bench]' to run them")
         return
-    print(f"LangGraph  per turn: first tenth {base['first'] * ms:.3f} ms, last tenth "
-          f"{base['last'] * ms:.3f} ms, mean {base['mean'] * ms:.3f} ms; "
-          f"last/first = {base['last'] / base['first']:.2f}")
-    print(f"LangGraph  on disk: {base['bytes']:,} bytes = {base['bytes'] / n:,.0f} bytes/turn")
-    print(f"\nratios (LangGraph / turnlog): per turn (mean) {base['mean'] / ours['mean']:.1f}x, "
-          f"last tenth {base['last'] / ours['last']:.1f}x (target >= 20x); "
-          f"size {base['bytes'] / ours['bytes']:.1f}x (target >= 100x)")
+    for label, lg, speed, smaller in (("LangGraph", base, 20, 100), ("DeltaChan", best, 10, 10)):
+        if lg is None:
+            print(f"\n{label} skipped: this langgraph has no langgraph.channels.DeltaChannel")
+            continue
+        print(f"\n{label}  per turn: first tenth {lg['first'] * ms:.3f} ms, last tenth "
+              f"{lg['last'] * ms:.3f} ms, mean {lg['mean'] * ms:.3f} ms; "
+              f"last/first = {lg['last'] / lg['first']:.2f}")
+        print(f"{label}  on disk: {lg['bytes']:,} bytes = {lg['bytes'] / n:,.0f} bytes/turn")
+        print(f"ratios ({label} / turnlog): per turn (mean) {lg['mean'] / ours['mean']:.1f}x, "
+              f"last tenth {lg['last'] / ours['last']:.1f}x (target >= {speed}x); "
+              f"size {lg['bytes'] / ours['bytes']:.1f}x (target >= {smaller}x)")
 
 
 if __name__ == "__main__":
