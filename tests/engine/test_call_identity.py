@@ -19,7 +19,7 @@ from engine.providers._common import plan_history
 from engine.providers.scripted import ScriptedProvider
 from engine.state import fold_stored
 from replay import replay
-from replay.testing import tool_call_lists
+from turnlog.testing import tool_call_lists
 
 
 def payloads(journal, cid, kind):

@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from replay import testing as shipped
+from turnlog import testing as shipped
 
 from engine.canonical import canonical_json
 from engine.errors import InvalidEventError

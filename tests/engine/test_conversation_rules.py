@@ -8,7 +8,7 @@ import itertools
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from replay import testing as shipped
+from turnlog import testing as shipped
 
 from engine.conversation import Conversation, load_state
 from engine.errors import InvalidTransition

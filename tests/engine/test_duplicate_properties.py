@@ -22,7 +22,7 @@ from engine.messages import ToolCall
 from engine.providers.scripted import ScriptedProvider
 from engine.state import StateBuilder
 from journal import Journal
-from replay import testing as shipped
+from turnlog import testing as shipped
 
 arguments = shipped.arguments(max_size=5)
 names = shipped.identifiers()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 from hypothesis import given
-from replay import testing as shipped
+from turnlog import testing as shipped
 
 from engine.errors import CorruptEventError
 from engine.events import EVENT_TYPES, VERSIONS, UserMessage, decode_event, encode_event, register_upcaster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from replay import testing as shipped
+from turnlog import testing as shipped
 from transitions import MachineError
 
 from engine.events import EVENT_TYPES, ForkRef

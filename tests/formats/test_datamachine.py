@@ -26,7 +26,7 @@ from engine.formats.datamachine import (
 from engine.messages import Text, ToolCall
 from engine.state import fold
 from engine.texts import duplicate_message, result_content
-from replay import testing as shipped
+from turnlog import testing as shipped
 
 names = shipped.identifiers()
 

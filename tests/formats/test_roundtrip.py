@@ -34,17 +34,13 @@ from engine.formats.importer import import_entries, read_transcript
 from engine.messages import Text, ToolCall, text_of
 from engine.texts import result_content
 from journal import Journal
-from replay import testing as shipped
+from turnlog import testing as shipped
 
 names = shipped.identifiers()
 
 texts = st.text(alphabet="abcdefghij klmnoé✓?.,:{}[]0123456789", min_size=1, max_size=30).filter(
     lambda t: t.strip() and not t.startswith(("AI ACTION", "TOOL RESPONSE", "You just called")))
-values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=6)
+values = shipped.json_values(max_leaves=6)
 call = st.tuples(names, st.dictionaries(names, values, max_size=3), st.booleans(), values)
 step = st.tuples(st.none() | texts, st.lists(call, min_size=1, max_size=3))
 run = st.tuples(texts, st.lists(step, max_size=2), texts)

@@ -20,16 +20,11 @@ from journal import (
     load_heads,
 )
 
+from turnlog.testing import json_values
+
 from .conftest import BACKENDS, FakeClock
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=8,
-)
-payloads = json_values.map(lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":")))
+payloads = json_values().map(lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":")))
 names = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=12)
 new_events = st.builds(NewEvent, type=names, version=st.integers(1, 3), payload=payloads)
 

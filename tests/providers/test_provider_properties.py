@@ -17,13 +17,11 @@ from hypothesis import strategies as st
 from engine.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
 from engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
+from turnlog.testing import json_values
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = st.sampled_from(["add", "get_weather", "search-web", "x"])
-SCALARS = st.none() | st.booleans() | st.integers(-10**6, 10**6) | \
-    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) |
-                    st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+JSON = json_values(max_leaves=6)
 ARGS = st.dictionaries(st.text(min_size=1, max_size=8), JSON, max_size=4)
 WORDS = st.text(min_size=1, max_size=30).filter(lambda s: s.strip() != "")
 

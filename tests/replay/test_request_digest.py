@@ -13,7 +13,7 @@ from engine.events import ToolSpec
 from engine.messages import Message, Text, ToolCall, ToolResult
 from engine.providers.base import ModelRequest
 from engine.request_digest import RequestDigest
-from replay.testing import arguments
+from turnlog.testing import arguments
 
 values = st.sampled_from([1, 1.0, 1.5, -0.0, 0, None, True, False, "x", "e\u0301", "\u00e9"])
 messages = st.one_of(
