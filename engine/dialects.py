@@ -34,7 +34,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from journal import JournalError
 
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "dialect_of",
            "pg_placeholders"]

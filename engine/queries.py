@@ -1,7 +1,8 @@
 """The read API over a journal that ``turnlog view``, ``turnlog report`` and the CLI share.
 
-A :class:`Reader` opens a journal read-only (a ``Journal(path, readonly=True)``
-for chains and a read-only SQL connection for the engine's views) and answers
+A :class:`Reader` opens a journal read-only (``Journal.open(path, readonly=True)``, a
+file or a PostgreSQL URL, for chains and a read connection for the engine's views:
+``engine.views.connect_readonly``) and answers
 the questions a person auditing runs asks, as plain JSON-ready dicts:
 
 - :meth:`Reader.conversations`: one page of conversations, filtered
@@ -24,7 +25,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import sqlite3
 from collections import defaultdict
 from typing import Any
 
@@ -32,8 +32,9 @@ import msgspec
 
 from journal import Journal
 
-from ._audit_sql import EVENTS, PROJECTIONS
+from ._audit_sql import SOURCES
 from ._timeline_data import entries
+from .dialects import SQLITE, Dialect, ReadConnection, dialect_of
 from .audit import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from .errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
@@ -109,14 +110,14 @@ def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
     return stamp
 
 
-def _prefilter(text: str) -> str:
+def _prefilter(text: str, d: Dialect = SQLITE) -> str:
     """A cheap first pass for the text search: only messages whose raw payload holds the text
     (JSON escapes nothing else in it) have their text extracted; ``""`` when it would."""
     if any(c in text for c in '"\\') or any(ord(c) < 32 for c in text):
         return ""
     return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
             "'model_responded', 'tool_completed', 'tool_call_rejected') "
-            "AND instr(lower(payload), lower(?))) AND ")
+            f"AND {d.contains('payload', '?')}) AND ")
 
 
 class Reader:
@@ -131,9 +132,10 @@ class Reader:
         self.prices = prices or PriceTable.default()
         # Without the engine's extensions, ``verify`` checks the hash chains alone (the
         # projections' recomputation is ``turnlog verify``'s and the audit's business).
-        self.journal = Journal(path, readonly=True)
+        self.journal = Journal.open(path, readonly=True)
         try:
-            self.conn: sqlite3.Connection = connect_readonly(path)
+            self.conn: ReadConnection = connect_readonly(path)
+            self.dialect = dialect_of(self.conn)
         except BaseException:
             self.journal.close()
             raise
@@ -166,16 +168,16 @@ class Reader:
 
     def choices(self) -> dict[str, list[str]]:
         """The values the list's filters can take: statuses, providers, models, tools."""
+        j = self.dialect.json
         started = self.conn.execute(
-            "SELECT DISTINCT json_extract(payload, '$.provider'), json_extract(payload, '$.model') "
+            f"SELECT DISTINCT {j('payload', '$.provider')}, {j('payload', '$.model')} "
             "FROM events WHERE type = 'conversation_started' AND seq = 1").fetchall()
         # Names for a drop-down, not figures: the projection's narrow table when it is there
         # (checking that it is in step would cost more than the scan it saves).
-        has_projection = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                           (TOOL_CALLS,)).fetchone()
+        has_projection = self.conn.execute(self.dialect.table_exists(), (TOOL_CALLS,)).fetchone()
         tools = self.conn.execute(
             f"SELECT DISTINCT tool FROM {TOOL_CALLS}" if has_projection else
-            "SELECT DISTINCT json_extract(payload, '$.name') FROM events "
+            f"SELECT DISTINCT {j('payload', '$.name')} FROM events "
             "WHERE type IN ('tool_completed', 'tool_call_rejected')").fetchall()
         return {"statuses": list(STATUSES),
                 "providers": sorted({p for p, _ in started if p}),
@@ -199,13 +201,15 @@ class Reader:
             where.append("started_at <= ?")
             params.append(_stamp(q.until, "until", end_of_day=True))
         if q.tool is not None:
-            src = PROJECTIONS if in_step(self.conn) else EVENTS
+            projected, events = SOURCES[self.dialect.name]
+            src = projected if in_step(self.conn) else events
             where.append(f"conversation_id IN ({src.tool_users})")
             params.append(q.tool)
         if q.text:
-            where.append(f"(instr(lower(conversation_id), lower(?)) OR conversation_id IN "
-                         f"(SELECT conversation_id FROM messages WHERE {_prefilter(q.text)}"
-                         f"instr(lower(text), lower(?))))")
+            d = self.dialect
+            where.append(f"({d.contains('conversation_id', '?')} OR conversation_id IN "
+                         f"(SELECT conversation_id FROM messages WHERE {_prefilter(q.text, d)}"
+                         f"{d.contains('text', '?')}))")
             params += [q.text] * (3 if _prefilter(q.text) else 2)
         return (" WHERE " + " AND ".join(where)) if where else "", params
 
@@ -264,7 +268,7 @@ class Reader:
         marks = ", ".join("?" * len(ids))
         found: dict[str, list[str]] = defaultdict(list)
         for cid, name in self.conn.execute(
-                "SELECT DISTINCT stream_id, json_extract(payload, '$.name') FROM events "
+                f"SELECT DISTINCT stream_id, {self.dialect.json('payload', '$.name')} FROM events "
                 "WHERE type IN ('tool_completed', 'tool_call_rejected') "
                 f"AND stream_id IN ({marks}) ORDER BY 1, 2", ids):
             found[cid].append(name)
@@ -276,13 +280,15 @@ class Reader:
         if not ids:
             return {}
         marks = ", ".join("?" * len(ids))
+        j = self.dialect.json
         calls = self.conn.execute(
-            "SELECT e.stream_id, json_extract(s.payload, '$.provider'), "
-            "json_extract(s.payload, '$.model'), substr(e.recorded_at, 1, 10), "
-            + ", ".join(f"coalesce(sum(json_extract(e.payload, '$.usage.{k}')), 0)" for k in (
+            f"SELECT e.stream_id, {j('s.payload', '$.provider')}, "
+            f"{j('s.payload', '$.model')}, substr(e.recorded_at, 1, 10), "
+            + ", ".join(f"coalesce(sum({j('e.payload', f'$.usage.{k}', 'number')}), 0)" for k in (
                 "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens"))
             + " FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1 "
-            f"WHERE e.type = 'model_responded' AND e.stream_id IN ({marks}) GROUP BY 1, 4", ids)
+            f"WHERE e.type = 'model_responded' AND e.stream_id IN ({marks}) "
+            "GROUP BY 1, 2, 3, 4", ids)
         costs: dict[str, float | None] = {}
         for cid, provider, model, day, inp, out, cached, written in calls:
             cost = self.prices.cost(provider or "", model or "", day, Usage(
@@ -325,7 +331,8 @@ class Reader:
         root = self.journal.ancestry(conversation_id)[0][0]
         statuses = dict(self.conn.execute(
             "SELECT conversation_id, status FROM conversations WHERE conversation_id IN "
-            "(WITH RECURSIVE t(id) AS (SELECT ? UNION SELECT l.stream_id FROM stream_links l "
+            "(WITH RECURSIVE t(id) AS (SELECT stream_id FROM events WHERE stream_id = ? "
+            "AND seq = 1 UNION SELECT l.stream_id FROM stream_links l "
             "JOIN t ON l.parent_stream_id = t.id) SELECT id FROM t)", (root,)))
 
         def node(cid: str, fork_seq: int | None) -> dict[str, Any]:
@@ -340,8 +347,7 @@ class Reader:
 
     def _replay_runs(self, conversation_id: str) -> list[dict[str, Any]]:
         """Recorded deterministic replays of it (``turnlog replay --all``), newest first."""
-        exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                   (REPLAY_REPORTS,)).fetchone()
+        exists = self.conn.execute(self.dialect.table_exists(), (REPLAY_REPORTS,)).fetchone()
         if not exists:
             return []
         return [{"run_at": at, "ok": bool(ok), "seq": seq, "reason": reason}
@@ -361,7 +367,7 @@ class Reader:
             raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
         starts = [seq for (seq,) in self.conn.execute(
             "SELECT min(seq) FROM events WHERE stream_id = ? AND type = 'model_requested' "
-            "GROUP BY json_extract(payload, '$.turn') ORDER BY 1", (conversation_id,))]
+            f"GROUP BY {self.dialect.json('payload', '$.turn')} ORDER BY 1", (conversation_id,))]
         if not starts and self.journal.last_seq(conversation_id) == 0:
             raise ConversationNotFound(f"no conversation {conversation_id!r} in {self.path}")
         pages = max(1, math.ceil(len(starts) / per_page))
@@ -398,8 +404,8 @@ class Reader:
             params.append(query.since)
         per: dict[tuple[str, str, str], list] = {}
         for provider, model, day, n, inp, out, cached, written in self.conn.execute(
-                "SELECT json_extract(s.payload, '$.provider'), json_extract(s.payload, '$.model'), "
-                "m.day, count(*), sum(m.input_tokens), sum(m.output_tokens), "
+                f"SELECT {self.dialect.json('s.payload', '$.provider')}, "
+                f"{self.dialect.json('s.payload', '$.model')}, m.day, count(*), sum(m.input_tokens), sum(m.output_tokens), "
                 "sum(m.cached_input_tokens), sum(m.cache_write_tokens) "
                 f"FROM {self._model_calls()} AS m JOIN events AS s "
                 "ON s.stream_id = m.conversation_id AND s.seq = 1 "

@@ -6,12 +6,11 @@ every conversation, so they stay fast on journals of millions of events.
 
 from __future__ import annotations
 
-import sqlite3
-
 import click
 
 from engine.audit import STATUSES, UNFINISHED, parse_since
 from engine.listing import conversation_events, conversation_info, list_conversations
+from engine.dialects import ReadConnection
 from engine.views import connect_readonly
 
 from ._common import (
@@ -28,7 +27,7 @@ from ._timeline import header, timeline
 __all__ = ["ls", "show"]
 
 
-def _reader(db_path: str) -> sqlite3.Connection:
+def _reader(db_path: str) -> ReadConnection:
     with journal_for(db_path, readonly=True):  # refuses a missing or foreign file clearly
         pass
     return connect_readonly(db_path)

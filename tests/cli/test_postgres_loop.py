@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 from click.testing import CliRunner
 
