@@ -49,11 +49,20 @@ from typing import Any
 
 from journal import ConcurrencyError, Journal, StoredEvent
 
+from .approvals import decide
 from .conversation import Conversation
 from .directives import Directives
 from .duplicates import DuplicatePredicate
 from .errors import ConversationExistsError, EngineError, ProviderError, TranscriptLockContention
-from .events import ConversationStarted, DuplicatePolicy, Event, Refusal, UserMessage, with_valid_unicode
+from .events import (
+    ApprovalDecided,
+    ConversationStarted,
+    DuplicatePolicy,
+    Event,
+    Refusal,
+    UserMessage,
+    with_valid_unicode,
+)
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
 from .messages import ToolCall
 from .observers import Observer, Observers
@@ -105,7 +114,9 @@ class LoopBase:
     with ``RetryPolicy``'s ``delay`` and ``wait`` will do); ``refuse`` (a
     ``RefusalHook``) may refuse a call the built-in rules accept, with a
     ``Refusal`` the loop records like its own (replay refuses what its tool
-    policy refuses this way).
+    policy refuses this way); ``approve`` names tools whose calls wait for a
+    person's decision (recorded in ``conversation_started.approve`` of the
+    conversations it starts; see ``engine.approvals`` and ``decide``).
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -116,7 +127,8 @@ class LoopBase:
                  predicate: DuplicatePredicate | None = None,
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
-                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1) -> None:
+                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1,
+                 approve: Iterable[str] = ()) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -134,6 +146,10 @@ class LoopBase:
         self.retry = retry or NO_RETRY
         self.refuse = refuse
         self.max_parallel_tools = max_parallel_tools
+        if isinstance(approve, str):
+            raise EngineError(f"approve takes tool names (a list), got the string {approve!r}")
+        #: tools whose calls wait for a person's decision (``engine.approvals``)
+        self.approve = tuple(sorted(set(approve)))
         self._digest = RequestDigest()
 
     def build_request(self, b: Any) -> ModelRequest:
@@ -149,6 +165,15 @@ class LoopBase:
         policy come after this. ``b`` is the live state.
         """
         return refusal_of(self, b, call, tool)
+
+    def decide(self, conversation_id: str, call_id: str, approve: bool, approver: str,
+               reason: str | None = None, arguments: dict[str, Any] | None = None
+               ) -> ApprovalDecided:
+        """Record a person's decision on a call awaiting approval (``engine.approvals.decide``:
+        refused with an ``ApprovalError``, nothing written, when it cannot be recorded).
+        ``resume`` then runs or answers the call."""
+        return decide(self.journal, conversation_id, call_id, approve, approver, reason,
+                      arguments, clock=self.clock)
 
     # --- entry points' shared parts ---------------------------------------------
 
@@ -167,7 +192,8 @@ class LoopBase:
                 model=model or self.model or getattr(self.provider, "model", "") or self.provider.name,
                 mode=mode, max_turns=max_turns, system=text, directives=layers,
                 tools=self.tools.specs(), duplicate_policy=duplicate_policy or DuplicatePolicy(),
-                parameters=dict(parameters or {}), metadata=dict(metadata or {}))
+                parameters=dict(parameters or {}), metadata=dict(metadata or {}),
+                approve=self.approve)
         if self.journal.last_seq(started.conversation_id):
             raise ConversationExistsError(
                 f"conversation {started.conversation_id!r} already exists in {self.journal.path}; "
