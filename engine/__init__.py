@@ -15,6 +15,14 @@ meaning. Everything public is importable from here::
     assert result.final_content == "5" and result.completed
 """
 
+from .approvals import (
+    AlreadyDecidedError,
+    ApprovalError,
+    ApprovalMismatchError,
+    NotAwaitingApprovalError,
+    UnknownCallError,
+    decide,
+)
 from .audit import AuditQuery, audit
 from .canonical import canonical_json, digest
 from .conversation import Conversation, load_state
@@ -55,6 +63,8 @@ from .errors import (
     UnknownProviderError,
 )
 from .events import (
+    ApprovalDecided,
+    ApprovalRequested,
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -97,6 +107,11 @@ from .state import ConversationState, StateBuilder, fold, reduce
 from .tools import Tool, ToolContext, ToolRegistry, tool
 
 __all__ = [
+    "AlreadyDecidedError",
+    "ApprovalDecided",
+    "ApprovalError",
+    "ApprovalMismatchError",
+    "ApprovalRequested",
     "AuditError",
     "AuditQuery",
     "AuthenticationError",
@@ -133,6 +148,7 @@ __all__ = [
     "ModelResponded",
     "ModelResponse",
     "NotAJournalError",
+    "NotAwaitingApprovalError",
     "Observers",
     "PriceTable",
     "PriceTableError",
@@ -174,6 +190,7 @@ __all__ = [
     "TranscriptOrderError",
     "TurnLimitReached",
     "TurnlogError",
+    "UnknownCallError",
     "UnknownEntryError",
     "UnknownProviderError",
     "Usage",
@@ -182,6 +199,7 @@ __all__ = [
     "build_context",
     "call_key",
     "canonical_json",
+    "decide",
     "decode_event",
     "digest",
     "encode_event",

@@ -33,6 +33,8 @@ __all__ = [
     "DECODER",
     "EVENT_TYPES",
     "VERSIONS",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "ConversationCompleted",
     "ConversationFailed",
     "ConversationHalted",
@@ -91,6 +93,10 @@ class RejectReason(enum.StrEnum):
     HALTED = "halted"
     #: the process died while the tool ran
     INTERRUPTED = "interrupted"
+    #: a person denied the call (``approval_decided``); details: ``approver``, ``reason``
+    DENIED = "denied"
+    #: the call was approved, but its tool changed since (spec hash); details: ``why``
+    STALE_APPROVAL = "stale_approval"
 ToolEffect = Literal["read_only", "idempotent", "side_effecting"]
 
 
@@ -203,6 +209,9 @@ class ConversationStarted(Event, tag="conversation_started"):
     metadata: dict[str, Any] = {}
     fork: ForkRef | None = None
     replay_of: ReplayRef | None = None
+    #: tools whose every call waits for a person's decision in this conversation
+    #: (``Loop(approve=...)``, ``turnlog run --approve``), besides the tools' own rule
+    approve: tuple[str, ...] = ()
 
 
 class UserMessage(Event, tag="user_message"):
@@ -325,6 +334,37 @@ class ToolCompleted(Event, tag="tool_completed"):
     source: Literal["live", "recorded", "imported", "interrupted", "runner"] = "live"
 
 
+class ApprovalRequested(Event, tag="approval_requested"):
+    """Call ``call_id`` waits for a person's decision before it may run (``engine.approvals``).
+
+    ``arguments_hash`` is the SHA-256 of the call's canonical arguments and
+    ``spec_hash`` that of the tool's spec, as they were when approval was asked:
+    an approved call runs only while both still match.
+    """
+
+    call_id: str
+    name: str
+    arguments_hash: str
+    spec_hash: str
+
+
+class ApprovalDecided(Event, tag="approval_decided"):
+    """A person's decision on call ``call_id``: ``approve`` or ``deny``.
+
+    ``arguments`` (only with ``approve``) are the arguments the approver edited
+    the call to: the call runs with them instead, and ``arguments_hash`` is
+    their canonical hash (else the approved call's).
+    """
+
+    call_id: str
+    decision: Literal["approve", "deny"]
+    approver: str
+    decided_at: str
+    arguments_hash: str
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
 class TurnLimitReached(Event, tag="turn_limit_reached"):
     """The run stopped at ``max_turns``; ``pending_tool_calls`` if the model still wanted tools."""
 
@@ -369,12 +409,14 @@ class RunInterrupted(Event, tag="run_interrupted"):
 _ALL = (
     ConversationStarted, UserMessage, ModelRequested, ModelResponded, ModelFailed,
     ToolCallRejected, ToolStarted, ToolCompleted, TurnLimitReached, ConversationHalted,
-    ConversationCompleted, ConversationFailed, RunInterrupted,
+    ConversationCompleted, ConversationFailed, RunInterrupted, ApprovalRequested,
+    ApprovalDecided,
 )
 AnyEvent = (
     ConversationStarted | UserMessage | ModelRequested | ModelResponded | ModelFailed
     | ToolCallRejected | ToolStarted | ToolCompleted | TurnLimitReached | ConversationHalted
-    | ConversationCompleted | ConversationFailed | RunInterrupted
+    | ConversationCompleted | ConversationFailed | RunInterrupted | ApprovalRequested
+    | ApprovalDecided
 )
 
 #: Each event type's tag mapped to its struct.

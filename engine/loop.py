@@ -49,6 +49,7 @@ from typing import Any
 
 from journal import ConcurrencyError, Journal, StoredEvent
 
+from .approvals import decide
 from .conversation import Conversation
 from .directives import Directives
 from .duplicates import DuplicatePredicate
@@ -59,7 +60,15 @@ from .errors import (
     StreamInterrupted,
     TranscriptLockContention,
 )
-from .events import ConversationStarted, DuplicatePolicy, Event, Refusal, UserMessage, with_valid_unicode
+from .events import (
+    ApprovalDecided,
+    ConversationStarted,
+    DuplicatePolicy,
+    Event,
+    Refusal,
+    UserMessage,
+    with_valid_unicode,
+)
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
 from .messages import ToolCall
 from .observers import Observer, Observers
@@ -116,6 +125,9 @@ class LoopBase:
     arrive, the journal gets the same ``model_responded`` as unstreamed, and
     a stream that breaks is a ``model_failed`` marked ``interrupted`` with
     the partial parts (the run stops unfinished; ``resume`` sends again).
+    ``approve`` names tools whose calls wait for a person's decision (recorded
+    in ``conversation_started.approve`` of the conversations it starts; see
+    ``engine.approvals`` and ``decide``).
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -127,7 +139,7 @@ class LoopBase:
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
                  refuse: RefusalHook | None = None, max_parallel_tools: int = 1,
-                 stream: bool = False) -> None:
+                 stream: bool = False, approve: Iterable[str] = ()) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -146,6 +158,10 @@ class LoopBase:
         self.refuse = refuse
         self.max_parallel_tools = max_parallel_tools
         self.stream = stream
+        if isinstance(approve, str):
+            raise EngineError(f"approve takes tool names (a list), got the string {approve!r}")
+        #: tools whose calls wait for a person's decision (``engine.approvals``)
+        self.approve = tuple(sorted(set(approve)))
         self._digest = RequestDigest()
 
     def build_request(self, b: Any) -> ModelRequest:
@@ -161,6 +177,15 @@ class LoopBase:
         policy come after this. ``b`` is the live state.
         """
         return refusal_of(self, b, call, tool)
+
+    def decide(self, conversation_id: str, call_id: str, approve: bool, approver: str,
+               reason: str | None = None, arguments: dict[str, Any] | None = None
+               ) -> ApprovalDecided:
+        """Record a person's decision on a call awaiting approval (``engine.approvals.decide``:
+        refused with an ``ApprovalError``, nothing written, when it cannot be recorded).
+        ``resume`` then runs or answers the call."""
+        return decide(self.journal, conversation_id, call_id, approve, approver, reason,
+                      arguments, clock=self.clock)
 
     # --- entry points' shared parts ---------------------------------------------
 
@@ -179,7 +204,8 @@ class LoopBase:
                 model=model or self.model or getattr(self.provider, "model", "") or self.provider.name,
                 mode=mode, max_turns=max_turns, system=text, directives=layers,
                 tools=self.tools.specs(), duplicate_policy=duplicate_policy or DuplicatePolicy(),
-                parameters=dict(parameters or {}), metadata=dict(metadata or {}))
+                parameters=dict(parameters or {}), metadata=dict(metadata or {}),
+                approve=self.approve)
         if self.journal.last_seq(started.conversation_id):
             raise ConversationExistsError(
                 f"conversation {started.conversation_id!r} already exists in {self.journal.path}; "

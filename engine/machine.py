@@ -76,6 +76,16 @@ GUARDS: dict[str, Callable[[Any, Any], bool]] = {
     "answers_pending": lambda s, e: e.call_id in s.pending,
     "last_pending": lambda s, e: len(s.pending) == 1,
     "not_started": lambda s, e: e.call_id in s.pending and e.call_id not in s.started,
+    # approval is asked once, before the call starts
+    "not_asked": lambda s, e: (e.call_id in s.pending and e.call_id not in s.started
+                               and e.call_id not in s.approvals),
+    # a call that asked for approval starts only once approved
+    "approved_if_asked": lambda s, e: (e.call_id not in s.approvals
+                                       or getattr(s.decisions.get(e.call_id), "decision",
+                                                  None) == "approve"),
+    # a decision answers an asked, undecided, pending call
+    "undecided": lambda s, e: (e.call_id in s.pending and e.call_id in s.approvals
+                               and e.call_id not in s.decisions),
 }
 
 # (trigger, sources, dest, conditions, unless) — order matters: the first match wins.
@@ -93,7 +103,9 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
      ["not_live", "next_turn", "has_tool_calls", "distinct_call_ids"], []),
     ("model_responded", [L.AWAITING_MODEL], L.ANSWERED, ["not_live", "next_turn"], ["has_tool_calls"]),
     ("model_failed", [L.REQUESTED], L.AWAITING_MODEL, ["requested_turn"], []),
-    ("tool_started", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_started"], []),
+    ("tool_started", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_started", "approved_if_asked"], []),
+    ("approval_requested", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_asked"], []),
+    ("approval_decided", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["undecided"], []),
     ("tool_completed", [L.AWAITING_TOOLS], L.AWAITING_MODEL, ["answers_pending", "last_pending"], []),
     ("tool_completed", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["answers_pending"], ["last_pending"]),
     ("tool_call_rejected", [L.AWAITING_TOOLS], L.AWAITING_MODEL,

@@ -22,8 +22,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
 
     ``turn_count`` and ``usage`` cover the whole conversation; ``run_turns``
     and ``run_usage`` only the last run (a chat's later user message starts a
-    new run). ``status`` is ``completed``, ``failed``, ``halted`` or
-    ``active`` (a single-turn run, or one stopped before its end).
+    new run). ``status`` is ``completed``, ``failed``, ``halted``,
+    ``awaiting_approval`` (calls in ``awaiting_approval`` wait for a person's
+    decision: ``Loop.decide``, then ``resume``) or ``active`` (a single-turn
+    run, or one stopped before its end).
     """
 
     conversation_id: str
@@ -41,6 +43,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     max_turns_reached: bool = False
     run_turns: int = 0
     run_usage: Usage = Usage()
+    #: the calls waiting for a person's decision (status ``awaiting_approval``)
+    awaiting_approval: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """The CLI's ``--json`` fields."""
@@ -48,7 +52,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
                 "turn_count": self.turn_count, "final_content": self.final_content,
                 "usage": msgspec.to_builtins(self.usage), "error": self.error,
                 "warning": self.warning, "max_turns_reached": self.max_turns_reached,
-                "has_pending_tools": self.has_pending_tools}
+                "has_pending_tools": self.has_pending_tools,
+                **({"awaiting_approval": list(self.awaiting_approval)}
+                   if self.awaiting_approval else {})}
 
 
 def result_of(state: ConversationState | StateBuilder) -> RunResult:
@@ -62,4 +68,5 @@ def result_of(state: ConversationState | StateBuilder) -> RunResult:
         tool_execution_results=state.tool_execution_results,
         has_pending_tools=state.has_pending_tools, usage=state.usage, error=state.error,
         warning=state.warning, max_turns_reached=state.max_turns_reached,
-        run_turns=state.run_turns, run_usage=state.run_usage)
+        run_turns=state.run_turns, run_usage=state.run_usage,
+        awaiting_approval=state.awaiting_approval)

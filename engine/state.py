@@ -31,6 +31,8 @@ from .errors import InvalidTransition
 from .events import (
     DECODER,
     VERSIONS,
+    ApprovalDecided,
+    ApprovalRequested,
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -123,6 +125,17 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     refusals: int = 0
     call_count: int = 0
     call_index: dict[str, int] = {}
+    approve: tuple[str, ...] = ()
+    #: ``approval_requested`` by call id (every call of the conversation that asked)
+    approvals: dict[str, ApprovalRequested] = {}
+    #: ``approval_decided`` by call id
+    decisions: dict[str, ApprovalDecided] = {}
+
+    @property
+    def awaiting_approval(self) -> tuple[str, ...]:
+        """The pending calls that asked for approval and have no decision yet, in call order."""
+        return tuple(c.id for c in self.pending_calls
+                     if c.id in self.approvals and c.id not in self.decisions)
 
     @property
     def completed(self) -> bool:
@@ -137,12 +150,15 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def status(self) -> str:
         """``completed``, ``failed`` or ``halted``; for an unfinished conversation
+        ``awaiting_approval`` when a pending call waits for a person's decision,
         ``interrupted`` when its last event is a ``run_interrupted`` marker, else ``active``.
 
         The ``conversations`` view's ``status`` column says the same.
         """
         if self.lifecycle in _TERMINAL:
             return self.lifecycle.value
+        if self.lifecycle is Lifecycle.AWAITING_TOOLS and self.awaiting_approval:
+            return "awaiting_approval"
         return "interrupted" if self.interrupted else "active"
 
     @property
@@ -187,6 +203,8 @@ class StateBuilder:
         self._messages: list[Message] = list(state.messages)
         self._results: list[ToolOutcome] = list(state.tool_execution_results)
         self.call_index = dict(state.call_index)
+        self.approvals = dict(state.approvals)
+        self.decisions = dict(state.decisions)
 
     @property
     def message_list(self) -> list[Message]:
@@ -229,6 +247,8 @@ class StateBuilder:
             call_ids=frozenset(self.call_ids),
             tool_execution_results=tuple(self._results),
             call_index=dict(self.call_index),
+            approvals=dict(self.approvals),
+            decisions=dict(self.decisions),
         )
         return ConversationState(**values)
 
@@ -240,6 +260,7 @@ class StateBuilder:
         self.duplicate_policy, self.parameters, self.metadata = (
             e.duplicate_policy, e.parameters, e.metadata)
         self.fork, self.replay_of = e.fork, e.replay_of
+        self.approve = e.approve
 
     def _user(self, e: UserMessage) -> None:
         if self.lifecycle in _RUN_START:
@@ -325,6 +346,12 @@ class StateBuilder:
             call_id=e.call_id, name=e.name, arguments=call.arguments, content=e.content,
             error=e.content, rejected=e.reason))
 
+    def _approval_requested(self, e: ApprovalRequested) -> None:
+        self.approvals[e.call_id] = e
+
+    def _approval_decided(self, e: ApprovalDecided) -> None:
+        self.decisions[e.call_id] = e
+
     def _turn_limit(self, e: TurnLimitReached) -> None:
         self.max_turns_reached = True
         self.pending_at_limit = e.pending_tool_calls
@@ -358,6 +385,8 @@ _APPLY = {
     ConversationCompleted: StateBuilder._completed,
     ConversationFailed: StateBuilder._failed,
     RunInterrupted: StateBuilder._interrupted,
+    ApprovalRequested: StateBuilder._approval_requested,
+    ApprovalDecided: StateBuilder._approval_decided,
 }
 
 
@@ -371,6 +400,14 @@ def _why(b: StateBuilder, tag: str, event: Any) -> str:
         return f"no pending tool call has id {call_id!r}"
     if call_id is not None and tag == "tool_started" and call_id in b.started:
         return f"tool call {call_id!r} was already started"
+    if call_id is not None and tag == "tool_started":
+        return f"tool call {call_id!r} awaits approval (no approving decision recorded)"
+    if tag == "approval_requested":
+        return f"tool call {call_id!r} already asked for approval or was started"
+    if tag == "approval_decided" and call_id not in b.approvals:
+        return f"tool call {call_id!r} did not ask for approval"
+    if tag == "approval_decided":
+        return f"tool call {call_id!r} was already decided"
     turn = getattr(event, "turn", None)
     if turn is not None and tag == "model_requested" and turn != b.turn_count + 1:
         return f"turn {turn} requested but the next turn is {b.turn_count + 1}"

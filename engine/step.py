@@ -46,6 +46,7 @@ from typing import Any
 
 import msgspec
 
+from .approvals import approved_call, arguments_hash, awaiting, needs_approval, request_for, spec_hash
 from .calls import assign_call_ids
 from .canonical import valid_unicode
 from .duplicates import check_duplicate, resolve_predicate
@@ -233,6 +234,8 @@ class Step:
         self._offer_runner = loop.runner is not None
         self._done = False
         self._broke = False  # a stream broke in this run (it then stops; a resume re-sends)
+        #: tools this loop marks for approval (``Loop(approve=...)``), besides the recorded ones
+        self._marked = frozenset(getattr(loop, "approve", ()))
 
     # --- what next ---------------------------------------------------------------
 
@@ -379,12 +382,18 @@ class Step:
     def _tools(self, b: Any) -> Action:
         """The next tool action: answer, start or reject the next call, or run the batch."""
         batch = self._batch
+        waiting = False
         for call in b.pending.values():
             if call.id in batch.ids:
                 continue
             tool = self.loop.tools.get(call.name)
             if call.id in b.started:  # its process died while it ran
-                return self._interrupted(b, call, tool)
+                return self._interrupted(b, approved_call(b, call), tool)
+            if waiting:  # an earlier call waits: only ask for the later calls' approvals now
+                ask = self._ask_early(b, call, tool)
+                if ask is not None:
+                    return ask
+                continue
             refusal = self.loop.refusal(b, call, tool)
             if refusal is not None:
                 return self._reject(b, call, refusal, tool)
@@ -404,6 +413,20 @@ class Step:
                 if not observe:
                     return self._reject(b, call, Refusal(reason=R.DUPLICATE), tool,
                                         notices)
+            if call.id in b.approvals or needs_approval(b, call, tool, validated,
+                                                        self._marked):
+                gate = self._approval(b, call, tool)
+                if gate is not None:
+                    return gate
+                if call.id not in b.decisions:
+                    waiting = True
+                    continue
+                call = approved_call(b, call)
+                validated, problem = _validate(tool, call)
+                if problem is not None:  # the approver's edited arguments fail the schema
+                    return self._reject(b, b.pending[call.id], Refusal(
+                        reason=R.INVALID_ARGUMENTS,
+                        details={"problem": problem, "stage": "approval"}), tool)
             if batch.runs and not self._joins(call, tool):
                 return self._dispatch()
             key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
@@ -413,7 +436,56 @@ class Step:
             if not batch.open:
                 self._queue.append(self._dispatch())
             return Record((started,), notices=notices)
+        if waiting and not batch.runs:  # every other call is answered: wait for the decisions
+            self._done = True
+            return Record(flush=True, notices=(("awaiting_approval", {
+                "call_ids": list(awaiting(b))}),))
         return self._dispatch()
+
+    def _ask_early(self, b: Any, call: ToolCall, tool: Tool | None) -> Action | None:
+        """``approval_requested`` for a call behind a waiting one, so one pause collects every
+        decision the response needs; ``None`` if it is not (yet) asked for."""
+        if tool is None or call.id in b.approvals or self._batch.runs:
+            return None
+        if self.loop.refusal(b, call, tool) is not None:
+            return None
+        validated, problem = _validate(tool, call)
+        if problem is not None or not needs_approval(b, call, tool, validated, self._marked):
+            return None
+        return self._approval(b, call, tool)
+
+    def _approval(self, b: Any, call: ToolCall, tool: Tool) -> Action | None:
+        """Ask for approval, answer a denial, or refuse a stale approval; ``None`` when the
+        call may run (approved, tool unchanged) or still waits."""
+        asked = b.approvals.get(call.id)
+        if asked is None:
+            if self._batch.runs:  # the batch before it runs first
+                return self._dispatch()
+            event = request_for(call, tool)
+            return Record((event,), notices=(("approval_requested", {
+                "call_id": call.id, "name": call.name, "arguments": call.arguments}),))
+        decision = b.decisions.get(call.id)
+        if decision is None:
+            return None
+        if self._batch.runs and decision.decision == "deny":
+            return self._dispatch()
+        if decision.decision == "deny":
+            why = f"denied by {decision.approver}" + (f": {decision.reason}"
+                                                      if decision.reason else "")
+            return self._reject(b, call, Refusal(reason=R.DENIED, details={
+                "approver": decision.approver, "reason": decision.reason, "why": why}), tool)
+        if (arguments_hash(call.name, call.arguments) != asked.arguments_hash
+                or arguments_hash(call.name, approved_call(b, call).arguments)
+                != decision.arguments_hash):
+            return self._reject(b, call, Refusal(reason=R.STALE_APPROVAL, details={
+                "why": "approved, but its arguments do not match the approved hash; not run"}),
+                tool)
+        now = spec_hash(tool.spec)
+        if now != asked.spec_hash:
+            return self._reject(b, call, Refusal(reason=R.STALE_APPROVAL, details={
+                "why": "approved, but the tool changed since approval was asked; not run",
+                "spec_hash": now, "approved_spec_hash": asked.spec_hash}), tool)
+        return None
 
     def _interrupted(self, b: Any, call: ToolCall, tool: Tool | None) -> Action:
         """A call whose process died mid-run: re-run if safe, else record the unknown outcome."""

@@ -130,6 +130,8 @@ def refusal_message(reason: str, tool_name: str, details: dict[str, Any] | None 
     if reason == "refused":
         return (f"Tool call refused: this replay runs with tools disabled, so {tool_name} was "
                 "not run. Answer without tools.")
+    if reason == "denied":
+        return str(d.get("why") or f"denied: {tool_name} was not run")
     if reason == "halted":
         why = (f"not run: the run is halted after {d.get('refusals', 0)} refused duplicate "
                "tool call(s)")

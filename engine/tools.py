@@ -114,9 +114,12 @@ class Tool:
                  effect: ToolEffect = "side_effecting", display_name: str | None = None,
                  enabled: Callable[[ToolContext], bool | str] | None = None,
                  requires_env: Iterable[str] = (), inject: Iterable[str] = (),
-                 success_message: Callable[[str, Any, dict[str, Any]], str | None] | None = None
-                 ) -> None:
+                 success_message: Callable[[str, Any, dict[str, Any]], str | None] | None = None,
+                 needs_approval: bool | Callable[[dict[str, Any]], bool] = False) -> None:
         self.fn = fn
+        #: ``True`` or a predicate over the validated arguments: calls wait for a person's
+        #: decision before they run (``engine.approvals``)
+        self.needs_approval = needs_approval
         self.name = name or fn.__name__
         self.enabled_predicate = enabled
         self.requires_env = tuple(requires_env)
@@ -230,7 +233,7 @@ def tool(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
     Options are ``Tool``'s keyword arguments: ``name``, ``description``,
     ``handler``, ``effect``, ``display_name``, ``enabled``, ``requires_env``,
-    ``inject``, ``success_message``.
+    ``inject``, ``success_message``, ``needs_approval``.
     """
     if fn is not None:
         return Tool(fn, **options)

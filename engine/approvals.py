@@ -1,0 +1,160 @@
+"""Human approval of tool calls, recorded in the journal.
+
+A tool declares ``needs_approval=True`` or a predicate over its validated
+arguments (``needs_approval=lambda args: args["amount"] > 100``); a run may
+also mark tools (``Loop(approve=[...])``, ``turnlog run --approve TOOL``),
+recorded as ``conversation_started.approve`` so every resume knows. Before
+such a call runs the loop appends ``approval_requested`` (the call's
+canonical-arguments hash and its tool's spec hash) and the run pauses with
+status ``awaiting_approval``.
+
+``decide`` (``Loop.decide``, ``turnlog approve``) appends one
+``approval_decided`` from any process, with the journal's optimistic
+concurrency. ``resume`` then runs an approved call once (with the approver's
+edited arguments, if any) while its tool's spec hash still matches, and
+answers a denied one as its tool result (``denied by NAME: reason``).
+
+>>> arguments_hash("pay", {"amount": 5}) == arguments_hash("pay", {"amount": 5.0})
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from journal import ConcurrencyError
+
+from .canonical import digest
+from .duplicates import call_key
+from .errors import EngineError, InvalidEventError, TranscriptLockContention
+from .events import ApprovalDecided, ApprovalRequested, ToolSpec, encode_event
+from .messages import ToolCall
+
+if TYPE_CHECKING:
+    from journal import Journal
+
+__all__ = ["AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError", "NeedsApproval",
+           "NotAwaitingApprovalError", "UnknownCallError", "approved_call", "arguments_hash",
+           "awaiting", "decide", "needs_approval", "request_for", "spec_hash"]
+
+#: ``True``/``False`` or a predicate over a call's validated arguments
+NeedsApproval = bool | Callable[[dict[str, Any]], bool]
+
+
+class ApprovalError(EngineError):
+    """A decision that cannot be recorded; nothing was written."""
+
+
+class UnknownCallError(ApprovalError):
+    """No tool call of the conversation has that id."""
+
+
+class NotAwaitingApprovalError(ApprovalError):
+    """The call exists but does not wait for a decision (never asked, or already answered)."""
+
+
+class AlreadyDecidedError(ApprovalError):
+    """The call was already approved or denied."""
+
+
+class ApprovalMismatchError(ApprovalError):
+    """The call's arguments no longer match what approval was asked for."""
+
+
+def arguments_hash(name: str, arguments: dict[str, Any]) -> str:
+    """SHA-256 of the call key (tool name and canonical arguments: ``call_key``)."""
+    return hashlib.sha256(call_key(name, arguments).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def spec_hash(spec: ToolSpec) -> str:
+    """SHA-256 of the canonical JSON of a tool's spec."""
+    return digest(msgspec.to_builtins(spec))
+
+
+def needs_approval(b: Any, call: ToolCall, tool: Any, validated: dict[str, Any],
+                   marked: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether ``call`` must wait for a decision: the run marks its tool (``b.approve`` or
+    ``marked``) or the tool's own ``needs_approval`` says so for these arguments."""
+    if call.name in b.approve or call.name in marked:
+        return True
+    rule = getattr(tool, "needs_approval", False)
+    return bool(rule(validated)) if callable(rule) else bool(rule)
+
+
+def request_for(call: ToolCall, tool: Any) -> ApprovalRequested:
+    """The ``approval_requested`` event for ``call`` of ``tool``."""
+    return ApprovalRequested(call_id=call.id, name=call.name,
+                             arguments_hash=arguments_hash(call.name, call.arguments),
+                             spec_hash=spec_hash(tool.spec))
+
+
+def awaiting(state: Any) -> tuple[str, ...]:
+    """The ids of ``state``'s pending calls that wait for a decision, in call order."""
+    return tuple(c for c in state.pending if c in state.approvals and c not in state.decisions)
+
+
+def approved_call(b: Any, call: ToolCall) -> ToolCall:
+    """``call`` as approved: with the approver's edited arguments, if the decision has any."""
+    decision = b.decisions.get(call.id)
+    if decision is None or decision.arguments is None:
+        return call
+    return msgspec.structs.replace(call, arguments=decision.arguments)
+
+
+def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, approver: str,
+           reason: str | None = None, arguments: dict[str, Any] | None = None, *,
+           clock: Callable[[], datetime] | None = None) -> ApprovalDecided:
+    """Record a person's decision on ``call_id`` (``approval_decided``) and return it.
+
+    Raises (writing nothing) ``ConversationNotFound``, ``UnknownCallError``,
+    ``NotAwaitingApprovalError``, ``AlreadyDecidedError``,
+    ``ApprovalMismatchError`` (the call's arguments hash differs from the
+    requested one) or ``ApprovalError`` (bad ``approver`` / ``arguments``);
+    ``TranscriptLockContention`` when another writer appended at the same time.
+    """
+    from .conversation import Conversation
+    from .errors import ConversationNotFound
+
+    if not isinstance(approver, str) or not approver.strip():
+        raise ApprovalError("an approval needs the approver's name (approver / --as)")
+    if arguments is not None and (not approve or not isinstance(arguments, dict)):
+        raise ApprovalError("edited arguments go with an approval, as a JSON object")
+    if not journal.last_seq(conversation_id):
+        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
+    conv = Conversation.open(journal, conversation_id)
+    b = conv.builder
+    where = f"call {call_id!r} of conversation {conversation_id!r}"
+    if call_id not in b.call_ids:
+        raise UnknownCallError(f"no tool call {call_id!r} in conversation {conversation_id!r}")
+    if call_id in b.decisions:
+        earlier = b.decisions[call_id]
+        raise AlreadyDecidedError(f"{where} was already {earlier.decision}d by "
+                                  f"{earlier.approver} at {earlier.decided_at}")
+    if call_id not in b.pending or call_id not in b.approvals:
+        raise NotAwaitingApprovalError(f"{where} does not await approval")
+    call, asked = b.pending[call_id], b.approvals[call_id]
+    if arguments_hash(call.name, call.arguments) != asked.arguments_hash:
+        raise ApprovalMismatchError(f"{where}: its arguments no longer match the hash approval "
+                                    f"was asked for ({asked.arguments_hash[:12]})")
+    chosen = arguments if arguments is not None else call.arguments
+    try:
+        chosen_hash = arguments_hash(call.name, chosen)
+        event = ApprovalDecided(
+            call_id=call_id, decision="approve" if approve else "deny", approver=approver,
+            reason=reason, decided_at=(clock or (lambda: datetime.now(UTC)))().isoformat(),
+            arguments=arguments, arguments_hash=chosen_hash)
+        encode_event(event)
+    except InvalidEventError as exc:
+        raise ApprovalError(f"{where}: the edited arguments are not JSON data: {exc}") from None
+    try:
+        conv.append(event)
+    except ConcurrencyError as exc:
+        raise TranscriptLockContention(
+            f"conversation {conversation_id!r} was written by another process at the same time; "
+            f"the decision was not recorded ({exc})") from exc
+    return event
