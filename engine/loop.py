@@ -116,7 +116,7 @@ class LoopBase:
                  predicate: DuplicatePredicate | None = None,
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
-                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1) -> None:
+                 refuse: RefusalHook | None = None, max_parallel_tools: int = 8) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
