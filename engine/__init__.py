@@ -76,6 +76,7 @@ from .events import (
     decode_event,
     encode_event,
 )
+from .aloop import AsyncLoop
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
 from .formats import build_context, export_conversation, import_file, validate_tool_call
 from .loop import Loop, run
@@ -97,6 +98,7 @@ from .state import ConversationState, StateBuilder, fold, reduce
 from .tools import Tool, ToolContext, ToolRegistry, tool
 
 __all__ = [
+    "AsyncLoop",
     "AuditError",
     "AuditQuery",
     "AuthenticationError",

@@ -106,6 +106,10 @@ class Tool:
     is the reason); ``requires_env`` names environment variables that must be
     set; ``success_message(name, data, arguments) -> str | None`` replaces the
     default SUCCESS text (the reference's ``datamachine_tool_success_message``).
+    ``parallel_safe`` lets a ``side_effecting`` tool's calls run concurrently
+    with other calls of the same response (``read_only`` and ``idempotent``
+    ones always may; see ``engine.step``). ``fn`` may be an ``async def``
+    function (awaited by ``AsyncLoop``, run to its end by ``Loop``).
     Call ``tool(...)`` objects like the plain function.
     """
 
@@ -114,9 +118,10 @@ class Tool:
                  effect: ToolEffect = "side_effecting", display_name: str | None = None,
                  enabled: Callable[[ToolContext], bool | str] | None = None,
                  requires_env: Iterable[str] = (), inject: Iterable[str] = (),
-                 success_message: Callable[[str, Any, dict[str, Any]], str | None] | None = None
-                 ) -> None:
+                 success_message: Callable[[str, Any, dict[str, Any]], str | None] | None = None,
+                 parallel_safe: bool = False) -> None:
         self.fn = fn
+        self.parallel_safe = parallel_safe
         self.name = name or fn.__name__
         self.enabled_predicate = enabled
         self.requires_env = tuple(requires_env)
@@ -230,7 +235,7 @@ def tool(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
     Options are ``Tool``'s keyword arguments: ``name``, ``description``,
     ``handler``, ``effect``, ``display_name``, ``enabled``, ``requires_env``,
-    ``inject``, ``success_message``.
+    ``inject``, ``success_message``, ``parallel_safe``.
     """
     if fn is not None:
         return Tool(fn, **options)

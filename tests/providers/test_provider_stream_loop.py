@@ -8,11 +8,13 @@ stops unfinished and ``resume`` sends the request again.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import msgspec
 import pytest
 
+from engine.aloop import AsyncLoop
 from engine.audit import audit
 from engine.demo import demo_tools
 from engine.events import ModelFailed, decode_event
@@ -139,3 +141,26 @@ def test_a_run_stopped_mid_stream_keeps_the_partial_and_resumes(fake_api, name):
     fake_api.script(name, [second])
     resumed = Loop(journal, provider, demo_tools(), stream=True).resume("c1")
     assert resumed.status == "completed"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_async_loop_streams_the_same_events_and_keeps_a_cut(fake_api, name):
+    bodies = _bodies(name)
+    plain, _, _ = _run(fake_api, name, bodies, stream=False)
+    fake_api.script(name, [*bodies, bodies[0], Reply(body=bodies[1], cut=3)])
+    journal = Journal(":memory:")
+    seen: list = []
+    loop = AsyncLoop(journal, make_provider(name, fake_api), demo_tools(), stream=True,
+                     observers=[lambda e, p: seen.append(e)])
+
+    async def both():
+        return (await loop.start("What is 2 + 3?", conversation_id="c1"),
+                await loop.start("What is 2 + 3?", conversation_id="c2"))
+
+    done, cut = asyncio.run(both())
+    assert done.status == "completed" and _events(journal, "c1") == _events(plain, "c1")
+    assert "model_delta" in seen
+    assert cut.status == "active"
+    failures = [e for e in (decode_event(r.type, r.version, r.payload)
+                            for r in journal.read("c2")) if type(e) is ModelFailed]
+    assert [f.interrupted for f in failures] == [True] and failures[0].partial
