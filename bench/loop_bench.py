@@ -29,6 +29,10 @@ Figures printed:
   writes, not the whole list; the reducer is LangGraph's own batch reducer for
   messages), targets turnlog >= 10x faster per turn and >= 10x smaller.
 
+- streaming (``streaming_main``): the same loop with ``stream=True``, each
+  answer as 20 text deltas to an observer, against it unstreamed; the ratio
+  of per-turn times (target < 1.05).
+
 ``--profile FILE`` writes a cProfile of the turnlog run to ``FILE`` (read it with
 ``python -m pstats FILE``) and prints its top functions by cumulative and own time.
 """
@@ -49,6 +53,7 @@ from pathlib import Path
 
 from engine.loop import Loop
 from engine.messages import Text, ToolCall, Usage
+from engine.providers._stream import StreamDelta
 from engine.providers.base import ModelRequest, ModelResponse
 from engine.tools import tool
 from journal import Journal
@@ -242,5 +247,56 @@ def main() -> None:
               f"size {lg['bytes'] / ours['bytes']:.1f}x (target >= {smaller}x)")
 
 
+# --- streaming: the loop's cost of streaming a turn (kept apart from main) ----------
+
+
+class _Handle:
+    """A streamed answer of ``FakeModel``: ``pieces`` text deltas, then the response."""
+
+    def __init__(self, response: ModelResponse, pieces: int) -> None:
+        self.response, self.pieces = response, pieces
+
+    def __iter__(self):
+        for i in range(self.pieces):
+            yield StreamDelta(kind="text", text="tok ", index=0)
+
+    def partial(self) -> ModelResponse:
+        return self.response
+
+
+class StreamingFakeModel(FakeModel):
+    """``FakeModel`` that also streams: each answer arrives as ``pieces`` text deltas."""
+
+    pieces = 20
+
+    def stream(self, request: ModelRequest) -> _Handle:
+        return _Handle(self.complete(request), self.pieces)
+
+
+def run_streaming(path: Path, turns: int, stream: bool) -> float:
+    """Mean per-turn seconds of a run, streamed (with a delta observer) or not."""
+    model = StreamingFakeModel(turns)
+    seen = []
+    with Journal(path) as journal:
+        Loop(journal, model, [add], stream=stream,
+             observers=[lambda e, p: seen.append(p) if e == "model_delta" else None]).start(
+            "go", max_turns=turns + 1)
+    return statistics.mean(b - a for a, b in zip(model.times, model.times[1:]))
+
+
+def streaming_main() -> None:
+    """Print streaming's per-turn overhead against the same run unstreamed (target < 5%)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=1000)
+    n = min(parser.parse_known_args()[0].turns, 300)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = run_streaming(Path(tmp) / "plain.db", n, stream=False)
+        streamed = run_streaming(Path(tmp) / "streamed.db", n, stream=True)
+    print(f"\nstreaming  per turn ({n} turns, {StreamingFakeModel.pieces} deltas a turn): "
+          f"unstreamed {plain * 1000:.3f} ms, streamed {streamed * 1000:.3f} ms; "
+          f"streamed/unstreamed = {streamed / plain:.3f} (target < 1.05)")
+
+
 if __name__ == "__main__":
     main()
+    streaming_main()

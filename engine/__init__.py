@@ -86,6 +86,7 @@ from .events import (
     decode_event,
     encode_event,
 )
+from .aloop import AsyncLoop
 from .executor import LocalExecutor, ToolExecution, ToolExecutor
 from .formats import build_context, export_conversation, import_file, validate_tool_call
 from .loop import Loop, run
@@ -112,6 +113,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalMismatchError",
     "ApprovalRequested",
+    "AsyncLoop",
     "AuditError",
     "AuditQuery",
     "AuthenticationError",

@@ -14,7 +14,7 @@ function; a replay executor can serve recorded results instead::
             return ToolExecution(success=r.success, data=r.data, error=r.error,
                                  content=r.content, source="recorded")
 
-Contract of ``execute(call, tool, context) -> ToolExecution``:
+Contract of ``execute(call, tool, context, validated) -> ToolExecution``:
 
 - ``call`` is the model's ``ToolCall``; ``call.arguments`` were validated
   against the tool's schema (``validated`` holds the converted values the
@@ -26,10 +26,21 @@ Contract of ``execute(call, tool, context) -> ToolExecution``:
 - Exceptions should be caught and returned as ``success=False``; the loop
   also converts anything an executor raises into a failed result, so a tool
   can never end a run.
+- An executor may also define ``async def aexecute(...)`` (same arguments);
+  ``AsyncLoop`` awaits it (else it runs ``execute`` in a worker thread).
+
+Scheduling hooks (optional; replay's executor uses them to repeat a recorded
+schedule, see ``engine.step``): ``keep_open(batch, default) -> bool`` — may
+more calls be started with ``batch`` (the calls started so far) before it
+runs; ``joins(batch, call, default) -> bool`` — is ``call`` started with
+them; ``order(batch) -> calls | None`` — run the batch one at a time in this
+order. ``default`` is the loop's own answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -78,20 +89,44 @@ class LocalExecutor:
 
     def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
                 validated: dict[str, Any]) -> ToolExecution:
-        """Run ``tool`` with ``validated`` arguments and the injected context."""
+        """Run ``tool`` with ``validated`` arguments and the injected context.
+
+        An ``async def`` tool runs to its end here on an event loop of its own
+        (``asyncio.run``; the async loop awaits it natively instead).
+        """
         start = self.timer()
         try:
             data = tool.invoke(validated, context)
+            if inspect.iscoroutine(data):
+                data = asyncio.run(data)
         except Exception as exc:  # a tool failure is a result, never the end of a run
             return ToolExecution(success=False, error=str(exc) or type(exc).__name__,
                                  duration_ms=_ms(self.timer() - start))
-        duration = _ms(self.timer() - start)
-        if isinstance(data, dict) and data.get("success") is False:
-            return ToolExecution(success=False, error=str(data.get("error") or "tool failed"),
-                                 data=data.get("data"), duration_ms=duration)
-        if isinstance(data, dict) and data.get("success") is True and "data" in data:
-            data = data["data"]
-        return ToolExecution(success=True, data=data, duration_ms=duration)
+        return _outcome(data, _ms(self.timer() - start))
+
+    async def aexecute(self, call: ToolCall, tool: Tool, context: ToolContext,
+                       validated: dict[str, Any]) -> ToolExecution:
+        """``execute`` for the async loop: an ``async def`` tool is awaited on the running
+        event loop, any other runs in a worker thread (``asyncio.to_thread``)."""
+        if not inspect.iscoroutinefunction(tool.fn):
+            return await asyncio.to_thread(self.execute, call, tool, context, validated)
+        start = self.timer()
+        try:
+            data = await tool.invoke(validated, context)
+        except Exception as exc:  # a tool failure is a result, never the end of a run
+            return ToolExecution(success=False, error=str(exc) or type(exc).__name__,
+                                 duration_ms=_ms(self.timer() - start))
+        return _outcome(data, _ms(self.timer() - start))
+
+
+def _outcome(data: Any, duration: float) -> ToolExecution:
+    """A tool's return value as its outcome (a ``{"success": False}`` dict is a failure)."""
+    if isinstance(data, dict) and data.get("success") is False:
+        return ToolExecution(success=False, error=str(data.get("error") or "tool failed"),
+                             data=data.get("data"), duration_ms=duration)
+    if isinstance(data, dict) and data.get("success") is True and "data" in data:
+        data = data["data"]
+    return ToolExecution(success=True, data=data, duration_ms=duration)
 
 
 def _ms(seconds: float) -> float:

@@ -138,7 +138,7 @@ class LoopBase:
                  predicate: DuplicatePredicate | None = None,
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
-                 refuse: RefusalHook | None = None, max_parallel_tools: int = 1,
+                 refuse: RefusalHook | None = None, max_parallel_tools: int = 8,
                  stream: bool = False, approve: Iterable[str] = ()) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
@@ -265,6 +265,17 @@ class LoopBase:
             f"conversation {conversation_id!r} was written by another runner at the same time; "
             f"this run stopped without writing ({exc})")
 
+    def _stopped(self, conv: Conversation, step: Step, action: CallModel, handle: Any,
+                 seconds: float) -> None:
+        """Record the partial response of a stream the process was stopped in (if one began)."""
+        partial = handle.partial() if handle is not None else None
+        if partial is None:
+            return  # nothing arrived: the journal ends at model_requested, resume sends again
+        stop = StreamInterrupted("the run was stopped mid-stream", provider=self.provider.name,
+                                 partial=partial.parts)
+        self._perform(conv, step.failed(action, stop, seconds))
+        self._flush(conv)
+
     @property
     def streams(self) -> bool:
         """Whether model calls stream (``stream=True`` and the provider can)."""
@@ -365,17 +376,6 @@ class Loop(LoopBase):
                 perform(conv, step.ran(self.runner.run(action.request)))
             else:
                 return result_of(conv.builder)
-
-    def _stopped(self, conv: Conversation, step: Step, action: CallModel, handle: Any,
-                 seconds: float) -> None:
-        """Record the partial response of a stream the process was stopped in (if one began)."""
-        partial = handle.partial() if handle is not None else None
-        if partial is None:
-            return  # nothing arrived: the journal ends at model_requested, resume sends again
-        stop = StreamInterrupted("the run was stopped mid-stream", provider=self.provider.name,
-                                 partial=partial.parts)
-        self._perform(conv, step.failed(action, stop, seconds))
-        self._flush(conv)
 
     def _run_tools(self, conv: Conversation, step: Step, action: RunTools) -> None:
         """Run a batch: one at a time when asked (or alone), else on a thread pool."""

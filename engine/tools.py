@@ -106,6 +106,10 @@ class Tool:
     is the reason); ``requires_env`` names environment variables that must be
     set; ``success_message(name, data, arguments) -> str | None`` replaces the
     default SUCCESS text (the reference's ``datamachine_tool_success_message``).
+    ``parallel_safe`` lets a ``side_effecting`` tool's calls run concurrently
+    with other calls of the same response (``read_only`` and ``idempotent``
+    ones always may; see ``engine.step``). ``fn`` may be an ``async def``
+    function (awaited by ``AsyncLoop``, run to its end by ``Loop``).
     Call ``tool(...)`` objects like the plain function.
     """
 
@@ -115,11 +119,13 @@ class Tool:
                  enabled: Callable[[ToolContext], bool | str] | None = None,
                  requires_env: Iterable[str] = (), inject: Iterable[str] = (),
                  success_message: Callable[[str, Any, dict[str, Any]], str | None] | None = None,
-                 needs_approval: bool | Callable[[dict[str, Any]], bool] = False) -> None:
+                 needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
+                 parallel_safe: bool = False) -> None:
         self.fn = fn
         #: ``True`` or a predicate over the validated arguments: calls wait for a person's
         #: decision before they run (``engine.approvals``)
         self.needs_approval = needs_approval
+        self.parallel_safe = parallel_safe
         self.name = name or fn.__name__
         self.enabled_predicate = enabled
         self.requires_env = tuple(requires_env)
@@ -233,7 +239,7 @@ def tool(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
     Options are ``Tool``'s keyword arguments: ``name``, ``description``,
     ``handler``, ``effect``, ``display_name``, ``enabled``, ``requires_env``,
-    ``inject``, ``success_message``, ``needs_approval``.
+    ``inject``, ``success_message``, ``needs_approval``, ``parallel_safe``.
     """
     if fn is not None:
         return Tool(fn, **options)

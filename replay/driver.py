@@ -25,7 +25,7 @@ import msgspec
 
 from engine.conversation import Conversation
 from engine.directives import Directives
-from engine.events import ConversationStarted
+from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolStarted
 from engine.executor import ToolExecution
 from engine.loop import Loop
 from engine.messages import ToolCall
@@ -43,6 +43,11 @@ __all__ = ["RecordedExecutor", "loop_driver", "record_scripted", "rendered_start
 class RecordedExecutor:
     """The loop's ``ToolExecutor`` for deterministic replay: recorded results, checked.
 
+    It also repeats the recorded schedule of a response's calls (which were
+    started together, in which order their results came: ``keep_open``,
+    ``joins``, ``order``), so a batch that ran concurrently replays to the
+    same events, and so does a journal recorded before batches existed.
+
     With ``rerender`` the recorded text is not reused: the loop renders the
     recorded success, data and error again with the current tools' rules
     (success-message hooks, handler flags), so a change there shows up.
@@ -50,6 +55,50 @@ class RecordedExecutor:
 
     def __init__(self, tools: RecordedTools, *, rerender: bool = False) -> None:
         self.tools, self.rerender = tools, rerender
+        self._index: tuple[dict[str, int], dict[str, int], list[tuple[int, Any]]] | None = None
+
+    # --- the recorded schedule (the loop's scheduling hooks, engine.step) ---------------
+
+    def _seqs(self) -> tuple[dict[str, int], dict[str, int], list[tuple[int, Any]]]:
+        """(call id -> tool_started seq, call id -> answer seq, the events) of the recording."""
+        if self._index is None:
+            started: dict[str, int] = {}
+            answered: dict[str, int] = {}
+            events = self.tools.recording.events
+            for seq, event in events:
+                kind = type(event)
+                if kind is ToolStarted:
+                    started[event.call_id] = seq
+                elif kind in (ToolCompleted, ToolCallRejected):
+                    answered.setdefault(event.call_id, seq)
+            self._index = (started, answered, events)
+        return self._index
+
+    def keep_open(self, batch: Sequence[ToolCall], default: bool) -> bool:
+        """Whether the recording started more calls before ``batch``'s first result."""
+        started, answered, events = self._seqs()
+        last = started.get(batch[-1].id)
+        if last is None:
+            return default
+        ids = {c.id for c in batch}
+        after = next((e for seq, e in events if seq > last), None)
+        if after is None:  # the recording ends there (a crash)
+            return default
+        return not (type(after) is ToolCompleted and after.call_id in ids)
+
+    def joins(self, batch: Sequence[ToolCall], call: ToolCall, default: bool) -> bool:
+        """Whether the recording started ``call`` before any result of ``batch``."""
+        started, answered, _ = self._seqs()
+        seq = started.get(call.id)
+        if seq is None:
+            return default
+        first = min((answered.get(c.id, 1 << 62) for c in batch), default=1 << 62)
+        return seq < first
+
+    def order(self, batch: Sequence[ToolCall]) -> list[ToolCall]:
+        """``batch`` in the order the recording has its results."""
+        _, answered, _ = self._seqs()
+        return sorted(batch, key=lambda c: answered.get(c.id, 1 << 62))
 
     def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
                 validated: dict[str, Any]) -> ToolExecution:

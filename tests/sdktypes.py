@@ -15,6 +15,8 @@ the stable one: server tool blocks (``mcp_tool_use``, ``container_upload``
 
 from __future__ import annotations
 
+import threading
+
 from functools import cache
 from typing import Any
 
@@ -39,6 +41,9 @@ def _adapter(provider: str) -> TypeAdapter[Any]:
     return TypeAdapter(SDK_TYPES[provider])
 
 
+_VALIDATING = threading.Lock()
+
+
 def _drain(value: Any) -> None:
     """Walk ``value`` to the end, so every lazily validated ``Iterable`` is checked."""
     stack = [value]
@@ -59,7 +64,8 @@ def sdk_problem(provider: str, body: Any) -> str | None:
     if isinstance(body, dict) and body.get("stream") is True:  # the streaming twin of the type
         provider += ":stream"
     try:
-        _drain(_adapter(provider).validate_python(body))
+        with _VALIDATING:  # pydantic-core's lazy iterables panic when validated from two threads
+            _drain(_adapter(provider).validate_python(body))
     except ValidationError as exc:
         first = _meant(exc.errors())
         where = ".".join(str(p) for p in first["loc"])

@@ -22,6 +22,7 @@ pytest plugin.
 from __future__ import annotations
 
 from engine import (
+    AsyncLoop,
     AuditError,
     AuditQuery,
     AuthenticationError,
@@ -181,6 +182,7 @@ __all__ = [
     "APPLICATION_ID",
     "GENESIS_HASH",
     "SCHEMA_VERSION",
+    "AsyncLoop",
     "AuditError",
     "AuditQuery",
     "AuthenticationError",

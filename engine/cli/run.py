@@ -32,7 +32,7 @@ from ._common import (
 )
 from ._timeline import timeline_of
 
-__all__ = ["demo", "resume", "resume_hint", "run", "run_interruptible"]
+__all__ = ["StreamPrinter", "demo", "resume", "resume_hint", "run", "run_interruptible"]
 
 
 def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
@@ -61,14 +61,38 @@ def run_interruptible(journal: Journal, conversation_id: str, go: Any, hint: str
             + f".\nContinue it with:\n  {hint}") from None
 
 
-def _report(result: RunResult, as_json: bool) -> None:
+class StreamPrinter:
+    """The ``--stream`` observer: prints text deltas as they arrive (stderr under ``--json``)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.err = as_json
+        self.printed = False  # text went to stdout: the report leaves the final text out
+        self._open = False
+
+    def __call__(self, event: str, payload: dict[str, Any]) -> None:
+        if event == "model_delta" and payload["kind"] == "text" and payload["text"]:
+            click.echo(payload["text"], nl=False, err=self.err)
+            self._open = True
+            self.printed = self.printed or not self.err
+        elif event in ("model_responded", "failed") and self._open:
+            click.echo("", err=self.err)  # end the streamed line
+            self._open = False
+
+
+def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
+          printer: StreamPrinter | None) -> Loop:
+    return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
+                stream=printer is not None, observers=[printer] if printer else ())
+
+
+def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None) -> None:
     if as_json:
         emit(result.summary())
     else:
         click.echo(f"conversation {result.conversation_id}: "
                    f"{colour(result.status, result.status)} after "
                    f"{result.turn_count} turn(s), {result.usage.total_tokens} tokens")
-        if result.final_content:
+        if result.final_content and not (printer and printer.printed):
             click.echo(result.final_content)
         for line in (result.warning, result.error):
             if line:
@@ -78,6 +102,9 @@ def _report(result: RunResult, as_json: bool) -> None:
 
 
 def _tool_options(fn: Any) -> Any:
+    fn = click.option("--stream", is_flag=True,
+                      help="Stream the model's answers, printing text as it arrives (to stderr "
+                           "with --json); the journal records the same events.")(fn)
     fn = click.option("--script", type=click.Path(dir_okay=False),
                       help="The scripted provider's script (JSON; see docs/cli.md).")(fn)
     fn = click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
@@ -140,7 +167,7 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
 def run(prompt: str, provider: str, model: str | None, script: str | None,
         tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
         mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
-        as_json: bool) -> None:
+        as_json: bool, stream: bool = False) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -155,7 +182,8 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     hint = resume_hint(cid, db_path, tool_specs, script, mcp)
     with open_tools(tool_specs, mcp) as tools, \
             journal_for(db_path, must_exist=False) as journal:
-        loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
+        printer = StreamPrinter(as_json) if stream else None
+        loop = _loop(journal, chosen, tools, model, retries, printer)
         if conversation_id and journal.last_seq(conversation_id):
             _check_continuable(journal, cid, db_path, tool_specs, script,
                                {"max_turns": max_turns, "mode": mode}, mcp)
@@ -165,7 +193,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
             result = run_interruptible(journal, cid, lambda: loop.start(
                 prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
                 system=system, single_turn=single_turn), hint)
-    _report(result, as_json)
+    _report(result, as_json, printer)
 
 
 @click.command()
@@ -178,7 +206,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
-           as_json: bool) -> None:
+           as_json: bool, stream: bool = False) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -199,11 +227,12 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
                            "(nothing was written)")
             return
         chosen = make_provider(provider or state.provider, model, script)
-        loop = Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries))
+        printer = StreamPrinter(as_json) if stream else None
+        loop = _loop(journal, chosen, tools, model, retries, printer)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
                                    resume_hint(conversation_id, db_path, tool_specs, script,
                                                mcp))
-    _report(result, as_json)
+    _report(result, as_json, printer)
 
 
 @click.command()

@@ -190,6 +190,10 @@ class ScriptedProvider:
                              provider=self.name, model=request.model or self.model,
                              response_id=f"scripted-{total + 1}", raw=msgspec.to_builtins(turn))
 
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """``complete`` for the async loop (a script answers at once)."""
+        return self.complete(request)
+
 
 def _call(call: ScriptCall, call_id: str) -> ToolCall:
     if call.arguments_raw is None:

@@ -18,6 +18,10 @@ from engine.providers.scripted import ScriptedProvider
 from engine.result import result_of
 from engine.runners import RunnerResult
 from engine.tools import ToolRegistry, tool
+from journal import Journal
+
+# the loop suite runs on Loop and on AsyncLoop (tests/engine/conftest.py)
+pytestmark = pytest.mark.usefixtures("both_loops")
 
 
 def types(journal, cid):
@@ -438,7 +442,10 @@ def test_staged_steps_are_written_before_each_outside_action(journal):
     @tool
     def probe() -> dict:
         """Probe."""
-        seen.append(("tool", [e.type for e in journal.read("w")][-1]))
+        # its own connection: AsyncLoop runs a plain tool in a worker thread, and a SQLite
+        # connection belongs to the thread that opened it
+        with Journal(journal.path) as reader:
+            seen.append(("tool", [e.type for e in reader.read("w")][-1]))
         return {}
 
     Loop(journal, Watch([{"tool_calls": [{"name": "probe"}]}, {"text": "ok"}]), [probe]).start(

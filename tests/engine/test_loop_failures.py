@@ -28,6 +28,9 @@ from engine.retry import NO_RETRY, RetryPolicy
 from engine.state import StateBuilder
 from journal import Journal
 
+# the loop suite runs on Loop and on AsyncLoop (tests/engine/conftest.py)
+pytestmark = pytest.mark.usefixtures("both_loops")
+
 
 def types(journal, cid):
     return [e.type for e in journal.read(cid)]

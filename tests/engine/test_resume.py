@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from engine.cli import cli
@@ -22,6 +23,9 @@ from engine.messages import ToolCall
 from engine.providers.scripted import ScriptedProvider
 from engine.resume import INTERRUPTED, idempotency_key
 from journal import Journal
+
+#: the in-process resume rules run on Loop and on AsyncLoop (tests/engine/conftest.py)
+both_loops = pytest.mark.usefixtures("both_loops")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +42,7 @@ def _crashed_mid_tool(journal, name, arguments):
     return conv
 
 
+@both_loops
 def test_an_interrupted_side_effecting_tool_is_not_rerun_but_recorded_as_unknown(journal, tmp_path):
     notes = tmp_path / "notes.txt"
     _crashed_mid_tool(journal, "append_note", {"path": str(notes), "text": "once"})
@@ -49,6 +54,7 @@ def test_an_interrupted_side_effecting_tool_is_not_rerun_but_recorded_as_unknown
     assert done[0]["source"] == "interrupted" and INTERRUPTED in done[0]["content"]
 
 
+@both_loops
 def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal):
     _crashed_mid_tool(journal, "get_weather", {"city": "Paris"})
     keys = []
@@ -96,6 +102,7 @@ def test_two_equal_calls_in_one_response_get_different_keys():
     assert idempotency_key(s, calls[0]) != idempotency_key(s, calls[1])
 
 
+@both_loops
 def test_a_request_without_a_response_is_sent_again_on_resume(journal):
     conv = Conversation.start(journal, ConversationStarted(
         conversation_id="r", provider="scripted", model="scripted"), rest=[UserMessage.of("hi")])
@@ -107,6 +114,7 @@ def test_a_request_without_a_response_is_sent_again_on_resume(journal):
     assert [e.type for e in journal.read("r")].count("model_requested") == 1
 
 
+@both_loops
 def test_resume_of_a_finished_conversation_changes_nothing(journal):
     loop = Loop(journal, ScriptedProvider([{"text": "done"}]))
     loop.start("hi", conversation_id="f")

@@ -8,16 +8,20 @@ stops unfinished and ``resume`` sends the request again.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import msgspec
 import pytest
 
+from engine.aloop import AsyncLoop
+from engine.audit import audit
 from engine.demo import demo_tools
 from engine.events import ModelFailed, decode_event
 from engine.loop import Loop
 from engine.messages import Text
 from engine.retry import RetryPolicy
+from engine.views import connect_readonly
 from journal import Journal
 from tests.fakeapi import Reply, reply
 from tests.providerkit import make_provider
@@ -39,9 +43,9 @@ def _events(journal: Journal, cid: str) -> list[tuple[str, dict]]:
     return out
 
 
-def _run(fake, name, bodies, *, stream, seen=None, **kw):
+def _run(fake, name, bodies, *, stream, seen=None, path=":memory:", **kw):
     fake.script(name, bodies)
-    journal = Journal(":memory:")
+    journal = Journal(path)
     loop = Loop(journal, make_provider(name, fake), demo_tools(), stream=stream,
                 observers=[lambda e, p: seen.append((e, p))] if seen is not None else (), **kw)
     result = loop.start("What is 2 + 3?", conversation_id="c1")
@@ -74,11 +78,11 @@ def _failures(journal: Journal) -> list[ModelFailed]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_cut_stream_is_recorded_interrupted_and_resume_sends_again(fake_api, name):
+def test_a_cut_stream_is_recorded_interrupted_and_resume_sends_again(fake_api, name, tmp_path):
     first, second = _bodies(name)
     seen: list = []
     journal, loop, result = _run(fake_api, name, [first, Reply(body=second, cut=3)],
-                                 stream=True, seen=seen)
+                                 stream=True, seen=seen, path=tmp_path / "j.db")
     assert result.status == "active"  # unfinished, not failed: resume sends again
     (failure,) = _failures(journal)
     assert failure.interrupted and failure.error_type == "StreamInterrupted"
@@ -93,6 +97,12 @@ def test_a_cut_stream_is_recorded_interrupted_and_resume_sends_again(fake_api, n
     assert [m.role for m in resumed.messages].count("assistant") == 2
     types = [t for t, _ in _events(journal, "c1")]
     assert types.count("model_requested") == 3 and types[-1] == "conversation_completed"
+    journal.close()
+    conn = connect_readonly(str(tmp_path / "j.db"))  # the audit counts the broken stream
+    try:
+        assert audit(conn)["model_failures"] == {"StreamInterrupted": 1}
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -131,3 +141,26 @@ def test_a_run_stopped_mid_stream_keeps_the_partial_and_resumes(fake_api, name):
     fake_api.script(name, [second])
     resumed = Loop(journal, provider, demo_tools(), stream=True).resume("c1")
     assert resumed.status == "completed"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_async_loop_streams_the_same_events_and_keeps_a_cut(fake_api, name):
+    bodies = _bodies(name)
+    plain, _, _ = _run(fake_api, name, bodies, stream=False)
+    fake_api.script(name, [*bodies, bodies[0], Reply(body=bodies[1], cut=3)])
+    journal = Journal(":memory:")
+    seen: list = []
+    loop = AsyncLoop(journal, make_provider(name, fake_api), demo_tools(), stream=True,
+                     observers=[lambda e, p: seen.append(e)])
+
+    async def both():
+        return (await loop.start("What is 2 + 3?", conversation_id="c1"),
+                await loop.start("What is 2 + 3?", conversation_id="c2"))
+
+    done, cut = asyncio.run(both())
+    assert done.status == "completed" and _events(journal, "c1") == _events(plain, "c1")
+    assert "model_delta" in seen
+    assert cut.status == "active"
+    failures = [e for e in (decode_event(r.type, r.version, r.payload)
+                            for r in journal.read("c2")) if type(e) is ModelFailed]
+    assert [f.interrupted for f in failures] == [True] and failures[0].partial
