@@ -28,7 +28,12 @@ Figures printed:
   ``Annotated[list, DeltaChannel(reducer)]`` (LangGraph's best mode: it stores the
   writes, not the whole list; the reducer is LangGraph's own batch reducer for
   messages), targets turnlog >= 10x faster per turn and >= 10x smaller.
-
+- the async loop (``AsyncLoop``, the same step driven by the async shell) on
+  the same turns: its mean per-turn time as a ratio to the sync loop's
+  (target <= 1.2x);
+- aggregate throughput of 20 conversations run at once on one journal by one
+  ``AsyncLoop`` (``asyncio.gather``), in turns per second, and the same 20
+  run one after another by the sync loop.
 - streaming (``streaming_main``): the same loop with ``stream=True``, each
   answer as 20 text deltas to an observer, against it unstreamed; the ratio
   of per-turn times (target < 1.05).
@@ -40,6 +45,7 @@ Figures printed:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import functools
 import json
@@ -51,6 +57,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from engine.aloop import AsyncLoop
 from engine.loop import Loop
 from engine.messages import Text, ToolCall, Usage
 from engine.providers._stream import StreamDelta
@@ -116,6 +123,50 @@ def run_turnlog(path: Path, turns: int, profile: str | None = None) -> dict:
     assert result.status == "completed" and result.turn_count == turns + 1, result
     first, last = tenths(model.times, turns)
     return {"first": first, "last": last, "mean": total / (turns + 1), "bytes": size(path)}
+
+
+class AsyncFakeModel(FakeModel):
+    """``FakeModel`` with the async provider method."""
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        return self.complete(request)
+
+
+def run_async(path: Path, turns: int) -> dict:
+    """The same conversation with ``AsyncLoop``."""
+    model = AsyncFakeModel(turns)
+    start = time.perf_counter()
+    with Journal(str(path)) as journal:
+        result = asyncio.run(AsyncLoop(journal, model, [add]).start(
+            "go", conversation_id="bench", max_turns=turns + 1))
+    total = time.perf_counter() - start
+    assert result.status == "completed" and result.turn_count == turns + 1, result
+    return {"mean": total / (turns + 1)}
+
+
+def run_concurrent(path: Path, turns: int, n: int = 20) -> dict:
+    """``n`` conversations of ``turns`` tool turns: at once (AsyncLoop) and one by one (Loop)."""
+    with Journal(str(path)) as journal:
+        loop = AsyncLoop(journal, AsyncFakeModel(turns), [add])
+
+        async def many() -> list:
+            return await asyncio.gather(*(loop.start("go", conversation_id=f"a{i}",
+                                                     max_turns=turns + 1) for i in range(n)))
+
+        start = time.perf_counter()
+        results = asyncio.run(many())
+        concurrent = time.perf_counter() - start
+        assert all(r.status == "completed" for r in results)
+        sync = Loop(journal, FakeModel(turns), [add])
+        start = time.perf_counter()
+        for i in range(n):
+            sync.start("go", conversation_id=f"s{i}", max_turns=turns + 1)
+        serial = time.perf_counter() - start
+        assert journal.verify().ok
+    total_turns = n * (turns + 1)
+    return {"async": total_turns / concurrent, "sync": total_turns / serial, "n": n}
+
+
 
 
 def run_floor(source: Path, path: Path, turns: int) -> dict:
@@ -214,6 +265,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ours = run_turnlog(Path(tmp) / "turnlog.db", n, args.profile)
         floor = run_floor(Path(tmp) / "turnlog.db", Path(tmp) / "floor.db", n)
+        aio = run_async(Path(tmp) / "async.db", n)
+        many = run_concurrent(Path(tmp) / "many.db", max(1, n // 20))
         base = run_langgraph(Path(tmp) / "langgraph.db", n)
         best = run_langgraph(Path(tmp) / "delta.db", n, delta=True)
     ms = 1000
@@ -222,6 +275,10 @@ def main() -> None:
           f"{ours['last'] * ms:.3f} ms, mean {ours['mean'] * ms:.3f} ms; "
           f"last/first = {ours['last'] / ours['first']:.2f} (target <= 1.25)")
     print(f"turnlog    on disk: {ours['bytes']:,} bytes = {ours['bytes'] / n:,.0f} bytes/turn")
+    print(f"AsyncLoop  per turn: mean {aio['mean'] * ms:.3f} ms; async/sync = "
+          f"{aio['mean'] / ours['mean']:.2f}x (target <= 1.2x)")
+    print(f"{many['n']} conversations at once (AsyncLoop, one journal): {many['async']:,.0f} "
+          f"turns/s; one after another (Loop): {many['sync']:,.0f} turns/s")
     print(f"floor      per turn: mean {floor['mean'] * ms:.3f} ms ({floor['commits']:,} commits "
           f"of turnlog's rows, two a turn; raw sqlite3, WAL, synchronous=FULL)")
     print(f"floor      on disk: {floor['bytes']:,} bytes = {floor['bytes'] / n:,.0f} bytes/turn")

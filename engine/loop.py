@@ -36,6 +36,9 @@ records a given configuration; ``provider`` is anything with ``complete``;
 ``executor`` decides how accepted calls become outcomes (``engine.executor``);
 ``runner`` may take a whole run over (``engine.runners``); ``timer`` and
 ``clock`` make timings and tool clocks deterministic.
+
+The rules are ``engine.step``'s (one sans-I/O step); ``Loop`` only performs
+its actions, as ``engine.aloop.AsyncLoop`` does for asyncio programs.
 """
 
 from __future__ import annotations
@@ -120,7 +123,10 @@ class LoopBase:
     with ``RetryPolicy``'s ``delay`` and ``wait`` will do); ``refuse`` (a
     ``RefusalHook``) may refuse a call the built-in rules accept, with a
     ``Refusal`` the loop records like its own (replay refuses what its tool
-    policy refuses this way). ``stream=True`` streams model calls (when the
+    policy refuses this way); ``max_parallel_tools`` bounds how many calls of
+    one batch run at once (default 8; 1 runs one call at a time; batches are
+    ``engine.step``'s rule). Tools of a batch run in worker threads.
+    ``stream=True`` streams model calls (when the
     provider has ``stream``): observers hear ``model_delta`` pieces as they
     arrive, the journal gets the same ``model_responded`` as unstreamed, and
     a stream that breaks is a ``model_failed`` marked ``interrupted`` with
