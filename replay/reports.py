@@ -8,8 +8,9 @@ truth: ``events`` stays the only record of conversations)::
                    skipped TEXT, divergence_seq INTEGER, reason TEXT, divergence TEXT /* JSON */)
 
 The table is the journal extension ``replay.reports`` (:data:`REPORTS_EXTENSION`),
-created through the journal's migration path on the first recorded run, and
-written and read with sqlite-utils. The audit reads the latest run
+created through the journal's migration path on the first recorded run, on
+SQLite (written and read with sqlite-utils) and on PostgreSQL alike (the same
+columns, written in one transaction). The audit reads the latest run
 (``max(run_at)``) if the table exists.
 """
 
@@ -26,6 +27,7 @@ import msgspec
 from sqlite_utils import Database
 
 from journal import Extension, Journal, JournalError, JournalProtocol, connect_readonly
+from journal._open import is_postgres, shown_url
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
@@ -44,8 +46,20 @@ def _migrate(db: Database, from_version: int) -> None:
                                  not_null={"run_id", "run_at", "conversation_id", "ok"})
 
 
+_PG_DDL = (f"CREATE TABLE IF NOT EXISTS {REPORTS_TABLE} (run_id TEXT NOT NULL, "
+           "run_at TEXT NOT NULL, conversation_id TEXT NOT NULL, ok INTEGER NOT NULL, "
+           "skipped TEXT, divergence_seq INTEGER, reason TEXT, divergence TEXT, "
+           "PRIMARY KEY (run_id, conversation_id))")
+
+
+def _migrate_postgres(conn: Any, from_version: int) -> None:
+    if from_version == 0:
+        conn.execute(_PG_DDL)
+
+
 #: The ``replay_reports`` table as a journal extension (bump ``version`` to change it).
-REPORTS_EXTENSION = Extension(name="replay.reports", version=1, migrate=_migrate)
+REPORTS_EXTENSION = Extension(name="replay.reports", version=1, migrate=_migrate,
+                              migrate_postgres=_migrate_postgres)
 
 
 class ReplayReport(msgspec.Struct, kw_only=True):
@@ -93,7 +107,7 @@ def replay_all(journal: JournalProtocol, *, driver: Driver | None = None, record
                           run_at=datetime.now(UTC).isoformat(timespec="microseconds"),
                           results=results)
     if record and journal.path != ":memory:":
-        _write(journal.path, report)
+        _write(getattr(journal, "url", journal.path), report)
     return report
 
 
@@ -105,6 +119,9 @@ def _write(path: str, report: ReplayReport) -> None:
              "divergence": json.dumps(r.divergence.to_dict(), ensure_ascii=False)
              if r.divergence else None}
             for r in report.results]
+    if is_postgres(path):
+        _write_postgres(path, rows)
+        return
     try:
         Journal(path, extensions=[REPORTS_EXTENSION]).close()  # installs the table if needed
         db = Database(sqlite3.connect(path, timeout=10, isolation_level=None))
@@ -115,6 +132,28 @@ def _write(path: str, report: ReplayReport) -> None:
             db.conn.close()
     except (sqlite3.Error, JournalError) as exc:
         raise ReplayError(f"cannot record the replay report in {path}: {exc}") from None
+
+
+def _write_postgres(url: str, rows: list[dict[str, Any]]) -> None:
+    """Insert ``rows`` into ``replay_reports`` of the PostgreSQL journal at ``url``, in one
+    transaction (the table is installed through the journal's migration path first)."""
+    from engine.dialects import PgConnection
+
+    where = shown_url(url)
+    columns = list(_COLUMNS)
+    insert = (f"INSERT INTO {REPORTS_TABLE} ({', '.join(columns)}) "
+              f"VALUES ({', '.join('?' * len(columns))})")
+    try:
+        Journal.open(url, extensions=[REPORTS_EXTENSION]).close()
+        pg = PgConnection.connect(url, where)
+        try:
+            with pg.conn.transaction():
+                for row in rows:
+                    pg.execute(insert, [row[c] for c in columns])
+        finally:
+            pg.conn.close()
+    except JournalError as exc:
+        raise ReplayError(f"cannot record the replay report in {where}: {exc}") from None
 
 
 def latest_report(path: str) -> list[dict[str, Any]]:

@@ -47,6 +47,15 @@ def test_run_fork_and_replay_on_postgresql(tmp_path):
     assert listing[fork["conversation_id"]]["status"] == "completed"
     assert ok("verify", "--db", url)["ok"] is True
 
+    # replay --all records its report in the PostgreSQL journal, and the audit reads it
+    assert ok("audit", "--db", url)["divergences"] is None
+    everything = ok("replay", "--all", "--db", url)
+    assert everything["ok"] is True and everything["conversations"] == 2
+    found = ok("audit", "--db", url)["divergences"]
+    assert found["checked"] == 2 and found["diverged"] == []
+    assert found["run_at"] == everything["run_at"]
+    assert ok("verify", "--db", url)["ok"] is True
+
 
 def _wait_for(url: str, cid: str, seq: int, proc: subprocess.Popen) -> None:
     with Journal.open(url) as journal:
