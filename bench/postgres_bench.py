@@ -17,13 +17,24 @@ server and socket:
   trigger, in the same transaction), against the same raw baseline;
 - **per turn**: a real :class:`~engine.loop.Loop` turn (model call, tool call,
   four commits) against raw inserts of exactly the rows the loop wrote, grouped
-  in the same transactions.
+  in the same transactions;
+- **fold**: one conversation of ``--fold-turns`` loop turns (four events each:
+  25,000 turns are 100,000 events) recorded on SQLite and copied to PostgreSQL
+  (``copy_streams``): folding it into its state (``fold_stored(lineage)``) on
+  PostgreSQL against the same fold on SQLite;
+- **writers**: 1, 2, 4 and 8 processes, each with its own connection pool,
+  appending single events for ``--seconds`` — to their own conversations
+  (aggregate events/s should grow, not collapse) and all to one conversation
+  (each append at the seq it last read; a lost race is a ``ConcurrencyError``,
+  counted and retried).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import tempfile
 import statistics
 import sys
 import time
@@ -38,8 +49,10 @@ from engine.loop import Loop  # noqa: E402
 from engine.messages import Text, ToolCall, Usage  # noqa: E402
 from engine.providers.base import ModelRequest, ModelResponse  # noqa: E402
 from engine.tools import tool  # noqa: E402
+from engine.state import fold_stored  # noqa: E402
 from engine.views import EXTENSIONS  # noqa: E402
-from journal import Journal, NewEvent, StoredEvent  # noqa: E402
+from journal import ConcurrencyError, Journal, NewEvent, StoredEvent  # noqa: E402
+from journal._copy import copy_streams  # noqa: E402
 from journal._pg_schema import MIGRATIONS  # noqa: E402
 
 PAYLOAD = '{"role":"assistant","text":"The weather in Paris is sunny, 21 degrees.","turn":3}'
@@ -160,12 +173,73 @@ def bench_turns(base: str, turns: int) -> tuple[float, float]:
     return per_turn, raw_per_turn
 
 
+def bench_fold(base: str, turns: int) -> tuple[float, float, int]:
+    """(PostgreSQL fold seconds, SQLite fold seconds, events) of one ``turns``-turn conversation."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "fold.db")
+        with Journal(path) as lite:
+            Loop(lite, FakeModel(turns), [add]).start("go", conversation_id="fold",
+                                                      max_turns=turns + 1)
+            with Journal.open(schema_url(base)) as pg:
+                copy_streams(lite, pg)
+                times = {}
+                for name, journal in (("pg", pg), ("sqlite", lite)):
+                    runs = []
+                    for _ in range(3):
+                        start = time.perf_counter()
+                        builder = fold_stored(journal.lineage("fold"))
+                        runs.append(time.perf_counter() - start)
+                    times[name] = min(runs)
+                return times["pg"], times["sqlite"], builder.seq
+
+
+def _writer(url: str, stream: str, seconds: float, ready, go, out) -> None:
+    """One writer process: single-event appends to ``stream`` for ``seconds`` after ``go``."""
+    events = retries = 0
+    with Journal.open(url, max_connections=1) as journal:
+        journal.last_seq(stream)  # the connection is open before the clock starts
+        ready.wait()
+        go.wait()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            try:
+                journal.append(stream, [EVENT], journal.last_seq(stream))
+                events += 1
+            except ConcurrencyError:
+                retries += 1
+    out.put((events, retries))
+
+
+def bench_writers(base: str, writers: int, shared: bool, seconds: float) -> tuple[float, int]:
+    """(aggregate events/s, lost races) of ``writers`` processes appending for ``seconds``."""
+    url = schema_url(base)
+    Journal.open(url).close()  # the schema, before the writers race to create it
+    ctx = multiprocessing.get_context("spawn")
+    ready, go, out = ctx.Barrier(writers + 1), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(url, "shared" if shared else f"w{i}",
+                                                seconds, ready, go, out))
+             for i in range(writers)]
+    for p in procs:
+        p.start()
+    ready.wait()
+    go.set()
+    done = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    with Journal.open(url) as journal:
+        assert journal.verify().ok
+    return sum(e for e, _ in done) / seconds, sum(r for _, r in done)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="Fewer events (a smoke run).")
     parser.add_argument("--url", help="A PostgreSQL database to use (default: a throwaway "
                                       "cluster with fsync on).")
     parser.add_argument("--rounds", type=int, default=3, help="Best of this many rounds.")
+    parser.add_argument("--fold-turns", type=int, default=25_000,
+                        help="Loop turns of the folded conversation (4 events a turn).")
+    parser.add_argument("--seconds", type=float, default=3.0, help="Each writer trial's length.")
     args = parser.parse_args()
     cluster = None
     base = args.url
@@ -175,6 +249,7 @@ def main() -> None:
         cluster = Cluster(fsync=True)
         base = cluster.create_database("bench")
     singles, batched, turns = (200, 5_000, 50) if args.quick else (2_000, 50_000, 300)
+    fold_turns = min(args.fold_turns, 250) if args.quick else args.fold_turns
     try:
         figures = []
         for name, run, target in (
@@ -193,6 +268,17 @@ def main() -> None:
         raw = statistics.median(r for _, r in per_turn)
         print(f"{'loop turn':>22}: turnlog {ours * 1e3:>8.2f} ms/turn   raw inserts of its rows "
               f"{raw * 1e3:>8.2f} ms/turn   ratio (raw/turnlog) {raw / ours:.2f}")
+        pg, lite, events = bench_fold(base, fold_turns)
+        print(f"{'fold':>22}: {events:,} events   PostgreSQL {pg * 1e3:,.0f} ms   SQLite "
+              f"{lite * 1e3:,.0f} ms   ratio (PostgreSQL/SQLite) {pg / lite:.2f}")
+        for shared in (False, True):
+            label = "one conversation" if shared else "own conversations"
+            one = None
+            for n in (1, 2, 4, 8):
+                rate, lost = bench_writers(base, n, shared, args.seconds)
+                one = one or rate
+                print(f"{f'{n} writer(s), {label}':>34}: {rate:>8,.0f} ev/s "
+                      f"({rate / one:.2f}x of 1 writer), {lost:,} lost races retried")
     finally:
         if cluster is not None:
             cluster.stop()
