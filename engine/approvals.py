@@ -133,7 +133,8 @@ def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, 
         raise UnknownCallError(f"no tool call {call_id!r} in conversation {conversation_id!r}")
     if call_id in b.decisions:
         earlier = b.decisions[call_id]
-        raise AlreadyDecidedError(f"{where} was already {earlier.decision}d by "
+        done = "approved" if earlier.decision == "approve" else "denied"
+        raise AlreadyDecidedError(f"{where} was already {done} by "
                                   f"{earlier.approver} at {earlier.decided_at}")
     if call_id not in b.pending or call_id not in b.approvals:
         raise NotAwaitingApprovalError(f"{where} does not await approval")

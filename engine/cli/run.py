@@ -80,12 +80,14 @@ class StreamPrinter:
 
 
 def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
-          printer: StreamPrinter | None) -> Loop:
+          printer: StreamPrinter | None, approve: tuple[str, ...] = ()) -> Loop:
     return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
-                stream=printer is not None, observers=[printer] if printer else ())
+                stream=printer is not None, observers=[printer] if printer else (),
+                approve=approve)
 
 
-def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None) -> None:
+def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None,
+            db_path: str | None = None) -> None:
     if as_json:
         emit(result.summary())
     else:
@@ -97,11 +99,28 @@ def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = No
         for line in (result.warning, result.error):
             if line:
                 click.echo(line, err=True)
+        if result.awaiting_approval:
+            decide = command_hint("approve", result.conversation_id, "--all", "--yes", "--as",
+                                  "NAME", db_path=db_path)
+            click.echo(f"waiting for approval: {', '.join(result.awaiting_approval)}. "
+                       f"Decide with:\n  {decide}\nthen continue it with turnlog resume.")
     if result.status in ("failed", "halted"):
         fail(1)
 
 
+def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple:
+    """``--approve a,b --approve c`` as ``("a", "b", "c")``."""
+    names = tuple(n.strip() for v in value for n in v.split(",") if n.strip())
+    if value and not names:
+        raise click.BadParameter("name at least one tool", ctx, param)
+    return names
+
+
 def _tool_options(fn: Any) -> Any:
+    fn = click.option("--approve", "approve", multiple=True, metavar="TOOL[,TOOL]",
+                      callback=_tool_names,
+                      help="Calls of these tools wait for a person's decision (turnlog "
+                           "approve) before they run; recorded with a new conversation.")(fn)
     fn = click.option("--stream", is_flag=True,
                       help="Stream the model's answers, printing text as it arrives (to stderr "
                            "with --json); the journal records the same events.")(fn)
@@ -167,7 +186,7 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
 def run(prompt: str, provider: str, model: str | None, script: str | None,
         tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
         mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
-        as_json: bool, stream: bool = False) -> None:
+        as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -183,7 +202,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     with open_tools(tool_specs, mcp) as tools, \
             journal_for(db_path, must_exist=False) as journal:
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
         if conversation_id and journal.last_seq(conversation_id):
             _check_continuable(journal, cid, db_path, tool_specs, script,
                                {"max_turns": max_turns, "mode": mode}, mcp)
@@ -193,7 +212,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
             result = run_interruptible(journal, cid, lambda: loop.start(
                 prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
                 system=system, single_turn=single_turn), hint)
-    _report(result, as_json, printer)
+    _report(result, as_json, printer, db_path)
 
 
 @click.command()
@@ -206,7 +225,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
-           as_json: bool, stream: bool = False) -> None:
+           as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -228,11 +247,11 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
             return
         chosen = make_provider(provider or state.provider, model, script)
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
                                    resume_hint(conversation_id, db_path, tool_specs, script,
                                                mcp))
-    _report(result, as_json, printer)
+    _report(result, as_json, printer, db_path)
 
 
 @click.command()
