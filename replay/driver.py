@@ -25,7 +25,13 @@ import msgspec
 
 from engine.conversation import Conversation
 from engine.directives import Directives
-from engine.events import ConversationStarted, ToolCallRejected, ToolCompleted, ToolStarted
+from engine.events import (
+    ApprovalDecided,
+    ConversationStarted,
+    ToolCallRejected,
+    ToolCompleted,
+    ToolStarted,
+)
 from engine.executor import ToolExecution
 from engine.loop import Loop
 from engine.messages import ToolCall
@@ -189,13 +195,30 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     if directives is not None:
         started = rendered_started(started, directives)
     conv = Conversation.start(scratch, started)
+    decisions = {seq: e for seq, e in recording.events if isinstance(e, ApprovalDecided)}
     for group in [[], *user_runs_of(e for _seq, e in recording.events)]:  # a fork may go on at once
         if group:
             conv.append(*group)
+        conv = _drive_deciding(loop, conv, scratch, recording.conversation_id, decisions)
+
+
+def _drive_deciding(loop: Any, conv: Conversation, scratch: Any, conversation_id: str,
+                    decisions: dict[int, ApprovalDecided]) -> Conversation:
+    """Drive ``conv``; where the run stops and the recording goes on with decisions
+    (``approval_decided``, written by a person between a pause and its resume), append
+    them as recorded and drive on."""
+    while True:
         try:
             loop.drive(conv)
         except RunPaused:
-            conv = Conversation.open(scratch, recording.conversation_id)
+            return Conversation.open(scratch, conversation_id)
+        seq, decided = conv.last_seq + 1, []
+        while seq in decisions:
+            decided.append(decisions.pop(seq))
+            seq += 1
+        if not decided:
+            return conv
+        conv.append(*decided)
 
 
 def record_scripted(journal: Journal, conversation_id: str, prompts: Sequence[str],

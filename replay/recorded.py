@@ -21,6 +21,7 @@ import msgspec
 from engine import errors as engine_errors
 from engine.duplicates import call_key
 from engine.events import (
+    ApprovalDecided,
     ConversationStarted,
     ModelFailed,
     ModelRequested,
@@ -107,6 +108,10 @@ class Recording:
                     self.calls.update((p.id, p) for p in event.parts if type(p) is ToolCall)
             elif kind is ToolCompleted:
                 self.results[event.call_id] = (seq, event)
+            elif kind is ApprovalDecided and event.arguments is not None \
+                    and event.call_id in self.calls:  # the call ran as the approver edited it
+                self.calls[event.call_id] = msgspec.structs.replace(
+                    self.calls[event.call_id], arguments=event.arguments)
 
     @property
     def last_seq(self) -> int:

@@ -12,9 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from engine.approvals import arguments_hash
 from engine.duplicates import call_key
 from engine.errors import ToolError
-from engine.events import Refusal, RejectReason, ToolCallRejected, ToolCompleted, ToolSpec
+from engine.events import (
+    ApprovalRequested,
+    Refusal,
+    RejectReason,
+    ToolCallRejected,
+    ToolCompleted,
+    ToolSpec,
+)
 from engine.executor import ToolExecution
 from engine.messages import ToolCall
 from engine.tools import Tool, ToolContext, ToolRegistry
@@ -35,14 +43,19 @@ class Verdicts:
     ``invalid`` maps a call key to the schema problem the tool reported;
     ``disabled`` a call id to the reason the tool gave; ``policy`` a call id
     to the ``Refusal`` a provider swap's tool policy made (``unrecorded``,
-    ``refused``). ``refuse`` is the loop's refusal hook that repeats those.
+    ``refused``); ``asked`` the arguments hashes (``engine.approvals``) of the
+    calls that waited for approval. ``refuse`` is the loop's refusal hook that
+    repeats those refusals.
     """
 
     def __init__(self, recording: Recording | None) -> None:
         self.invalid: dict[str, str] = {}
         self.disabled: dict[str, str] = {}
         self.policy: dict[str, Refusal] = {}
+        self.asked: set[str] = set()
         for _seq, event in (recording.events if recording is not None else ()):
+            if type(event) is ApprovalRequested:
+                self.asked.add(event.arguments_hash)
             if type(event) is not ToolCallRejected:
                 continue
             details = event.details
@@ -70,6 +83,7 @@ class SpecTool(Tool):
         super().__init__(_never_run, name=spec.name)
         self.spec = spec
         self.verdicts = verdicts or Verdicts(None)
+        self.needs_approval = self.asked_approval
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments as they are, unless the recording refused them as invalid."""
@@ -82,6 +96,11 @@ class SpecTool(Tool):
     def disabled_reason(self, context: ToolContext) -> str | None:
         """The recorded reason if the recording refused this call as disabled."""
         return self.verdicts.disabled.get(context.call_id)
+
+    def asked_approval(self, arguments: dict[str, Any]) -> bool:
+        """Whether the recording asked approval for this call (``needs_approval`` here: the
+        tool's own rule was not recorded, so the recording is the reference)."""
+        return arguments_hash(self.name, arguments) in self.verdicts.asked
 
 
 def spec_registry(specs: Iterable[ToolSpec], verdicts: Verdicts | None = None) -> ToolRegistry:

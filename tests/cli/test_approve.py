@@ -66,6 +66,7 @@ def test_approved_from_another_process_the_call_runs_once_on_resume(tmp_path, db
     assert kinds.count("approval_requested") == kinds.count("approval_decided") == 1
     assert kinds.index("approval_decided") < kinds.index("tool_started")
     assert Journal(db).verify().ok
+    assert invoke("replay", "c1", "--db", db)[0] == 0
 
 
 def test_a_denied_call_never_runs_and_the_model_is_told_who_denied_it_and_why(tmp_path, db):
@@ -89,6 +90,8 @@ def test_approved_with_edited_arguments_the_edited_call_runs(tmp_path, db):
     assert notes.read_text(encoding="utf-8") == "edited\n"
     started = [p for t, p in events(db) if t == "tool_started"]
     assert started[0]["arguments"]["text"] == "edited"
+    code, out = invoke("replay", "c1", "--db", db)
+    assert code == 0 and "replayed identically" in out, out
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -224,3 +224,37 @@ def test_no_executed_call_differs_from_its_approved_hash(amounts, choices, edits
         else:
             assert started["arguments"]["amount"] <= 100
     journal.close()
+
+
+# --- deterministic replay covers approvals -----------------------------------------------
+
+def replays(journal) -> bool:
+    from replay import replay
+
+    result = replay(journal, "c1", collect=True)
+    assert result.ok, result.divergence
+    return True
+
+
+@pytest.mark.parametrize("decisions", [
+    [("call_1_1", True, None), ("call_1_2", True, None)],
+    [("call_1_1", False, None), ("call_1_2", True, {"amount": 200})],
+    [("call_1_1", True, None), ("call_1_2", False, None)],
+])
+def test_a_run_with_approvals_replays_deterministically(journal, decisions):
+    """The replay asks where the recording asked (the tool's predicate was not recorded:
+    the recording's requests are the reference) and hands the recorded decisions over."""
+    loop, _, ran = paused(journal, 500, 5, 700)
+    for call_id, approve, edited in decisions[:1]:
+        loop.decide("c1", call_id, approve, "ann", arguments=edited)
+    assert loop.resume("c1").status == "awaiting_approval"
+    for call_id, approve, edited in decisions[1:]:
+        loop.decide("c1", call_id.replace("1_2", "1_3"), approve, "ann", arguments=edited)
+    assert loop.resume("c1").status == "completed"
+    assert replays(journal)
+
+
+def test_a_run_still_waiting_for_approval_replays_up_to_its_pause(journal):
+    loop, result, _ = paused(journal, 500)
+    assert result.status == "awaiting_approval"
+    assert replays(journal)
