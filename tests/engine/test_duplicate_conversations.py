@@ -166,7 +166,7 @@ class Conversations(RuleBasedStateMachine):
         if not hasattr(self, "journal"):
             return
         p, history, calls = self.policy, self.history[self.cid], {}
-        refusals, duplicate_started = 0, {}
+        refusals, decided = 0, set()
         rows = list(self.journal.read(self.cid, self.checked[self.cid] + 1))
         for row in rows:
             event = json.loads(row.payload)
@@ -174,9 +174,11 @@ class Conversations(RuleBasedStateMachine):
                 refusals = 0
             elif row.type == "model_responded":
                 calls.update((c["id"], c) for c in event["parts"] if c["type"] == "tool_call")
-            elif row.type == "tool_started":
-                duplicate_started[event["call_id"]] = event.get("duplicate", False)
-            elif row.type in ("tool_completed", "tool_call_rejected"):
+            elif row.type in ("tool_started", "tool_call_rejected") and (
+                    event["call_id"] not in decided):
+                # a call is decided in call order when it starts or is refused; its answer may
+                # come later (parallel batches answer as their calls complete)
+                decided.add(event["call_id"])
                 c = calls[event["call_id"]]
                 raw = c.get("raw_arguments", "") if c.get("invalid") else None
                 call = ((self.cid, row.seq), c["name"], c.get("arguments", {}), raw)
@@ -196,7 +198,7 @@ class Conversations(RuleBasedStateMachine):
                 got = event.get("reason") if row.type == "tool_call_rejected" else None
                 assert got == want, (call, [h[1:] for h in history], p)
                 if want is None:
-                    assert duplicate_started[event["call_id"]] == duplicate, (call, p)
+                    assert event.get("duplicate", False) == duplicate, (call, p)
                 refusals += want == "duplicate"
                 history.append(call)
             elif row.type == "conversation_halted":
