@@ -221,7 +221,8 @@ class LoopBase:
             conv = Conversation.start(self.journal, started, rest=then)
         except ConcurrencyError as exc:
             raise self._contention(started.conversation_id, exc) from exc
-        self._recorded(conv, list(self.journal.read(conv.id)))
+        if self.observers:  # the read-back serves only observers of ``recorded``
+            self._recorded(conv, list(self.journal.read(conv.id)))
         return conv
 
     def _sent(self, conversation: Conversation | str, text: str) -> Conversation:

@@ -55,6 +55,10 @@ class Observers:
         """Register one more observer."""
         self._observers.append(observer)
 
+    def __bool__(self) -> bool:
+        """Whether anyone listens (work done only for observers may then be skipped)."""
+        return bool(self._observers)
+
     def emit(self, event: str, **payload: Any) -> None:
         """Tell every observer; one that raises is logged and skipped."""
         for observer in self._observers:
