@@ -38,8 +38,8 @@ def test_two_calls_sharing_an_id_in_one_response_each_get_exactly_one_result(jou
     assert result.status == "completed"
     calls = payloads(journal, "c", "model_responded")[0]["parts"]
     assert [(c["id"], c.get("provider_id")) for c in calls] == [("x", None), ("x_2", "x")]
-    done = payloads(journal, "c", "tool_completed")
-    assert [(d["call_id"], d["data"]) for d in done] == [("x", {"sum": 3}), ("x_2", {"sum": 7})]
+    done = payloads(journal, "c", "tool_completed")  # a parallel batch answers as calls finish
+    assert sorted((d["call_id"], d["data"]["sum"]) for d in done) == [("x", 3), ("x_2", 7)]
     assert not load_state(journal, "c").has_pending_tools
     assert replay(journal, "c").ok
 
