@@ -49,6 +49,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -328,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
         if record.refused:
             self._send(400, error_body(provider, 400, record.refused))
             return
-        answer = fake.next_reply(provider)
+        answer = fake.next_reply(provider, body)
         streamed = (path.endswith(":streamGenerateContent") if provider == "gemini"
                     else isinstance(body, dict) and body.get("stream") is True)
         if streamed and answer.status == 200 and answer.raw is None and answer.hang is None:
@@ -391,6 +392,7 @@ class FakeAPI:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self._scripts: dict[str, list[Reply]] = {p: [] for p in PROVIDERS}
+        self._answerers: dict[str, Callable[[Any], Reply | dict[str, Any]]] = {}
         self._server: _Server | None = None
 
     def __enter__(self) -> FakeAPI:
@@ -435,10 +437,28 @@ class FakeAPI:
             self._scripts[provider].extend(r if isinstance(r, Reply) else Reply(body=r)
                                            for r in replies)
 
-    def next_reply(self, provider: str) -> Reply:
+    def answer_with(self, provider: str,
+                    answer: Callable[[Any], Reply | dict[str, Any]] | None) -> None:
+        """Answer ``provider``'s requests by ``answer(request_body)`` instead of the script.
+
+        For concurrent clients, whose requests arrive in any order, the reply can
+        depend on the request (its history) rather than on its place in line.
+        ``None`` goes back to the script.
+        """
         with self.lock:
-            if self._scripts[provider]:
+            if answer is None:
+                self._answerers.pop(provider, None)
+            else:
+                self._answerers[provider] = answer
+
+    def next_reply(self, provider: str, body: Any = None) -> Reply:
+        with self.lock:
+            answer = self._answerers.get(provider)
+            if answer is None and self._scripts[provider]:
                 return self._scripts[provider].pop(0)
+        if answer is not None:
+            reply = answer(body)
+            return reply if isinstance(reply, Reply) else Reply(body=reply)
         return Reply(body=error_body(provider, 500, f"fake API: no scripted {provider} reply left"),
                      status=500)
 

@@ -38,11 +38,13 @@ async def echo(text: str) -> str:
 # 20 conversations through AsyncAnthropic; the other async clients with fewer (CI time)
 @pytest.mark.parametrize(("name", "n"), [("anthropic", N), ("openai", 5), ("gemini", 5)])
 def test_twenty_conversations_at_once_on_one_journal(journal, fake, name, n):
-    # each conversation takes one tool-calling turn and one answer; which reply a request gets
-    # depends on the interleaving, so the script is N tool turns then N answers
+    # each conversation takes one tool-calling turn and one answer; requests arrive in any
+    # order, so the reply depends on the request: its first (the prompt alone) gets the calls
     fake.requests.clear()
-    fake.script(name, [reply(name, tool_calls=[("add", {"a": 2, "b": 3}), ("echo", {"text": "x"})])
-                       for _ in range(n)] + [reply(name, text="done") for _ in range(n)])
+    calls = reply(name, tool_calls=[("add", {"a": 2, "b": 3}), ("echo", {"text": "x"})])
+    done = reply(name, text="done")
+    fake.answer_with(name, lambda body: calls if len(body.get("messages") or body["contents"]) == 1
+                     else done)
     provider = make_provider(name, fake)
     loop = AsyncLoop(journal, provider, [add, echo])
 
@@ -53,7 +55,10 @@ def test_twenty_conversations_at_once_on_one_journal(journal, fake, name, n):
         finally:
             await provider.aclose()
 
-    results = asyncio.run(main())
+    try:
+        results = asyncio.run(main())
+    finally:
+        fake.answer_with(name, None)
     assert [r.status for r in results] == ["completed"] * n
     assert fake.refusals() == []
     assert journal.verify().ok
