@@ -425,6 +425,7 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in
 VERSIONS: dict[str, int] = {tag: 1 for tag in EVENT_TYPES}
 
 _encoder = msgspec.json.Encoder(order="sorted")
+_plain_encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)
 #: The one JSON decoder for the union of every current event type (built once).
 DECODER = _decoder
@@ -462,6 +463,11 @@ def with_valid_unicode(event: Event) -> Event:
     >>> e.parts[0].text, e.replaced
     ('hi \ufffd', ('parts',))
     """
+    try:  # the common case, checked in C: every string encodes as UTF-8, nothing to replace
+        _plain_encoder.encode(event)
+        return event
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        pass  # a lone surrogate somewhere (or a value only the walk below understands)
     updates: dict[str, Any] = {}
     for name in event.__struct_fields__:
         if name == "replaced":

@@ -61,12 +61,12 @@ class RecordedExecutor:
 
     def __init__(self, tools: RecordedTools, *, rerender: bool = False) -> None:
         self.tools, self.rerender = tools, rerender
-        self._index: tuple[dict[str, int], dict[str, int], list[tuple[int, Any]]] | None = None
+        self._index: tuple[dict[str, int], dict[str, int], dict[int, Any]] | None = None
 
     # --- the recorded schedule (the loop's scheduling hooks, engine.step) ---------------
 
-    def _seqs(self) -> tuple[dict[str, int], dict[str, int], list[tuple[int, Any]]]:
-        """(call id -> tool_started seq, call id -> answer seq, the events) of the recording."""
+    def _seqs(self) -> tuple[dict[str, int], dict[str, int], dict[int, Any]]:
+        """(call id -> tool_started seq, call id -> answer seq, the event that follows each seq)."""
         if self._index is None:
             started: dict[str, int] = {}
             answered: dict[str, int] = {}
@@ -77,17 +77,18 @@ class RecordedExecutor:
                     started[event.call_id] = seq
                 elif kind in (ToolCompleted, ToolCallRejected):
                     answered.setdefault(event.call_id, seq)
-            self._index = (started, answered, events)
+            following = {seq: event for (seq, _), (_, event) in zip(events, events[1:])}
+            self._index = (started, answered, following)
         return self._index
 
     def keep_open(self, batch: Sequence[ToolCall], default: bool) -> bool:
         """Whether the recording started more calls before ``batch``'s first result."""
-        started, answered, events = self._seqs()
+        started, _, following = self._seqs()
         last = started.get(batch[-1].id)
         if last is None:
             return default
         ids = {c.id for c in batch}
-        after = next((e for seq, e in events if seq > last), None)
+        after = following.get(last)
         if after is None:  # the recording ends there (a crash)
             return default
         return not (type(after) is ToolCompleted and after.call_id in ids)
