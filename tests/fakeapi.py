@@ -295,6 +295,9 @@ def error_reply(provider: str, status: int, message: str = "fake failure",
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver listens with a backlog of 5: twenty async clients connecting at once on
+    # a busy machine overflowed it and saw connection errors
+    request_queue_size = 128
     fake: FakeAPI
 
 

@@ -59,7 +59,7 @@ def test_twenty_conversations_at_once_on_one_journal(journal, fake, name, n):
         results = asyncio.run(main())
     finally:
         fake.answer_with(name, None)
-    assert [r.status for r in results] == ["completed"] * n
+    assert [r.status for r in results] == ["completed"] * n, [r.error for r in results if r.error]
     assert fake.refusals() == []
     assert journal.verify().ok
     for i, result in enumerate(results):
