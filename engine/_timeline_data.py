@@ -4,13 +4,15 @@ Each entry is a dict with a ``kind``: ``user``, ``turn`` (a model request),
 ``assistant`` (its ``parts``: text, thinking, tool calls, each call with the
 ``outcome`` its result or refusal recorded), ``tool`` and ``refusal`` (a result
 whose call is not on the page), ``failure`` (a model failure), ``end``
-(completed, failed, halted, interrupted) and ``other``. Values stay as
+(completed, failed, halted, interrupted), ``approval`` (a call's approval whose call is
+not on the page; shown calls carry theirs as ``approval``) and ``other``. Values stay as
 recorded: escaping is the renderer's job.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from .messages import Usage
@@ -69,6 +71,31 @@ def _end(type_: str, p: dict[str, Any]) -> dict[str, Any] | None:
         case "run_interrupted":
             return {"status": "interrupted", "text": p.get("message") or p.get("reason", "sigint")}
     return None
+
+
+#: An approval's decision fields before it is decided.
+_UNDECIDED = {"approver": None, "reason": None, "decided_at": None, "waited_s": None,
+              "arguments": None}
+
+
+def _approval_of(out: list[dict[str, Any]], calls: dict[str, dict[str, Any]],
+                 call_id: str) -> dict[str, Any]:
+    """The approval entry a decision on ``call_id`` completes (a new one if none is shown)."""
+    call = calls.get(call_id)
+    if call is not None and "approval" in call:
+        return call["approval"]
+    for entry in reversed(out):
+        if entry.get("kind") == "approval" and entry.get("call_id") == call_id:
+            return entry["approval"]
+    return {"status": "waiting", **_UNDECIDED}
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    try:
+        a, b = datetime.fromisoformat(start or ""), datetime.fromisoformat(end or "")
+        return max((b - a).total_seconds(), 0.0)
+    except (ValueError, TypeError):  # unreadable, or one with a time zone and one without
+        return None
 
 
 def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[str, Any],
@@ -132,6 +159,26 @@ def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[st
                             "call_id": p.get("call_id", ""), "outcome": outcome,
                             "arguments": json.dumps(p.get("arguments", {}), ensure_ascii=False,
                                                     indent=2, sort_keys=True)})
+        elif type_ == "approval_requested":
+            approval = {"status": "waiting", "asked_seq": seq, "asked_at": at, **_UNDECIDED}
+            call = calls.get(p.get("call_id", ""))
+            if call is not None:
+                call["approval"] = approval
+            else:
+                out.append({**base, "kind": "approval", "name": p.get("name", ""),
+                            "call_id": p.get("call_id", ""), "approval": approval})
+        elif type_ == "approval_decided":
+            approval = _approval_of(out, calls, p.get("call_id", ""))
+            approval.update({
+                "status": "approved" if p.get("decision") == "approve" else "denied",
+                "seq": seq, "approver": p.get("approver", ""), "reason": p.get("reason"),
+                "decided_at": p.get("decided_at", at),
+                "waited_s": _seconds(approval.get("asked_at"), p.get("decided_at", at)),
+                "arguments": None if p.get("arguments") is None else json.dumps(
+                    p["arguments"], ensure_ascii=False, indent=2, sort_keys=True)})
+            if "asked_seq" not in approval:  # its request is not on the page
+                out.append({**base, "kind": "approval", "name": "",
+                            "call_id": p.get("call_id", ""), "approval": approval})
         elif (end := _end(type_, p)) is not None:
             out.append({**base, "kind": "end", **end})
         else:

@@ -47,10 +47,10 @@ __all__ = [
 ]
 
 #: The statuses a conversation can be in (``conversations.status``, ``ConversationState.status``).
-STATUSES = ("active", "interrupted", "completed", "failed", "halted")
+STATUSES = ("active", "awaiting_approval", "interrupted", "completed", "failed", "halted")
 
 #: The statuses of a conversation whose run has not finished (``turnlog resume`` continues it).
-UNFINISHED = ("active", "interrupted")
+UNFINISHED = ("active", "awaiting_approval", "interrupted")
 
 #: The table a replay run may record its results in; ``audit`` reports its last run.
 #: Columns read: ``run_at`` (ISO timestamp of the run; the greatest is the last run),
@@ -163,6 +163,11 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
     report["server_tools"] = [
         {"kind": kind, "tool": tool, "calls": n}
         for kind, tool, n in conn.execute(src.server.format(**requested), params)]
+    report["approvals"] = _approvals(conn.execute(
+        "SELECT tool, decision, approver, edited, requested_at, decided_at FROM approvals "
+        + ("WHERE 1 = 1" if unfiltered else
+           f"WHERE conversation_id IN (SELECT conversation_id FROM {dialect.temp}.audit_scope)")
+        + (" AND tool = ?" if query.tool else ""), params))
     report["source"] = src.name
     report["cost"] = _cost(calls, prices, query.top)
     report["divergences"] = _divergences(conn)
@@ -278,12 +283,59 @@ def _tools(rows: Iterable[tuple], pending: dict[str, int]) -> dict[str, dict[str
         else:
             t["succeeded" if outcome == "succeeded" else "failures"] += n
     for name, values in durations.items():
-        values.sort()
-        n = len(values)
-        # median: the mean of the two middle values; p95: the nearest rank
-        tools[name]["median_ms"] = (values[(n - 1) // 2] + values[n // 2]) / 2
-        tools[name]["p95_ms"] = values[-(-95 * n // 100) - 1]
+        tools[name]["median_ms"], tools[name]["p95_ms"] = _median_p95(values)
     return dict(sorted(tools.items()))
+
+
+def _median_p95(values: list[float]) -> tuple[float | None, float | None]:
+    """The median (the mean of the two middle values) and the p95 (the nearest rank)."""
+    if not values:
+        return None, None
+    values.sort()
+    n = len(values)
+    return (values[(n - 1) // 2] + values[n // 2]) / 2, values[-(-95 * n // 100) - 1]
+
+
+def _approvals(rows: Iterable[tuple]) -> dict[str, Any]:
+    """Calls that asked for a person's approval: how they were decided, by whom, how fast.
+
+    ``seconds_to_decision`` runs from the request's recording to the decision's
+    ``decided_at``; ``pending`` calls have no decision yet.
+    """
+    counts = {"requested": 0, "approved": 0, "denied": 0, "pending": 0, "edited": 0}
+    by_approver: dict[str, dict[str, int]] = {}
+    by_tool: dict[str, dict[str, int]] = {}
+    waits: list[float] = []
+    for tool, decision, approver, edited, requested_at, decided_at in rows:
+        outcome = {"approve": "approved", "deny": "denied"}.get(decision, "pending")
+        counts["requested"] += 1
+        counts[outcome] += 1
+        counts["edited"] += bool(edited)
+        per_tool = by_tool.setdefault(tool, {"requested": 0, "approved": 0, "denied": 0,
+                                             "pending": 0})
+        per_tool["requested"] += 1
+        per_tool[outcome] += 1
+        if outcome != "pending":
+            mine = by_approver.setdefault(approver, {"approved": 0, "denied": 0})
+            mine[outcome] += 1
+            waited = _seconds_between(requested_at, decided_at)
+            if waited is not None:
+                waits.append(waited)
+    median, p95 = _median_p95(waits)
+    return {**counts, "by_approver": dict(sorted(by_approver.items())),
+            "by_tool": dict(sorted(by_tool.items())),
+            "median_seconds_to_decision": median, "p95_seconds_to_decision": p95}
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds from one ISO timestamp to a later one (``None`` if either is unreadable)."""
+    try:
+        a, b = dt.datetime.fromisoformat(start or ""), dt.datetime.fromisoformat(end or "")
+        if (a.tzinfo is None) != (b.tzinfo is None):
+            a, b = a.replace(tzinfo=dt.UTC), b.replace(tzinfo=dt.UTC)
+        return max((b - a).total_seconds(), 0.0)
+    except ValueError:
+        return None
 
 
 def _cost(calls: list[tuple], prices: PriceTable, top: int) -> dict[str, Any]:

@@ -50,7 +50,22 @@ STATUS_SQL = """CASE {type}
     WHEN 'turn_limit_reached' THEN 'halted'
     WHEN 'conversation_halted' THEN 'halted'
     WHEN 'run_interrupted' THEN 'interrupted'
+    WHEN 'approval_pending' THEN 'awaiting_approval'
     ELSE 'active' END"""
+
+#: The event types after which a conversation's run has ended.
+_TERMINAL = "('conversation_completed', 'conversation_failed', 'turn_limit_reached', " \
+            "'conversation_halted')"
+
+
+def _undecided(d: Dialect, stream: str) -> str:
+    """Whether ``stream`` has a call that asked for approval and has no decision."""
+    j = d.json
+    return f"""EXISTS (SELECT 1 FROM events AS q
+        WHERE q.type = 'approval_requested' AND q.stream_id = {stream}
+          AND NOT EXISTS (SELECT 1 FROM events AS v
+              WHERE v.type = 'approval_decided' AND v.stream_id = q.stream_id AND v.seq > q.seq
+                AND {j('v.payload', '$.call_id')} = {j('q.payload', '$.call_id')}))"""
 
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
@@ -74,9 +89,11 @@ SELECT
     {j('s.payload', '$.provider')} AS provider,
     {j('s.payload', '$.model')} AS model,
     coalesce({j('s.payload', '$.mode')}, 'chat') AS mode,
-    {STATUS_SQL.format(type='''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
+    {STATUS_SQL.format(type=f'''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
         THEN (SELECT nullif(p.type, 'run_interrupted') FROM events p
               WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
+        WHEN z.type NOT IN {_TERMINAL} AND {_undecided(d, 's.stream_id')}
+        THEN 'approval_pending'
         ELSE z.type END''')} AS status,
     (SELECT count(*) FROM events r
      WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
@@ -196,10 +213,37 @@ FROM events AS e
 WHERE e.type IN ('user_message', 'model_responded', 'tool_completed', 'tool_call_rejected')"""
 
 
+def _approvals(d: Dialect) -> str:
+    j = d.json
+    decided = """(SELECT {column} FROM events AS v
+         WHERE v.type = 'approval_decided' AND v.stream_id = e.stream_id AND v.seq > e.seq
+           AND {call} = {asked} ORDER BY v.seq LIMIT 1)"""
+
+    def decision(column: str) -> str:
+        return decided.format(column=column, call=j('v.payload', '$.call_id'),
+                              asked=j('e.payload', '$.call_id'))
+
+    return f"""CREATE VIEW approvals AS
+SELECT
+    e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at AS requested_at,
+    {j('e.payload', '$.call_id')} AS call_id,
+    {j('e.payload', '$.name')} AS tool,
+    {j('e.payload', '$.arguments_hash')} AS arguments_hash,
+    {decision(j('v.payload', '$.decision'))} AS decision,
+    {decision(j('v.payload', '$.approver'))} AS approver,
+    {decision(j('v.payload', '$.reason'))} AS reason,
+    {decision(j('v.payload', '$.decided_at'))} AS decided_at,
+    {decision(d.flag(j('v.payload', '$.arguments') + ' IS NOT NULL'))} AS edited,
+    {decision('v.seq')} AS decided_seq
+FROM events AS e
+WHERE e.type = 'approval_requested'"""
+
+
 def views(d: Dialect) -> dict[str, str]:
     """View name -> its CREATE VIEW statement in dialect ``d``."""
     return {"conversations": _conversations(d), "messages": _messages(d),
-            "model_calls": _model_calls(d), "tool_calls": _tool_calls(d)}
+            "model_calls": _model_calls(d), "tool_calls": _tool_calls(d),
+            "approvals": _approvals(d)}
 
 
 #: View name -> its CREATE VIEW statement.
@@ -252,7 +296,7 @@ def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatc
         ProjectionMismatch("engine.views", name, None, None, None,
                            "the view's definition differs from the engine's (redefined)")
         for name, sql in _views_of(db.conn).items()
-        if not _same(sql, expected[name])
+        if not _same(sql, expected.get(name, VIEWS[name]))
     ]
     return found + projections.check(db.conn, conversation_id)
 
@@ -276,16 +320,24 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: The audit views as a journal extension (bump ``version`` when a view changes, and keep
 #: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
-VIEWS_EXTENSION = Extension(name="engine.views", version=2, migrate=_migrate, verify=_verify,
+#: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view.
+VIEWS_EXTENSION = Extension(name="engine.views", version=3, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres)
 
+# Version 2's views: no 'awaiting_approval' status, no approvals view.
+_V2 = {name: sql for name, sql in VIEWS.items() if name != "approvals"}
+_V2["conversations"] = (_V2["conversations"]
+                        .replace("    WHEN 'approval_pending' THEN 'awaiting_approval'\n", "")
+                        .replace(f"\n        WHEN z.type NOT IN {_TERMINAL} AND "
+                                 f"{_undecided(SQLITE, 's.stream_id')}\n"
+                                 "        THEN 'approval_pending'", ""))
 # Version 1's views: conversations had no 'interrupted' status, tool_calls no pending calls.
 _PREVIOUS: dict[int, dict[str, str]] = {1: {
-    **VIEWS,
-    "conversations": VIEWS["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
+    **_V2,
+    "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
-    "tool_calls": VIEWS["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}}
+    "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
+}, 2: _V2}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

@@ -140,6 +140,18 @@ def render(r: dict[str, Any]) -> str:
     if r["server_tools"]:
         lines += ["", "server tools (run by the provider):"] + _table(
             ["tool", "kind", "calls"], [[s["tool"], s["kind"], s["calls"]] for s in r["server_tools"]])
+    approvals = r["approvals"]
+    if approvals["requested"]:
+        waited = ("" if approvals["median_seconds_to_decision"] is None else
+                  f"   to decision: median {approvals['median_seconds_to_decision']:,.1f} s, "
+                  f"p95 {approvals['p95_seconds_to_decision']:,.1f} s")
+        lines += ["", f"approvals: {approvals['requested']} asked   approved "
+                  f"{approvals['approved']}   denied {approvals['denied']}   pending "
+                  f"{approvals['pending']}   edited {approvals['edited']}{waited}"]
+        if approvals["by_approver"]:
+            lines += ["  by approver: " + ", ".join(
+                f"{name} approved {n['approved']} denied {n['denied']}"
+                for name, n in approvals["by_approver"].items())]
     if r["model_failures"]:
         lines += ["", "model failures: " + ", ".join(
             f"{k or 'unknown'} {v}" for k, v in r["model_failures"].items())]

@@ -112,7 +112,12 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     started = events[0]["payload"] if events and events[0]["type"] == "conversation_started" else {}
     for line in header(info, started, full) + [""] + timeline(events, full):
         click.echo(line)
-    if info["status"] in UNFINISHED:
+    if info["status"] == "awaiting_approval":
+        decide = command_hint("approve", conversation_id, "--all", "--yes", "--as", "NAME",
+                              db_path=db_path)
+        click.echo(f"\nwaiting for approval: {decide} decides (or --call CALL_ID, --no), "
+                   f"then {command_hint('resume', conversation_id, db_path=db_path)} continues it")
+    elif info["status"] in UNFINISHED:
         click.echo(f"\nunfinished: {command_hint('resume', conversation_id, db_path=db_path)} "
                    "continues it (name its --tools and --script as for run)")
 

@@ -183,7 +183,7 @@ def test_audit_reads_events_when_the_projections_are_out_of_step(audited):
 
 def test_statuses_provider_models_and_tools_of_the_sample_are_what_was_recorded(audited):
     r = run_audit(audited)
-    assert r["by_status"] == {"active": 2, "interrupted": 0, "completed": 4, "failed": 1,
+    assert r["by_status"] == {"active": 2, "awaiting_approval": 0, "interrupted": 0, "completed": 4, "failed": 1,
                               "halted": 1}
     assert r["tools"]["get_weather"] | {} == {
         "calls": 2, "succeeded": 1, "failures": 0, "refused": 1, "pending": 0,
@@ -340,7 +340,7 @@ def test_audit_human_output_is_a_table_with_unpriced_models_named(audited, tmp_p
     result = invoke("audit", "--db", audited, "--prices", prices)
     assert result.exit_code == 0, result.output
     out = result.output
-    assert ("conversations: 8   turns: 8   active: 2   interrupted: 0   completed: 4   failed: 1"
+    assert ("conversations: 8   turns: 8   active: 2   awaiting_approval: 0   interrupted: 0   completed: 4   failed: 1"
             "   halted: 1") in out
     assert any(line.split()[:2] == ["acme/m1", "1"] and line.split()[-1] == "unpriced"
                for line in out.splitlines())
