@@ -42,6 +42,7 @@ from journal import JournalError, ProjectionMismatch
 from .dialects import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
 
 __all__ = ["MODEL_CALLS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
+           "drop_postgres",
            "in_step", "install", "install_postgres", "rebuild", "requested_sql"]
 
 MODEL_CALLS = "_audit_model_calls"
@@ -52,7 +53,9 @@ TOOL_CALLS = "_audit_tool_calls"
 #: and ``toolCall`` parts): counted by the audit as server tool calls, apart
 #: from the client tool calls turnlog runs. Its tool is the block's ``name``
 #: (the kind itself when it has none).
-SERVER_CALL_KINDS = ("executableCode", "mcp_tool_use", "server_tool_use", "toolCall")
+SERVER_CALL_KINDS = ("code_interpreter_call", "executableCode", "file_search_call",
+                     "image_generation_call", "mcp_call", "mcp_tool_use", "server_tool_use",
+                     "toolCall", "web_search_call")
 
 def requested_sql(d: Dialect) -> str:
     """SQL over an event row named ``{e}``: the JSON array of ``[call_id, tool, kind]`` for
@@ -155,6 +158,14 @@ def drop(db: Database) -> None:
         for suffix in ("project", "refuse_update", "refuse_delete"):
             db.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
         db.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def drop_postgres(conn: Any) -> None:
+    """:func:`drop` on PostgreSQL: the tables, their triggers and trigger functions."""
+    for table in (MODEL_CALLS, TOOL_CALLS):
+        conn.execute(f"DROP TRIGGER IF EXISTS {table}_project ON events")
+        conn.execute(f"DROP FUNCTION IF EXISTS {table}_project()")
+        conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
 
 
 def install(db: Database) -> None:

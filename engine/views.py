@@ -255,13 +255,14 @@ _INDEX = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, stream_id, 
 def _migrate(db: Database, from_version: int) -> None:
     """Create (or, from an older version, recreate) the index, every view and the projections.
 
-    Version 2 added ``requested`` and ``call_id`` to the projections: they are
-    rebuilt from ``events``.
+    Version 2 added ``requested`` and ``call_id`` to the projections, version 3
+    the Responses API's server tool calls to ``requested``: they are rebuilt
+    from ``events``.
     """
     db.execute(_INDEX)
-    if from_version == 1:
+    if from_version in (1, 2):
         projections.drop(db)
-    if from_version < 2:
+    if from_version < 3:
         projections.install(db)
     for name, sql in VIEWS.items():
         db.execute(f"DROP VIEW IF EXISTS {name}")
@@ -304,7 +305,9 @@ def _verify(db: Database, conversation_id: str | None) -> list[ProjectionMismatc
 def _migrate_postgres(conn: Any, from_version: int) -> None:
     """:func:`_migrate` on PostgreSQL: the same index, views and projections (version 2 on)."""
     conn.execute(_INDEX)
-    if from_version < 2:
+    if from_version == 2:
+        projections.drop_postgres(conn)
+    if from_version < 3:
         projections.install_postgres(conn)
     for name, sql in views(POSTGRES).items():
         conn.execute(f"DROP VIEW IF EXISTS {name}")
@@ -320,7 +323,8 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: The audit views as a journal extension (bump ``version`` when a view changes, and keep
 #: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
-#: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view.
+#: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
+#: projections count the Responses API's server tool calls.
 VIEWS_EXTENSION = Extension(name="engine.views", version=3, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres)
 

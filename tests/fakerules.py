@@ -10,7 +10,9 @@ mapping got right.
 
 from __future__ import annotations
 
+import functools
 import re
+import typing
 from typing import Any
 
 __all__ = ["check_anthropic", "check_gemini", "check_openai", "check_responses"]
@@ -446,7 +448,10 @@ def _responses_item(item: Any, at: str) -> str | None:
             return f"{at}.content: must be a string or a non-empty array"
         for k, c in enumerate(content):
             ok = (c.get("type") in ("input_text", "output_text") and isinstance(c.get("text"), str)) \
-                or (c.get("type") == "input_image" and isinstance(c.get("image_url"), str))
+                or (c.get("type") == "input_image" and isinstance(c.get("image_url"), str)) \
+                or (c.get("type") == "input_image" and isinstance(c.get("file_id"), str)) \
+                or (c.get("type") == "input_file" and any(
+                    isinstance(c.get(key), str) for key in ("file_id", "file_data", "file_url")))
             if not ok or (item["role"] == "assistant" and c.get("type") == "input_image"):
                 return f"{at}.content[{k}]: invalid content"
         return None
@@ -460,7 +465,28 @@ def _responses_item(item: Any, at: str) -> str | None:
         if not isinstance(item.get("call_id"), str) or not isinstance(item.get("output"), str):
             return f"{at}: a function_call_output needs call_id and string output"
         return None
+    if kind in _sdk_item_types():
+        return None  # a built-in tool's item: its shape is the SDK check's (sdk_problem) to judge
     return f"{at}.type: invalid input item type {kind!r}"
+
+
+@functools.cache
+def _sdk_item_types() -> frozenset[str]:
+    """The ``type`` of every member of the SDK's ``ResponseInputItemParam`` union."""
+    from openai.types.responses import ResponseInputItemParam
+
+    kinds = set()
+    for member in typing.get_args(ResponseInputItemParam):
+        hint = typing.get_type_hints(member, include_extras=True).get("type")
+        kinds.update(a for a in typing.get_args(_unwrap(hint)) if isinstance(a, str))
+    return frozenset(kinds)
+
+
+def _unwrap(hint: Any) -> Any:
+    """``Literal[...]`` from ``Required[Literal[...]]`` and the like."""
+    while hint is not None and typing.get_origin(hint) is not typing.Literal and typing.get_args(hint):
+        hint = typing.get_args(hint)[0]
+    return hint
 
 
 def _strict_problem(schema: Any, at: str) -> str | None:

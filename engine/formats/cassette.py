@@ -29,9 +29,12 @@ from typing import Any
 
 from ..errors import FormatError
 
-__all__ = ["split_document"]
+__all__ = ["RESPONSES", "split_document"]
 
 _BODY_LISTS = ("messages", "contents", "events")
+#: The entry format of an OpenAI Responses API body's items.
+RESPONSES = "openai-responses"
+_RESPONSES_ENVELOPE = ("instructions", "model", "tools")
 _ENVELOPE = ("system", "systemInstruction", "system_instruction", "model", "tools", "functions")
 
 
@@ -45,9 +48,15 @@ def _body(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
             if params and key != "events":
                 envelope["parameters"] = params
             return doc[key], envelope
-    if isinstance(doc.get("input"), list):
-        raise FormatError("an OpenAI Responses API body (`input` items) is not a transcript "
-                          "format turnlog imports; export it as Chat Completions messages")
+    if isinstance(doc.get("input"), (list, str)) and "model" in doc:
+        # an OpenAI Responses API body: its items are read with that wire's reader
+        items = doc["input"]
+        entries = [{"role": "user", "content": items}] if isinstance(items, str) else items
+        envelope = {k: v for k, v in doc.items() if k in _RESPONSES_ENVELOPE}
+        params = {k: v for k, v in doc.items() if k not in _RESPONSES_ENVELOPE and k != "input"}
+        if params:
+            envelope["parameters"] = params
+        return entries, {**envelope, "format": RESPONSES}
     return None
 
 
@@ -127,8 +136,30 @@ def _gemini_stream(chunks: list[Any]) -> dict[str, Any]:
     return {"candidates": [{"content": {"role": "model", "parts": parts}}], "modelVersion": model}
 
 
-def _response(body: Any) -> tuple[dict[str, Any], str | None]:
-    """``(assistant entry, model)`` of a response body, streamed or not."""
+def _responses_stream(events: list[Any]) -> dict[str, Any] | None:
+    """The response a Responses API event stream ended with (its ``response.completed``,
+    ``response.incomplete`` or ``response.failed`` event), or ``None``."""
+    for item in reversed(events):
+        data = item.get("data", item) if isinstance(item, dict) else None
+        if isinstance(data, dict) and str(data.get("type", "")).startswith("response.") \
+                and isinstance(data.get("response"), dict):
+            return data["response"]
+    return None
+
+
+def _response(body: Any) -> tuple[list[Any], str | None]:
+    """``(assistant entries, model)`` of a response body, streamed or not."""
+    if isinstance(body, dict) and isinstance(body.get("_sse_events"), list):
+        streamed = _responses_stream(body["_sse_events"])
+        body = streamed if streamed is not None else body
+    if isinstance(body, dict) and isinstance(body.get("output"), list):
+        return body["output"], body.get("model")  # a Responses API body: its output items
+    entry, model = _one_response(body)
+    return [entry], model
+
+
+def _one_response(body: Any) -> tuple[dict[str, Any], str | None]:
+    """``(assistant entry, model)`` of a Chat Completions, Anthropic or Gemini response."""
     if isinstance(body, list):
         body = _gemini_stream(body)
     elif isinstance(body, dict) and isinstance(body.get("_sse_events"), list):
@@ -148,9 +179,6 @@ def _response(body: Any) -> tuple[dict[str, Any], str | None]:
             return {"role": "model", "parts": content.get("parts") or []}, body.get("modelVersion")
     if body.get("role") == "assistant" and isinstance(body.get("content"), list):
         return {"role": "assistant", "content": body["content"]}, body.get("model")
-    if isinstance(body.get("output"), list):
-        raise FormatError("response: an OpenAI Responses API body (`output` items) is not a "
-                          "transcript format turnlog imports")
     raise FormatError(f"response: not a response body turnlog reads (keys {sorted(body)[:8]})")
 
 
@@ -161,14 +189,15 @@ def split_document(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | No
         if read is None:
             raise FormatError(f"request: not a request body (keys {sorted(doc['request'])[:8]})")
         entries, envelope = read
-        entry, model = _response(doc["response"])
+        answer, model = _response(doc["response"])
         envelope.setdefault("model", model)
-        return [*entries, entry], envelope
+        return [*entries, *answer], envelope
     read = _body(doc)
     if read is not None:
         return read
     if "choices" in doc or "candidates" in doc or (
-            doc.get("type") == "message" and doc.get("role") == "assistant"):
+            doc.get("type") == "message" and doc.get("role") == "assistant") or (
+            doc.get("object") == "response" and isinstance(doc.get("output"), list)):
         raise FormatError("a response body alone is not a conversation (nothing asked for it); "
                           'import it with its request: {"request": ..., "response": ...}')
     return None

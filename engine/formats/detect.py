@@ -22,14 +22,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import EVENT_TYPES
+from ..providers._responses_items import ITEM_TYPES as RESPONSES_ITEMS
 from .datamachine import duplicate_tool_name, extract_tool_call, extract_tool_response
 
 __all__ = ["AMBIGUOUS_TEXT", "FORMATS", "PROVIDER_FORMATS", "detect_entry"]
 
 #: Every entry format the importer reads.
-FORMATS = ("api", "orchestrator", "openai", "anthropic", "gemini", "datamachine", "turnlog")
+FORMATS = ("api", "orchestrator", "openai", "openai-responses", "anthropic", "gemini",
+           "datamachine", "turnlog")
 #: The formats read with a provider's own ``unmap_messages``.
-PROVIDER_FORMATS = ("openai", "anthropic", "gemini")
+PROVIDER_FORMATS = ("openai", "openai-responses", "anthropic", "gemini")
 #: Marker for a text-block list both OpenAI and Anthropic accept.
 AMBIGUOUS_TEXT = "anthropic?"
 
@@ -43,6 +45,7 @@ _ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking",
                      "document", "search_result", "compaction", "advisor_tool_result",
                      "fallback"}
 _OPENAI_PARTS = {"image_url", "input_audio", "refusal", "file"}
+_RESPONSES_PARTS = {"input_text", "output_text", "input_image", "input_file"}
 _OPENAI_KEYS = {"tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio",
                 "annotations", "reasoning_content", "reasoning", "reasoning_details",
                 "thought_signature", "extra_content"}
@@ -54,6 +57,8 @@ def _content_list(content: list[Any]) -> str | None:
     kinds = {b.get("type") if isinstance(b.get("type"), str) else None for b in content}
     if kinds & _ANTHROPIC_BLOCKS:
         return "anthropic"
+    if kinds & _RESPONSES_PARTS:
+        return "openai-responses"
     if kinds & _OPENAI_PARTS:
         return "openai"
     if kinds <= {"text"}:
@@ -90,6 +95,8 @@ def detect_entry(entry: Any) -> str | None:
     kind = entry.get("type")
     if isinstance(kind, str) and kind in EVENT_TYPES and "role" not in entry:
         return "turnlog"
+    if isinstance(kind, str) and kind in RESPONSES_ITEMS and "parts" not in entry:
+        return "openai-responses"  # an input item of the OpenAI Responses API
     if "parts" in entry and "content" not in entry and entry.get("role") in (
             None, "user", "model", "function"):
         return "gemini"

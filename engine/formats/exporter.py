@@ -19,10 +19,11 @@
 
 Formats:
 
-- ``openai`` / ``anthropic`` / ``gemini``: the messages of a request, made by
+- ``openai`` / ``openai-responses`` / ``anthropic`` / ``gemini``: the messages of a request, made by
   the providers' own ``map_messages`` (``{"messages": [...]}``, plus
   ``"system"`` for Anthropic; ``{"contents": [...], "systemInstruction"?}``
-  for Gemini), ready to merge with a model and tools and re-importable;
+  for Gemini; ``{"input": [...], "instructions"?}`` for ``openai-responses``, the
+  OpenAI Responses API), ready to merge with a model and tools and re-importable;
 - ``jsonl``: every event of the conversation's lineage, one
   ``{"seq", "type", "version", "recorded_at", "payload"}`` object per line —
   re-importable as the same events (a fork's own restart event is left out,
@@ -50,7 +51,8 @@ __all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_even
            "lineage_rows"]
 
 #: The formats ``export_conversation`` writes.
-EXPORT_FORMATS = ("openai", "anthropic", "gemini", "jsonl", "datamachine", "markdown", "otlp")
+EXPORT_FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "jsonl", "datamachine",
+                  "markdown", "otlp")
 
 
 def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
@@ -85,12 +87,18 @@ def export_data(journal: Journal, conversation_id: str, fmt: str, *, content: bo
 
         raise FormatError(f"message content is an option of the otlp format, not {fmt!r} "
                           "(every other format is the content)")
-    if fmt in ("openai", "anthropic", "gemini"):
+    if fmt in ("openai", "openai-responses", "anthropic", "gemini"):
         state = load_state(journal, conversation_id)
         if fmt == "openai":
             from ..providers.openai import map_messages
 
             return {"messages": map_messages(state.system, state.messages)}
+        if fmt == "openai-responses":
+            from ..providers.openai_responses import map_messages as responses_map
+
+            instructions, items = responses_map(state.system, state.messages)
+            return {"instructions": instructions, "input": items} if instructions else {
+                "input": items}
         if fmt == "anthropic":
             from ..providers.anthropic import map_messages as anthropic_map
 

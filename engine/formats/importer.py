@@ -242,6 +242,10 @@ def _unmap(fmt: str, entries: list[Any], envelope: dict[str, Any]) -> tuple[str,
         from ..providers.anthropic import unmap_messages
 
         return unmap_messages(envelope.get("system") or "", entries)
+    if fmt == "openai-responses":
+        from ..providers.openai_responses import unmap_messages
+
+        return unmap_messages(envelope.get("instructions"), entries)
     from ..providers.gemini import unmap_messages
 
     return unmap_messages(envelope.get("systemInstruction"), entries)
@@ -304,6 +308,8 @@ def _envelope_system(envelope: dict[str, Any]) -> list[Item]:
         text, _ = _read_run("anthropic", [], {"system": envelope["system"]}, "system")
     elif envelope.get("systemInstruction") is not None:
         text, _ = _read_run("gemini", [], envelope, "systemInstruction")
+    elif envelope.get("instructions") is not None:
+        text, _ = _read_run("openai-responses", [], envelope, "instructions")
     else:
         return []
     return [Item("system", 0, content=text)] if text else []
@@ -322,6 +328,7 @@ def normalise(entries: Sequence[Any], fmt: str | None = None,
     is the import's write).
     """
     envelope = envelope or {}
+    fmt = fmt or envelope.get("format")  # a request body of one wire is read as that wire
     if fmt is not None and fmt not in FORMATS:
         raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     detected: list[tuple[int, Any, str]] = []

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import FormatError, MalformedResponseError, ServerError
 from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
     EMPTY_TEXT,
     Entry,
@@ -42,10 +42,14 @@ from ._common import (
     wire_list,
     wire_str,
 )
+from ._responses_items import ASSISTANT_ITEMS, ITEM_TYPES, USER_ITEMS
 from .base import ModelRequest, ModelResponse
 from .openai import OpenAIProvider, _result_content, _translate_errors, wire_id
 
 __all__ = [
+    "ASSISTANT_ITEMS",
+    "ITEM_TYPES",
+    "USER_ITEMS",
     "OpenAIResponsesProvider",
     "map_messages",
     "map_request",
@@ -56,6 +60,7 @@ __all__ = [
 ]
 
 NAME = "openai-responses"
+
 _INCOMPLETE_MAP: dict[str, StopReason] = {"max_output_tokens": "max_tokens",
                                           "content_filter": "refusal"}
 _PARAMS = {"max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p"}
@@ -79,14 +84,21 @@ def unmap_tools(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
             for t in tools if t.get("type") == "function"]
 
 
-def _user(parts: list[Part]) -> dict[str, Any]:
-    if all(type(p) is Text for p in parts):
+def _user(parts: list[Part]) -> list[dict[str, Any]]:
+    items = [p.data for p in parts if type(p) is Opaque and p.kind in USER_ITEMS]
+    content = [p for p in parts if type(p) is not Opaque or p.kind not in USER_ITEMS]
+    if not content and items:
+        return items
+    if all(type(p) is Text for p in content):
         # this wire refuses an empty content: an empty message is EMPTY_TEXT
-        return {"role": "user", "content": "".join(p.text for p in parts) or EMPTY_TEXT}
-    return {"role": "user", "content": [
+        return [*items, {"role": "user",
+                         "content": "".join(p.text for p in content) or EMPTY_TEXT}]
+    return [*items, {"role": "user", "content": [
         {"type": "input_text", "text": p.text} if type(p) is Text
+        else p.data if type(p) is Opaque
         else {"type": "input_image", "image_url": data_url(p), "detail": "auto"}  # required
-        for p in parts if type(p) in (Text, Image)]}
+        for p in content if type(p) in (Text, Image)
+        or (type(p) is Opaque and p.provider == NAME and isinstance(p.data, dict))]}]
 
 
 def _assistant(parts: list[Part]) -> list[dict[str, Any]]:
@@ -100,6 +112,8 @@ def _assistant(parts: list[Part]) -> list[dict[str, Any]]:
         elif type(part) is ToolCall:
             items.append({"type": "function_call", "call_id": wire_id(part.id),
                           "name": part.name, "arguments": part.raw_arguments})
+        elif type(part) is Opaque and part.kind in ASSISTANT_ITEMS and part.provider == NAME:
+            items.append(part.data)  # verbatim, as the model produced it
     return items
 
 
@@ -109,7 +123,7 @@ def _render(entry: Entry) -> list[dict[str, Any]]:
                  "output": _result_content(r)} for r in entry.parts if type(r) is ToolResult]
     if entry.role == "assistant":
         return _assistant(entry.parts)
-    return [_user(entry.parts)]
+    return _user(entry.parts)
 
 
 def map_messages(system: str, messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
@@ -151,6 +165,9 @@ def _message(item: dict[str, Any], at: str) -> tuple[list[Part], bool]:
         kind = opt_str(c, "type")
         if kind in ("output_text", "input_text", "text"):
             parts.append(Text(text=require(c, "text", str, f"{at}.content[{j}]", NAME)))
+            if c.get("annotations"):  # citations: kept with the text
+                parts.append(Opaque(provider=NAME, kind="annotations", data=c["annotations"],
+                                    attach=True))
         elif kind == "refusal":
             parts.append(Text(text=require(c, "refusal", str, f"{at}.content[{j}]", NAME)))
             refused = True
@@ -169,10 +186,14 @@ def _item(item: Any, at: str) -> tuple[list[Part], bool]:
         return [ToolCall(id=require(item, "call_id", str, at, NAME),
                          name=require(item, "name", str, at, NAME),
                          arguments=args, raw_arguments=raw, invalid=invalid)], False
+    if kind in ASSISTANT_ITEMS:  # a server tool's call and result, kept as they came
+        return [Opaque(provider=NAME, kind=kind, data=item)], False
     if kind == "reasoning":
-        summary = item.get("summary") if isinstance(item.get("summary"), list) else []
-        text = "\n\n".join(t for s in summary if isinstance(t := opt_str(s, "text"), str))
-        return [Thinking(text=text, signature=opt_str(item, "encrypted_content"),
+        # OpenAI sends a summary; DeepSeek's Responses API the reasoning text as content
+        texts = [t for key in ("summary", "content")
+                 for s in (item.get(key) if isinstance(item.get(key), list) else [])
+                 if isinstance(t := opt_str(s, "text"), str)]
+        return [Thinking(text="\n\n".join(texts), signature=opt_str(item, "encrypted_content"),
                          provider=NAME)], False
     raise MalformedResponseError(f"unknown output item type {kind!r} at {at}", provider=NAME)
 
@@ -218,12 +239,19 @@ def _content_parts(content: Any, at: str) -> list[Part]:
         kind = c.get("type")
         if kind in ("input_text", "output_text", "text"):
             parts.append(Text(text=wire_str(c, "text", f"{at}[{j}]", NAME)))
-        elif kind == "input_image":
+        elif kind == "input_image" and isinstance(c.get("image_url"), str):
             url = wire_str(c, "image_url", f"{at}[{j}]", NAME)
             inline = parse_data_url(url)
             parts.append(Image(media_type=inline[0], data=inline[1]) if inline else Image(url=url))
+        elif kind == "refusal":
+            parts.append(Text(text=wire_str(c, "refusal", f"{at}[{j}]", NAME)))
+        elif kind in ("input_image", "input_file", "input_audio"):
+            parts.append(Opaque(provider=NAME, kind=kind, data=c))  # a file id, a file's data
         else:
             raise FormatError(f"{NAME} {at}[{j}]: unknown content type {kind!r}")
+        if c.get("annotations"):  # citations of an output text: kept with it
+            parts.append(Opaque(provider=NAME, kind="annotations", data=c["annotations"],
+                                attach=True))
     return parts
 
 
@@ -237,14 +265,32 @@ def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
     out: list[Message] = []
     names: dict[str, str] = {}
     turn: list[Part] = []
+    context: list[Part] = []  # client-sent items (USER_ITEMS) waiting for their user message
 
     def close() -> None:
         if turn:
             out.append(Message(role="assistant", parts=tuple(turn), provider=NAME))
             turn.clear()
 
+    def flush() -> None:
+        if context:
+            out.append(Message(role="user", parts=tuple(context)))
+            context.clear()
+
     for i, item in enumerate(wire_list(items, "input", NAME)):
         at, kind, role = f"input[{i}]", item.get("type", "message"), item.get("role")
+        if not isinstance(kind, str):
+            raise FormatError(f"{NAME} {at}.type: expected a string, got {type(kind).__name__}")
+        if kind in USER_ITEMS:
+            close()
+            context.append(Opaque(provider=NAME, kind=kind, data=item))
+            continue
+        if kind in ASSISTANT_ITEMS or kind in ("function_call", "reasoning") or (
+                kind == "message" and role == "assistant"):
+            flush()
+        if kind in ASSISTANT_ITEMS:
+            turn.append(Opaque(provider=NAME, kind=kind, data=item))
+            continue
         if kind == "function_call" or (kind == "message" and role == "assistant") \
                 or kind == "reasoning":
             if kind == "message":
@@ -258,6 +304,8 @@ def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
             turn.extend(parts)
             continue
         close()
+        if kind != "message" or role != "user":
+            flush()
         if kind == "function_call_output":
             call_id = wire_str(item, "call_id", at, NAME)
             output = item.get("output")
@@ -270,10 +318,13 @@ def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
             systems.append("".join(p.text for p in _content_parts(item.get("content"), at)
                                    if type(p) is Text))
         elif kind == "message" and role == "user":
-            out.append(Message(role="user", parts=tuple(_content_parts(item.get("content"), at))))
+            out.append(Message(role="user", parts=(
+                *context, *_content_parts(item.get("content"), at))))
+            context.clear()
         else:
             raise FormatError(f"{NAME} {at}: unknown item type {kind!r} (role {role!r})")
     close()
+    flush()
     return "\n\n".join(systems), out
 
 

@@ -31,15 +31,15 @@ from tests.providerkit import make_provider
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".json", ".jsonl"))
 
-_RESPONSES = "an OpenAI Responses API body (`input` items) is not a transcript format"
 _ALONE = "a response body alone is not a conversation"
 #: Files refused on purpose, with the error that says why.
 REFUSED = {
     "anthropic-response-programmatic-tool-calling-caller.json": _ALONE,
     "anthropic-response-tool-search-tool-result.json": _ALONE,
     "openai-refusal-structured-output.json": _ALONE,
-    **{p.name: _RESPONSES for p in FILES if p.name.startswith("openai-responses-")},
 }
+#: The wires every imported transcript is exported to and checked on.
+WIRES = ("openai", "openai-responses", "anthropic", "gemini")
 _ADAPTERS = {}
 
 
@@ -48,6 +48,8 @@ def adapter(provider: str) -> TypeAdapter:
     if provider not in _ADAPTERS:
         if provider == "openai":
             from openai.types.chat import ChatCompletionMessageParam as T
+        elif provider == "openai-responses":
+            from openai.types.responses import ResponseInputItemParam as T
         else:
             from anthropic.types.beta import BetaMessageParam as T
         _ADAPTERS[provider] = TypeAdapter(list[T])
@@ -61,6 +63,7 @@ def wire_calls(value: Any) -> int:
     if not isinstance(value, dict):
         return 0
     own = int(value.get("type") == "tool_use")
+    own += int(value.get("type") == "function_call" and isinstance(value.get("name"), str))
     own += sum(1 for k in ("functionCall", "function_call")
                if isinstance(value.get(k), dict) and value[k].get("name"))
     calls = value.get("tool_calls")
@@ -97,19 +100,41 @@ def test_a_real_transcript_imports_exports_and_swaps(path, fake):
     kept = sum(1 for e in events if type(e) is ModelResponded
                for p in e.parts if type(p) is ToolCall)
     assert kept == wire_calls(entries), "every tool call is kept"
-    for provider in ("openai", "anthropic", "gemini"):
+    for provider in WIRES:
         data = export_data(journal, "c", provider)
         if provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
-            adapter(provider).validate_python(data["messages"])
+            adapter(provider).validate_python(data.get("messages", data.get("input")))
         response = post(fake, provider, data)
         assert response.status_code == 200, (provider, response.text)
     lines = [json.loads(line) for line in export_conversation(journal, "c", "jsonl").splitlines()]
     import_entries(journal, lines, conversation_id="again")
     assert lineage_events(journal, "again")[1:] == events[1:]
     state = load_state(journal, "c")
-    for provider in ("openai", "anthropic", "gemini", "openai-responses"):
+    for provider in WIRES:
         fake.script(provider, [reply(provider, text="ok")])
         make_provider(provider, fake).complete(ModelRequest(
             model="fake-model", system=state.system, messages=tuple(state.messages),
             parameters={"max_tokens": 64}))
     assert fake.refusals()[refused_before:] == []
+
+
+def test_responses_server_tool_calls_are_counted_apart_by_the_audit(tmp_path):
+    from engine._audit_sql import EVENTS
+    from engine.audit import audit
+    from engine.views import EXTENSIONS, connect_readonly
+
+    db = str(tmp_path / "j.db")
+    with Journal(db, extensions=EXTENSIONS) as journal:
+        import_file(journal, CORPUS / "openai-responses-web-search-call-citations.json",
+                    conversation_id="w")
+        import_file(journal, CORPUS / "openai-responses-mcp-call.json", conversation_id="m")
+    conn = connect_readonly(db)
+    try:
+        by_projection, by_events = audit(conn), audit(conn, source=EVENTS)
+    finally:
+        conn.close()
+    assert by_projection["source"] == "projections"
+    assert by_projection["server_tools"] == by_events["server_tools"] == [
+        {"kind": "mcp_call", "tool": "ask_question", "calls": 1},
+        {"kind": "web_search_call", "tool": "web_search_call", "calls": 6}]
+    assert by_projection["tools"] == {}  # none of them is a client tool turnlog ran

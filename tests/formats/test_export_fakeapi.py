@@ -29,6 +29,10 @@ def post(fake: FakeAPI, provider: str, data: dict) -> httpx.Response:
         return httpx.post(f"{fake.base_url('openai')}/chat/completions",
                           json={"model": "gpt-x", **data},
                           headers={"authorization": "Bearer test"}, timeout=60)
+    if provider == "openai-responses":
+        return httpx.post(f"{fake.base_url(provider)}/responses",
+                          json={"model": "gpt-x", "store": False, **data},
+                          headers={"authorization": "Bearer test"}, timeout=60)
     if provider == "anthropic":
         return httpx.post(f"{fake.base_url('anthropic')}/v1/messages",
                           json={"model": "claude-x", "max_tokens": 64, **data},
@@ -38,7 +42,7 @@ def post(fake: FakeAPI, provider: str, data: dict) -> httpx.Response:
 
 
 def assert_accepted(fake: FakeAPI, journal: Journal, cid: str) -> None:
-    for provider in ("openai", "anthropic", "gemini"):
+    for provider in ("openai", "openai-responses", "anthropic", "gemini"):
         response = post(fake, provider, export_data(journal, cid, provider))
         assert response.status_code == 200, (provider, response.text)
     assert fake.refusals() == []

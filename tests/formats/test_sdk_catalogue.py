@@ -298,3 +298,33 @@ def test_a_sample_of_each_type_imports_and_goes_back_to_its_wire(name):
     import_entries(journal, entries, fmt=wire, conversation_id="c")
     exported = json.dumps(export_data(journal, "c", wire))
     assert _marker(name) in exported, exported
+
+
+def test_every_responses_input_item_type_of_the_sdk_is_one_turnlog_reads():
+    from openai.types.responses import ResponseInputItemParam
+
+    from engine.providers._responses_items import ASSISTANT_ITEMS, ITEM_TYPES, USER_ITEMS
+
+    assert _tags(ResponseInputItemParam) == ITEM_TYPES
+    assert not ASSISTANT_ITEMS & USER_ITEMS
+
+
+def _responses_items() -> list[str]:
+    from engine.providers._responses_items import ASSISTANT_ITEMS, USER_ITEMS
+
+    return sorted(ASSISTANT_ITEMS | USER_ITEMS)
+
+
+@pytest.mark.parametrize("kind", _responses_items())
+def test_a_built_in_responses_item_goes_back_verbatim_and_to_others_as_marked_text(kind):
+    item = {"type": kind, "id": f"{kind}_1", "status": "completed", "detail": "é"}
+    entries = [{"role": "user", "content": "go"}, item,
+               {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "done", "annotations": []}]}]
+    journal = Journal(":memory:")
+    import_entries(journal, entries, fmt="openai-responses", conversation_id="c")
+    back = export_data(journal, "c", "openai-responses")["input"]
+    assert item in back, back
+    for other in ("openai", "anthropic", "gemini"):
+        exported = json.dumps(export_data(journal, "c", other), ensure_ascii=False)
+        assert f"[openai-responses {kind}: " in exported and f"{kind}_1" in exported

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import MalformedResponseError
-from engine.messages import Image, Message, Text, ToolCall, Usage
+from engine.messages import Image, Message, Opaque, Text, ToolCall, Usage
 from engine.providers import anthropic, gemini, openai
 from tests.fakeapi import reply
 
@@ -241,9 +241,15 @@ def test_responses_api_incomplete_and_failed_responses():
     with pytest.raises(ServerError, match="overloaded"):
         openai_responses.map_response({"status": "failed", "output": [],
                                        "error": {"message": "overloaded"}})
-    with pytest.raises(MalformedResponseError, match="web_search_call"):
+    with pytest.raises(MalformedResponseError, match="hologram_call"):
         openai_responses.map_response({"status": "completed",
-                                       "output": [{"type": "web_search_call", "id": "w"}]})
+                                       "output": [{"type": "hologram_call", "id": "h"}]})
+    # a built-in tool's item is the provider's own: kept verbatim, bound to this wire
+    search = {"type": "web_search_call", "id": "w", "status": "completed"}
+    answer = openai_responses.map_response({"status": "completed", "output": [
+        search, {"type": "message", "content": [{"type": "output_text", "text": "found"}]}]})
+    assert answer.parts == (Opaque(provider="openai-responses", kind="web_search_call",
+                                   data=search), Text(text="found"))
 
 
 def test_gemini_max_tokens_spent_on_thinking_is_an_empty_max_tokens_answer():
