@@ -133,7 +133,7 @@ class DuplicatePolicy(_Data):
     ``custom``, as ``module:attr``) or ``off``. ``exempt`` tools may repeat;
     ``volatile`` maps a tool to argument keys left out of the comparison;
     ``observe_only`` records a warning but runs the call; after
-    ``max_refusals`` refusals in one run the run halts.
+    ``max_refusals`` refusals since the user's last message the run halts.
     """
 
     rule: Literal["previous", "window", "anywhere", "custom", "off"] = "previous"

@@ -265,6 +265,9 @@ class StateBuilder:
     def _user(self, e: UserMessage) -> None:
         if self.lifecycle in _RUN_START:
             self._new_run()
+        # the escalation count is of refusals since the user last spoke: a message that
+        # joins a run (a fork's message mid-run, a send while the model was due) resets it
+        self.refusals = 0
         self._messages.append(Message(role="user", parts=e.parts))
 
     def _new_run(self) -> None:

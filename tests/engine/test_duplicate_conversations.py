@@ -217,3 +217,23 @@ class Conversations(RuleBasedStateMachine):
 Conversations.TestCase.settings = settings(max_examples=min(30, settings.default.max_examples),
                                            stateful_step_count=8, deadline=None)
 TestConversations = Conversations.TestCase
+
+
+def test_the_escalation_counts_refusals_since_the_users_last_message():
+    # found by the state machine under bench/mutation.py's profile: a fork whose message joins
+    # the parent's run (after a refused duplicate) carried that refusal into the new count
+    from engine.providers.scripted import ScriptedProvider
+
+    journal = Journal(":memory:")
+    call = {"tool_calls": [{"name": "search", "arguments": {}}]}
+    policy = DuplicatePolicy(rule="previous", max_refusals=2)
+    Loop(journal, ScriptedProvider([call, call, {"text": "done"}]), [search]).start(
+        "go", conversation_id="c", duplicate_policy=policy)
+    refused = [r.seq for r in journal.read("c") if r.type == "tool_call_rejected"]
+    assert len(refused) == 1 and refused[0] in message_fork_points(journal, "c")
+    fork(journal, "c", refused[0], new_id="f", message="try again")  # mid-run, one refusal
+    Loop(journal, ScriptedProvider([call, call, call]), [search]).send("f", "go")
+    kinds = [r.type for r in journal.read("f")]
+    assert kinds.count("tool_call_rejected") == 2 and kinds[-1] == "conversation_halted"
+    halted = json.loads(list(journal.read("f"))[-1].payload)
+    assert halted["refusals"] == 2
