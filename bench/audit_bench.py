@@ -50,7 +50,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.messages import Text, ToolCall, Usage
-from engine.views import EXTENSIONS
+from engine.audit.views import EXTENSIONS
 from journal import Journal
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -50,7 +50,7 @@ from engine.messages import Text, ToolCall, Usage  # noqa: E402
 from engine.providers.base import ModelRequest, ModelResponse  # noqa: E402
 from engine.tools import tool  # noqa: E402
 from engine.state import fold_stored  # noqa: E402
-from engine.views import EXTENSIONS  # noqa: E402
+from engine.audit.views import EXTENSIONS  # noqa: E402
 from journal import ConcurrencyError, Journal, NewEvent, StoredEvent  # noqa: E402
 from journal._copy import copy_streams  # noqa: E402
 from journal._pg_schema import MIGRATIONS  # noqa: E402

@@ -33,7 +33,7 @@ from starlette.testclient import TestClient
 
 from bench.audit_bench import _conversation, generate
 from engine.conversation import Conversation
-from engine.views import EXTENSIONS
+from engine.audit.views import EXTENSIONS
 from journal import Journal
 from replay.view import create_app, render_report
 

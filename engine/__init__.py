@@ -93,7 +93,7 @@ from .loop import Loop, run
 from .machine import Lifecycle
 from .messages import Image, Message, Text, Thinking, ToolCall, ToolResult, Usage
 from .observers import Observers
-from .prices import PriceTable
+from .audit.prices import PriceTable
 from .providers import (
     ModelRequest,
     ModelResponse,

@@ -137,7 +137,7 @@ def _write(path: str, report: ReplayReport) -> None:
 def _write_postgres(url: str, rows: list[dict[str, Any]]) -> None:
     """Insert ``rows`` into ``replay_reports`` of the PostgreSQL journal at ``url``, in one
     transaction (the table is installed through the journal's migration path first)."""
-    from engine.dialects import PgConnection
+    from engine.audit.dialects import PgConnection
 
     where = shown_url(url)
     columns = list(_COLUMNS)

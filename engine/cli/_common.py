@@ -69,7 +69,7 @@ def open_journal(path: str, *, must_exist: bool = False,
         file = sqlite_path(path)
         if file != ":memory:" and not os.path.exists(file):
             raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
-    from engine.views import EXTENSIONS  # the engine's SQL views, when present
+    from engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
     return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
 

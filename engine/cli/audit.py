@@ -6,9 +6,16 @@ from typing import Any
 
 import click
 
-from engine.audit import STATUSES, AuditQuery, audit, audit_steps, check_query, parse_since
-from engine.prices import PriceTable
-from engine.views import connect_readonly
+from engine.audit import (
+    STATUSES,
+    AuditQuery,
+    PriceTable,
+    audit,
+    audit_steps,
+    check_query,
+    connect_readonly,
+    parse_since,
+)
 
 from ._common import (
     db_option,
@@ -32,7 +39,7 @@ __all__ = ["audit_command", "money", "render"]
 @click.option("--status", help=f"Only conversations in this status ({', '.join(STATUSES)}).")
 @click.option("--tool", help="Only conversations that called this tool; tool figures for it alone.")
 @click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
-              help="A price table (TOML) instead of turnlog's default engine/prices.toml.")
+              help="A price table (TOML) instead of turnlog's default engine/audit/prices.toml.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the most expensive conversations to list (0: all).")
 @click.option("--check", is_flag=True,

@@ -1,6 +1,6 @@
 """``turnlog ls`` and ``turnlog show``: what is in a journal.
 
-Both read the ``conversations`` view (``engine.views``) instead of folding
+Both read the ``conversations`` view (``engine.audit.views``) instead of folding
 every conversation, so they stay fast on journals of millions of events.
 """
 
@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import click
 
-from engine.audit import STATUSES, UNFINISHED, parse_since
-from engine.listing import conversation_events, conversation_info, list_conversations
-from engine.dialects import ReadConnection
-from engine.views import connect_readonly
+from engine.audit import (
+    STATUSES,
+    UNFINISHED,
+    ReadConnection,
+    connect_readonly,
+    conversation_events,
+    conversation_info,
+    list_conversations,
+    parse_since,
+)
 
 from ._common import (
     colour,

@@ -8,8 +8,7 @@ import time
 
 import click
 
-from engine.listing import appends_waiter, events_after, last_position
-from engine.views import connect_readonly
+from engine.audit import appends_waiter, connect_readonly, events_after, last_position
 
 from ._common import db_option, journal_for, json_option, translate_errors
 from ._timeline import timeline

@@ -1,7 +1,7 @@
 """``turnlog view`` and ``turnlog report``: a conversation journal seen in a browser.
 
 A read-only local web app (Starlette, Jinja2 templates, served by uvicorn)
-over ``engine.queries``: the conversation list, one conversation's timeline
+over ``engine.audit.queries``: the conversation list, one conversation's timeline
 with its chain state, fork tree and replays, the diff of two conversations
 (``replay.diff``) and the audit dashboard with server-drawn SVG charts; and a
 self-contained HTML report of one conversation. It lives above ``replay``

@@ -1,6 +1,6 @@
-"""The web app: thin Starlette routes that parse a request, call ``engine.queries``, render.
+"""The web app: thin Starlette routes that parse a request, call ``engine.audit.queries``, render.
 
-Every request opens its own read-only :class:`~engine.queries.Reader` (a
+Every request opens its own read-only :class:`~engine.audit.queries.Reader` (a
 journal handle belongs to one thread); nothing is ever written. Unknown ids
 are 404 pages, bad filters 400 pages; every response carries :data:`CSP`.
 """
@@ -20,10 +20,8 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from engine.audit import AuditQuery, parse_since
+from engine.audit import AuditQuery, ListQuery, PriceTable, Reader, parse_since
 from engine.errors import BadFilterError, ConversationNotFound
-from engine.prices import PriceTable
-from engine.queries import ListQuery, Reader
 from journal import TurnlogError
 
 from ..diff import diff

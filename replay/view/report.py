@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.prices import PriceTable
-from engine.queries import Reader
+from engine.audit import PriceTable, Reader
 
 from .render import asset, environment, script_hash
 

@@ -21,12 +21,12 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine._audit_sql import EVENTS
+from engine.audit.sql import EVENTS
 from engine.audit import AuditQuery, audit
 from engine.cli import cli
-from engine.listing import appends_waiter, events_after, last_position
-from engine.dialects import POSTGRES, SQLITE, pg_placeholders
-from engine.views import connect_readonly, views
+from engine.audit.listing import appends_waiter, events_after, last_position
+from engine.audit.dialects import POSTGRES, SQLITE, pg_placeholders
+from engine.audit.views import connect_readonly, views
 from journal import Journal
 from tests.pgcluster import fresh_url
 

@@ -148,7 +148,7 @@ def test_on_a_terminal_each_long_command_draws_the_bar(journal_with_runs, tmp_pa
 def test_the_library_reports_progress_to_the_end(tmp_path):
     from engine.audit import audit, audit_steps
     from engine.formats.importer import import_file
-    from engine.views import EXTENSIONS, connect_readonly
+    from engine.audit.views import EXTENSIONS, connect_readonly
     from journal import Journal
 
     db = tmp_path / "j.db"

@@ -18,7 +18,7 @@ from engine.conversation import load_state
 from engine.loop import Loop
 from engine.providers.scripted import ScriptedProvider
 from engine.tools import tool
-from engine.views import connect_readonly
+from engine.audit.views import connect_readonly
 from journal import Journal
 
 runner = CliRunner()

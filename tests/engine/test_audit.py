@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine._audit_sql import EVENTS
+from engine.audit.sql import EVENTS
 from engine.audit import AuditQuery, audit, parse_since
 from engine.cli import cli
 from engine.conversation import Conversation, load_state
@@ -35,8 +35,8 @@ from engine.events import (
     UserMessage,
 )
 from engine.messages import Opaque, Text, ToolCall, Usage
-from engine.prices import PriceTable
-from engine.views import EXTENSIONS, connect_readonly
+from engine.audit.prices import PriceTable
+from engine.audit.views import EXTENSIONS, connect_readonly
 from journal import Journal
 from tests.engine.audit_data import PRICES, build
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from engine._audit_sql import EVENTS
+from engine.audit.sql import EVENTS
 from engine.audit import AuditQuery, audit
 from engine.formats.importer import import_entries, import_file
 from engine.loop import run
 from engine.providers.scripted import ScriptedProvider
 from engine.tools import tool
-from engine.views import EXTENSIONS, connect_readonly
+from engine.audit.views import EXTENSIONS, connect_readonly
 from journal import Journal
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from engine.cli import cli
-from engine.projections import MODEL_CALLS, TOOL_CALLS, check, in_step
-from engine.views import EXTENSIONS
+from engine.audit.projections import MODEL_CALLS, TOOL_CALLS, check, in_step
+from engine.audit.views import EXTENSIONS
 from journal import Journal
 
 

@@ -10,9 +10,9 @@ from sqlite_utils import Database
 from engine.conversation import Conversation, load_state
 from engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
 from engine.messages import ToolCall
-from engine.projections import in_step, rebuild
+from engine.audit.projections import in_step, rebuild
 from engine.audit import audit
-from engine.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION, connect_readonly
+from engine.audit.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION, connect_readonly
 from journal import Journal
 from tests.engine.audit_data import build
 

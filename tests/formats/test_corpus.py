@@ -119,9 +119,9 @@ def test_a_real_transcript_imports_exports_and_swaps(path, fake):
 
 
 def test_responses_server_tool_calls_are_counted_apart_by_the_audit(tmp_path):
-    from engine._audit_sql import EVENTS
+    from engine.audit.sql import EVENTS
     from engine.audit import audit
-    from engine.views import EXTENSIONS, connect_readonly
+    from engine.audit.views import EXTENSIONS, connect_readonly
 
     db = str(tmp_path / "j.db")
     with Journal(db, extensions=EXTENSIONS) as journal:

@@ -21,7 +21,7 @@ from engine.events import ModelFailed, decode_event
 from engine.loop import Loop
 from engine.messages import Text
 from engine.retry import RetryPolicy
-from engine.views import connect_readonly
+from engine.audit.views import connect_readonly
 from journal import Journal
 from tests.fakeapi import Reply, reply
 from tests.providerkit import make_provider

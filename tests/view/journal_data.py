@@ -10,7 +10,7 @@ from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from engine.loop import Loop
 from engine.providers.scripted import ScriptedProvider
 from engine.tools import tool
-from engine.views import EXTENSIONS
+from engine.audit.views import EXTENSIONS
 from journal import Journal
 from replay import fork, replay_all, swap
 

@@ -12,7 +12,7 @@ import pytest
 from engine.loop import Loop
 from engine.providers.scripted import ScriptedProvider
 from engine.tools import tool
-from engine.views import EXTENSIONS
+from engine.audit.views import EXTENSIONS
 from journal import Journal
 from replay.view import render_report
 from replay.view.render import href

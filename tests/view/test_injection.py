@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from engine.prices import PriceTable
+from engine.audit.prices import PriceTable
 from replay.view import create_app, render_report
 from replay.view.render import environment, href
 

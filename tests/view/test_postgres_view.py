@@ -1,4 +1,4 @@
-"""``turnlog view`` over a PostgreSQL journal: the same read API (``engine.queries.Reader``)
+"""``turnlog view`` over a PostgreSQL journal: the same read API (``engine.audit.queries.Reader``)
 gives the same pages as over the SQLite journal it was copied from."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from engine.cli import cli
-from engine.queries import ListQuery, Reader
+from engine.audit.queries import ListQuery, Reader
 from replay.view import create_app
 from tests.pgcluster import fresh_url
 

@@ -1,4 +1,4 @@
-"""``engine.queries``: the viewer's figures agree with ``turnlog audit`` and with each other."""
+"""``engine.audit.queries``: the viewer's figures agree with ``turnlog audit`` and with each other."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 
 from engine.audit import AuditQuery, audit
 from engine.errors import BadFilterError, ConversationNotFound
-from engine.prices import PriceTable
-from engine.queries import ListQuery, Reader
-from engine.views import connect_readonly
+from engine.audit.prices import PriceTable
+from engine.audit.queries import ListQuery, Reader
+from engine.audit.views import connect_readonly
 
 PRICES = PriceTable.parse('[[prices]]\nprovider="scripted"\nmodel="*"\nsince=2020-01-01\n'
                           'input=3\noutput=15\ncached_input=0.3', "test prices")

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from engine.demo import demo_tools
 from engine.loop import Loop
 from engine.providers.scripted import ScriptedProvider
-from engine.views import EXTENSIONS
+from engine.audit.views import EXTENSIONS
 from journal import Journal
 from replay.view import create_app
 from replay.view.render import CSP, href

@@ -5,7 +5,7 @@ Both sources answer the same questions with the same JSON paths (those of the
 parsing a payload. ``{in_scope}`` narrows to the conversations in
 ``temp.audit_scope`` (empty when every conversation is in scope) and
 ``{and_tool}`` to one tool. ``pending`` and ``server`` read the calls each
-response asked for (``engine.projections.REQUESTED_SQL``) as rows
+response asked for (``engine.audit.projections.REQUESTED_SQL``) as rows
 ``(conversation_id, call_id, tool, kind)``; their ``{in_scope}`` and
 ``{and_tool}`` are ``REQUESTED_SCOPE`` and ``REQUESTED_TOOL`` for either source.
 """

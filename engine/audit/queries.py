@@ -2,7 +2,7 @@
 
 A :class:`Reader` opens a journal read-only (``Journal.open(path, readonly=True)``, a
 file or a PostgreSQL URL, for chains and a read connection for the engine's views:
-``engine.views.connect_readonly``) and answers
+``engine.audit.views.connect_readonly``) and answers
 the questions a person auditing runs asks, as plain JSON-ready dicts:
 
 - :meth:`Reader.conversations`: one page of conversations, filtered
@@ -17,7 +17,7 @@ the questions a person auditing runs asks, as plain JSON-ready dicts:
   per day and provider/model.
 
 Nothing here writes; every figure comes from functions the CLI uses too
-(``engine.listing``, ``engine.audit``, ``Journal.verify``, the price table).
+(``engine.audit.listing``, ``engine.audit``, ``Journal.verify``, the price table).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import msgspec
 
 from journal import Journal
 
-from ._audit_sql import SOURCES
-from ._timeline_data import entries
+from .sql import SOURCES
+from .timeline import entries
 from .dialects import SQLITE, Dialect, ReadConnection, dialect_of
-from .audit import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
-from .errors import BadFilterError, ConversationNotFound
+from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
+from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
-from .messages import Usage
-from .prices import PriceTable
+from ..messages import Usage
+from .prices import PriceTable, add_cost
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
@@ -294,8 +294,7 @@ class Reader:
             cost = self.prices.cost(provider or "", model or "", day, Usage(
                 input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
                 cache_write_tokens=written))
-            before = costs.get(cid, 0.0)
-            costs[cid] = None if cost is None or before is None else before + cost
+            costs[cid] = add_cost(costs.get(cid, 0.0), cost)
         return costs
 
     def _model_calls(self) -> str:

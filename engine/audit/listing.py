@@ -1,6 +1,6 @@
 """What is in a journal, read through its SQL views: ``turnlog ls``, ``show`` and ``tail``.
 
-Every function takes a read connection (``engine.views.connect_readonly``: SQLite or
+Every function takes a read connection (``engine.audit.views.connect_readonly``: SQLite or
 PostgreSQL) and reads the ``conversations`` view instead of folding
 every conversation, so listings stay fast on journals of millions of events.
 Results are plain dicts, shaped as the CLI's ``--json`` output.
@@ -15,9 +15,9 @@ from typing import Any
 
 from journal import walk_ancestry
 
-from .audit import STATUSES
+from .figures import STATUSES
 from .dialects import PgConnection, ReadConnection, dialect_of
-from .errors import BadFilterError, ConversationNotFound
+from ..errors import BadFilterError, ConversationNotFound
 
 __all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
            "last_position", "list_conversations"]

@@ -15,7 +15,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from .messages import Usage
+from ..messages import Usage
 from .prices import PriceTable
 
 __all__ = ["entries"]

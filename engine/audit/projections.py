@@ -237,7 +237,7 @@ def in_step(conn: ReadConnection) -> bool:
 
 
 def check(conn: ReadConnection, conversation_id: str | None = None,
-          extension: str = "engine.views") -> list[ProjectionMismatch]:
+          extension: str = "engine.audit.views") -> list[ProjectionMismatch]:
     """Recompute both tables from ``events`` (every row, or one conversation's) and
     return each difference: a row missing, a row no event backs, a column that differs.
 

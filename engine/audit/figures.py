@@ -6,13 +6,13 @@ tool fared (calls, failures, duplicates prevented, refusals by reason,
 calls still pending, median and p95 duration); which server tools the
 providers ran themselves (``server_tools``, by kind and name, never mixed
 with the client tools); which model errors occurred; what the runs cost
-(estimated from a :class:`~engine.prices.PriceTable`); and which divergences
+(estimated from a :class:`~engine.audit.prices.PriceTable`); and which divergences
 the last recorded replay found. Nothing is folded in Python: a handful of
 grouped queries over ``conversations``, ``model_calls`` and ``tool_calls``
-(see ``engine.views``) does the work, scoped by a temporary table of the
+(see ``engine.audit.views``) does the work, scoped by a temporary table of the
 conversations the filters select.
 
->>> from engine.views import connect_readonly  # doctest: +SKIP
+>>> from engine.audit.views import connect_readonly  # doctest: +SKIP
 >>> audit(connect_readonly("turnlog.db"), AuditQuery(provider="openai"))["conversations"]  # doctest: +SKIP
 12
 """
@@ -27,11 +27,11 @@ from typing import Any
 
 import msgspec
 
-from ._audit_sql import REQUESTED_TOOL, SOURCES, Source, requested_scope
+from .sql import REQUESTED_TOOL, SOURCES, Source, requested_scope
 from .dialects import ReadConnection, dialect_of
-from .errors import BadFilterError
-from .messages import Usage
-from .prices import PriceTable
+from ..errors import BadFilterError
+from ..messages import Usage
+from .prices import PriceTable, add_cost
 from .projections import check as check_projections
 from .projections import in_step
 
@@ -114,13 +114,13 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
 
     ``conn`` is a connection to a journal that has the engine's views and
-    projections (``engine.views.connect_readonly``). Figures come from the
+    projections (``engine.audit.views.connect_readonly``). Figures come from the
     projection tables when they are in step with ``events``, else from
     ``events`` itself (``source`` forces one; the report's ``source`` says
     which). Only temporary tables are written.
 
     ``check`` first recomputes the projection tables from ``events``
-    (``engine.projections.check``): every difference is listed under
+    (``engine.audit.projections.check``): every difference is listed under
     ``projection_mismatches`` and the figures then come from ``events``, never
     from a forged table. Without it, ``projection_mismatches`` is ``None``.
 
@@ -339,21 +339,19 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
 
 
 def _cost(calls: list[tuple], prices: PriceTable, top: int) -> dict[str, Any]:
-    per_model: dict[tuple[str, str], list] = {}
-    per_conv: dict[str, list] = {}
+    per_model: dict[tuple[str, str], float | None] = {}
+    per_conv: dict[str, float | None] = {}
     for cid, provider, model, day, _responses, inp, out, cached, written, _reasoning in calls:
         usage = Usage(input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
                       cache_write_tokens=written)
         cost = prices.cost(provider or "", model or "", day, usage)
-        for acc in (per_model.setdefault((provider, model), [0.0, 0]),
-                    per_conv.setdefault(cid, [0.0, 0])):
-            if cost is None:
-                acc[1] += 1  # unpriced units make the figure unknown, never zero
-            else:
-                acc[0] += cost
-    priced = [v[0] for v in per_model.values() if not v[1]]
-    unpriced = sorted((p, m) for (p, m), v in per_model.items() if v[1])
-    ranked = sorted(per_conv.items(), key=lambda kv: (kv[1][1] == 0, kv[1][0]), reverse=True)
+        per_model[(provider, model)] = add_cost(per_model.get((provider, model), 0.0), cost)
+        per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
+    priced = [v for v in per_model.values() if v is not None]
+    unpriced = sorted((p, m) for (p, m), v in per_model.items() if v is None)
+    # the most expensive first; unpriced ones (unknown) after every priced one
+    ranked = sorted(per_conv.items(), key=lambda kv: (kv[1] is not None, kv[1] or 0.0),
+                    reverse=True)
     return {
         "currency": prices.currency,
         "prices": prices.source,
@@ -361,10 +359,10 @@ def _cost(calls: list[tuple], prices: PriceTable, top: int) -> dict[str, Any]:
         "complete": not unpriced,
         "unpriced": [{"provider": p, "model": m} for p, m in unpriced],
         "by_provider_model": [
-            {"provider": p, "model": m, "cost": None if v[1] else round(v[0], 6)}
+            {"provider": p, "model": m, "cost": None if v is None else round(v, 6)}
             for (p, m), v in sorted(per_model.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))],
         "conversations": [
-            {"conversation_id": cid, "cost": None if v[1] else round(v[0], 6)}
+            {"conversation_id": cid, "cost": None if v is None else round(v, 6)}
             for cid, v in (ranked if top == 0 else ranked[:top])],
     }
 

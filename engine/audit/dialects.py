@@ -109,7 +109,7 @@ POSTGRES = Dialect(name="postgresql", temp="pg_temp")
 
 
 def dialect_of(conn: Any) -> Dialect:
-    """The dialect of a read connection (``engine.views.connect_readonly``)."""
+    """The dialect of a read connection (``engine.audit.views.connect_readonly``)."""
     return POSTGRES if isinstance(conn, PgConnection) else SQLITE
 
 

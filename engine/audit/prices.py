@@ -1,6 +1,6 @@
 """Model prices with the date each took effect, for estimating what runs cost.
 
-A price table is a TOML file users edit (turnlog ships ``engine/prices.toml``)::
+A price table is a TOML file users edit (turnlog ships ``engine/audit/prices.toml``)::
 
     currency = "USD"
     per_tokens = 1_000_000          # prices below are per million tokens
@@ -38,12 +38,12 @@ from typing import Any
 
 import msgspec
 
-from .errors import PriceTableError
-from .messages import Usage
+from ..errors import PriceTableError
+from ..messages import Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
+__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "add_cost"]
 
-#: The price table shipped with turnlog (a resource of the ``engine`` package).
+#: The price table shipped with turnlog (a resource of the ``engine.audit`` package).
 DEFAULT_PRICES = "prices.toml"
 
 _RATES = ("input", "cached_input", "output", "cache_write")
@@ -75,7 +75,7 @@ class PriceTable:
     @classmethod
     def default(cls) -> PriceTable:
         """The table shipped with turnlog."""
-        text = resources.files("engine").joinpath(DEFAULT_PRICES).read_text("utf-8")
+        text = resources.files("engine.audit").joinpath(DEFAULT_PRICES).read_text("utf-8")
         return cls.parse(text, f"turnlog's default {DEFAULT_PRICES}")
 
     @classmethod
@@ -176,3 +176,14 @@ def _day(value: Any, where: str) -> str:
         except ValueError:
             pass
     raise PriceTableError(f"{where}: since must be a date like 2025-01-31, got {value!r}")
+
+
+def add_cost(total: float | None, cost: float | None) -> float | None:
+    """``total + cost``, unknown (``None``) once any part is unpriced: never counted as free.
+
+    The one rule for summing costs (a conversation's, a model's):
+
+    >>> add_cost(add_cost(0.0, 0.5), 0.25), add_cost(0.5, None), add_cost(None, 0.25)
+    (0.75, None, None)
+    """
+    return None if total is None or cost is None else total + cost

@@ -7,7 +7,7 @@ the same migration transaction as the schema. They are views, not tables:
 One index, ``events_by_type (type, stream_id, seq)``, lets a view read only
 the events of its types (an index is a projection too: SQLite rebuilds it
 from ``events`` whenever asked). The same migration installs the audit's
-trigger-maintained projection tables (``engine.projections``).
+trigger-maintained projection tables (``engine.audit.projections``).
 
 Views (columns are documented in README.md, "SQL views"):
 
@@ -356,7 +356,7 @@ def connect_readonly(path: str) -> ReadConnection:
     or a read-only mount works); temporary tables live in memory. A journal whose
     file lacks the views (written without the engine) or has an older version of
     them (not written since turnlog was upgraded) gets them as temporary views.
-    On PostgreSQL it is a :class:`~engine.dialects.PgConnection` that writes only
+    On PostgreSQL it is a :class:`~engine.audit.dialects.PgConnection` that writes only
     temporary tables and views of its own session.
     """
     if is_postgres(path):
