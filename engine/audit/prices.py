@@ -41,12 +41,15 @@ import msgspec
 from ..errors import PriceTableError
 from ..messages import Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "add_cost"]
+__all__ = ["DEFAULT_PRICES", "VENDORS", "Price", "PriceTable", "add_cost"]
 
 #: The price table shipped with turnlog (a resource of the ``engine.audit`` package).
 DEFAULT_PRICES = "prices.toml"
 
 _RATES = ("input", "cached_input", "output", "cache_write")
+
+#: Provider names of turnlog's adapters -> the vendor whose price entries they share.
+VENDORS = {"openai-responses": "openai"}
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,8 +119,14 @@ class PriceTable:
         return cls(prices, currency=currency, per_tokens=per_tokens, source=source)
 
     def price(self, provider: str, model: str, day: str) -> Price | None:
-        """The price in effect for ``provider``/``model`` on ``day`` (``YYYY-MM-DD``), if any."""
-        for key in ((provider, model), (provider, "*")):
+        """The price in effect for ``provider``/``model`` on ``day`` (``YYYY-MM-DD``), if any.
+
+        An adapter of another API of the same vendor is priced as the vendor
+        (``VENDORS``: ``openai-responses`` at ``openai``'s prices) unless the table
+        names it itself.
+        """
+        for key in ((provider, model), (provider, "*"),
+                    (VENDORS.get(provider, provider), model), (VENDORS.get(provider, provider), "*")):
             days = self._days.get(key)
             if days:
                 i = bisect.bisect_right(days, day)

@@ -182,6 +182,22 @@ def _one_response(body: Any) -> tuple[dict[str, Any], str | None]:
     raise FormatError(f"response: not a response body turnlog reads (keys {sorted(body)[:8]})")
 
 
+def _wire(body: Any) -> str | None:
+    """The provider whose API answered with ``body`` (a response, streamed or not)."""
+    if isinstance(body, list):
+        return "gemini"  # a Gemini chunk stream
+    if not isinstance(body, dict):
+        return None
+    if isinstance(body.get("_sse_events"), list):
+        kinds = {str((e.get("data", e) if isinstance(e, dict) else {}).get("type", ""))
+                 for e in body["_sse_events"] if isinstance(e, dict)}
+        return ("anthropic" if "message_start" in kinds else
+                "openai-responses" if any(k.startswith("response.") for k in kinds) else "openai")
+    return ("openai-responses" if "output" in body else "openai" if "choices" in body else
+            "gemini" if "candidates" in body else
+            "anthropic" if body.get("role") == "assistant" else None)
+
+
 def split_document(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
     """``(entries, envelope)`` of a body, response or cassette; ``None`` for anything else."""
     if "request" in doc and "response" in doc and isinstance(doc["request"], dict):
@@ -191,6 +207,8 @@ def split_document(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | No
         entries, envelope = read
         answer, model = _response(doc["response"])
         envelope.setdefault("model", model)
+        if _wire(doc["response"]) is not None:
+            envelope["wire"] = _wire(doc["response"])
         return [*entries, *answer], envelope
     read = _body(doc)
     if read is not None:

@@ -423,7 +423,12 @@ def _started(items: list[Item], conversation_id: str, formats: dict[str, int],
     if envelope.get("parameters"):
         metadata["request_parameters"] = envelope["parameters"]
     model = envelope.get("model") if isinstance(envelope.get("model"), str) else ""
-    return ConversationStarted(conversation_id=conversation_id, provider="imported",
+    # the provider whose wire the model's turns came in (so the audit attributes and prices
+    # them); "imported" when the file mixes providers' wires or has none
+    wires = [f for f in formats if f in PROVIDER_FORMATS]
+    provider = (envelope.get("wire") or envelope.get("format")
+                or (wires[0] if len(wires) == 1 else "imported"))
+    return ConversationStarted(conversation_id=conversation_id, provider=provider,
                                model=model, system="\n\n".join(systems), tools=tuple(specs),
                                metadata=metadata), (first.recorded_at if first else None)
 

@@ -429,3 +429,31 @@ def test_an_empty_journal_audits_to_zeros_not_an_error(db_path):
     r = json.loads(invoke("audit", "--db", db_path, "--json").output)
     assert (r["conversations"], r["turns"], r["tools"], r["cost"]["total"], r["cost"]["complete"]) == (
         0, 0, {}, 0, True)
+
+
+def test_an_imported_request_body_and_a_responses_run_are_priced_as_their_vendor(tmp_path):
+    from engine.audit import PriceTable
+    from engine.formats.importer import import_file
+    from engine.messages import Usage
+
+    prices = PriceTable.default()
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert prices.cost("openai-responses", "gpt-4.1", "2025-06-01", usage) == \
+        prices.cost("openai", "gpt-4.1", "2025-06-01", usage) == 10.0
+    cassette = {"request": {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]},
+                "response": {"model": "gpt-4.1", "choices": [{"message": {
+                    "role": "assistant", "content": "hello"}}],
+                    "usage": {"prompt_tokens": 1000, "completion_tokens": 500}}}
+    path = tmp_path / "cassette.json"
+    path.write_text(json.dumps(cassette))
+    db = str(tmp_path / "j.db")
+    with Journal(db, extensions=EXTENSIONS) as journal:
+        import_file(journal, path, conversation_id="imp")
+    conn = connect_readonly(db)
+    try:
+        report = audit(conn)
+    finally:
+        conn.close()
+    assert report["by_provider_model"][0] | {"by_status": None} == {
+        "provider": "openai", "model": "gpt-4.1", "conversations": 1, "by_status": None}
+    assert report["cost"]["complete"] and report["cost"]["unpriced"] == []
