@@ -198,6 +198,32 @@ def _wire(body: Any) -> str | None:
             "anthropic" if body.get("role") == "assistant" else None)
 
 
+def _usage(body: Any) -> dict[str, Any] | None:
+    """The response's usage as its wire wrote it (a stream's last, merged with its first)."""
+    if isinstance(body, list):  # Gemini chunks: the last one carries the totals
+        found = [c["usageMetadata"] for c in body
+                 if isinstance(c, dict) and isinstance(c.get("usageMetadata"), dict)]
+        return found[-1] if found else None
+    if not isinstance(body, dict):
+        return None
+    events = body.get("_sse_events")
+    if not isinstance(events, list):
+        usage = body.get("usage", body.get("usageMetadata"))
+        return usage if isinstance(usage, dict) else None
+    merged: dict[str, Any] = {}
+    for item in events:
+        data = item.get("data", item) if isinstance(item, dict) else None
+        if not isinstance(data, dict):
+            continue
+        holder = data.get("message") or data.get("response") or data
+        usage = holder.get("usage") if isinstance(holder, dict) else None
+        if not isinstance(usage, dict):
+            usage = data.get("usage")
+        if isinstance(usage, dict):
+            merged.update({k: v for k, v in usage.items() if v is not None})
+    return merged or None
+
+
 def split_document(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
     """``(entries, envelope)`` of a body, response or cassette; ``None`` for anything else."""
     if "request" in doc and "response" in doc and isinstance(doc["request"], dict):
@@ -209,6 +235,9 @@ def split_document(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | No
         envelope.setdefault("model", model)
         if _wire(doc["response"]) is not None:
             envelope["wire"] = _wire(doc["response"])
+            usage = _usage(doc["response"])
+            if usage:
+                envelope["usage"] = usage
         return [*entries, *answer], envelope
     read = _body(doc)
     if read is not None:

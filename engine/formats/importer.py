@@ -30,6 +30,7 @@ system text (joined by blank lines).
 
 from __future__ import annotations
 
+import importlib
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -44,8 +45,16 @@ from journal import Journal, StreamNotFoundError
 from ..conversation import Conversation
 from ..canonical import valid_unicode
 from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
-from ..events import EVENT_TYPES, ConversationStarted, ToolSpec, decode_event, with_valid_unicode
-from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult
+from ..events import (
+    EVENT_TYPES,
+    ConversationStarted,
+    Event,
+    ModelResponded,
+    ToolSpec,
+    decode_event,
+    with_valid_unicode,
+)
+from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
 from .assemble import Item, assemble
 from .cassette import split_document
 from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
@@ -459,6 +468,7 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
         raise ConversationExistsError(f"conversation {cid!r} already exists in {journal.path}")
     started, stamps0 = _started(items, cid, formats, envelope)
     events, stamps, builder = assemble(started, [i for i in items if i.kind != "system"])
+    events = _with_response_usage(events, envelope or {})
     stamps[0] = stamps0
     events = [with_valid_unicode(e) for e in events]  # invalid Unicode: U+FFFD, recorded
     if progress is not None:
@@ -468,6 +478,19 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
         progress(len(entries) + 1, len(entries) + 1)
     return ImportResult(conversation_id=cid, events=len(events), formats=formats,
                         status=builder.state().status, warnings=_warnings(items))
+
+
+def _with_response_usage(events: list[Event], envelope: dict[str, Any]) -> list[Event]:
+    """A cassette's response usage on the model turn it answered (the last one)."""
+    raw, wire = envelope.get("usage"), envelope.get("wire")
+    if not isinstance(raw, dict) or wire not in PROVIDER_FORMATS:
+        return events
+    reader = importlib.import_module(f"engine.providers.{wire.replace('-', '_')}")
+    usage = reader.map_usage(raw)
+    last = max((i for i, e in enumerate(events) if type(e) is ModelResponded), default=None)
+    if last is None or events[last].usage != Usage():
+        return events
+    return [*events[:last], msgspec.structs.replace(events[last], usage=usage), *events[last + 1:]]
 
 
 def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,

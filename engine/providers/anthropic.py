@@ -80,6 +80,7 @@ __all__ = [
     "map_request",
     "map_response",
     "map_tools",
+    "map_usage",
     "neutral_id",
     "unmap_messages",
     "unmap_tools",
@@ -263,7 +264,8 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _map_usage(usage: Any) -> Usage:
+def map_usage(usage: Any) -> Usage:
+    """Messages API ``usage`` in neutral form (input counts cache reads and writes too)."""
     read = count(usage, "cache_read_input_tokens")
     write = count(usage, "cache_creation_input_tokens")
     return Usage(input_tokens=count(usage, "input_tokens") + read + write,
@@ -317,7 +319,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
         stop = "tool_use"
     return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
-                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         usage=map_usage(body.get("usage")), provider=NAME,
                          model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
                          raw=body)
 

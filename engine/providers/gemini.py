@@ -84,6 +84,7 @@ __all__ = [
     "map_request",
     "map_response",
     "map_tools",
+    "map_usage",
     "unmap_messages",
     "unmap_tools",
 ]
@@ -247,7 +248,8 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _map_usage(usage: Any) -> Usage:
+def map_usage(usage: Any) -> Usage:
+    """Gemini ``usageMetadata`` in neutral form (thoughts count as output and reasoning)."""
     thoughts = count(usage, "thoughtsTokenCount")
     return Usage(input_tokens=count(usage, "promptTokenCount")
                  + count(usage, "toolUsePromptTokenCount"),
@@ -346,7 +348,7 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
     if not isinstance(body, dict):
         raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
                                      provider=NAME)
-    usage = _map_usage(body.get("usageMetadata"))
+    usage = map_usage(body.get("usageMetadata"))
     common = {"usage": usage, "provider": NAME, "model": opt_str(body, "modelVersion") or "",
               "response_id": opt_str(body, "responseId"), "raw": body}
     candidates = body.get("candidates")

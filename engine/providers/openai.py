@@ -83,6 +83,7 @@ __all__ = [
     "map_request",
     "map_response",
     "map_tools",
+    "map_usage",
     "unmap_messages",
     "unmap_tools",
     "wire_id",
@@ -235,7 +236,8 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _map_usage(usage: Any) -> Usage:
+def map_usage(usage: Any) -> Usage:
+    """Chat Completions ``usage`` in neutral form (``prompt_tokens`` counts cached ones too)."""
     usage = usage if isinstance(usage, dict) else {}
     return Usage(input_tokens=count(usage, "prompt_tokens"),
                  output_tokens=count(usage, "completion_tokens"),
@@ -369,7 +371,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
         stop = "tool_use"
     return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
-                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         usage=map_usage(body.get("usage")), provider=NAME,
                          model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
                          raw=body)
 

@@ -55,6 +55,7 @@ __all__ = [
     "map_request",
     "map_response",
     "map_tools",
+    "map_usage",
     "unmap_messages",
     "unmap_tools",
 ]
@@ -150,7 +151,8 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _map_usage(usage: Any) -> Usage:
+def map_usage(usage: Any) -> Usage:
+    """Responses API ``usage`` in neutral form."""
     usage = usage if isinstance(usage, dict) else {}
     return Usage(input_tokens=count(usage, "input_tokens"),
                  output_tokens=count(usage, "output_tokens"),
@@ -226,7 +228,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
     if stop == "end_turn" and any(type(p) is ToolCall for p in parts):
         stop = "tool_use"
     return ModelResponse(parts=tuple(mark_cut_off(parts, stop)), stop_reason=stop,
-                         usage=_map_usage(body.get("usage")), provider=NAME,
+                         usage=map_usage(body.get("usage")), provider=NAME,
                          model=opt_str(body, "model") or "", response_id=opt_str(body, "id"),
                          raw=body)
 

@@ -431,7 +431,7 @@ def test_an_empty_journal_audits_to_zeros_not_an_error(db_path):
         0, 0, {}, 0, True)
 
 
-def test_an_imported_request_body_and_a_responses_run_are_priced_as_their_vendor(tmp_path):
+def test_an_imported_cassette_and_a_responses_run_are_priced_as_their_vendor(tmp_path):
     from engine.audit import PriceTable
     from engine.formats.importer import import_file
     from engine.messages import Usage
@@ -457,3 +457,6 @@ def test_an_imported_request_body_and_a_responses_run_are_priced_as_their_vendor
     assert report["by_provider_model"][0] | {"by_status": None} == {
         "provider": "openai", "model": "gpt-4.1", "conversations": 1, "by_status": None}
     assert report["cost"]["complete"] and report["cost"]["unpriced"] == []
+    # the cassette's response usage is on the turn it answered: 1,000 in, 500 out
+    assert (report["tokens"]["input"], report["tokens"]["output"]) == (1000, 500)
+    assert report["cost"]["total"] == 0.006

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from engine.conversation import load_state
 from engine.errors import FormatError
 from engine.events import ModelResponded
+from engine.formats.cassette import _usage
 from engine.formats.exporter import export_conversation, export_data, lineage_events
 from engine.formats.importer import import_entries, import_file, read_transcript
 from engine.messages import ToolCall
@@ -100,6 +101,10 @@ def test_a_real_transcript_imports_exports_and_swaps(path, fake):
     kept = sum(1 for e in events if type(e) is ModelResponded
                for p in e.parts if type(p) is ToolCall)
     assert kept == wire_calls(entries), "every tool call is kept"
+    doc = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
+    if isinstance(doc, dict) and isinstance(doc.get("response"), (dict, list)) and \
+            _usage(doc["response"]):  # a cassette's response usage is on its turn
+        assert load_state(journal, "c").usage.total_tokens > 0
     for provider in WIRES:
         data = export_data(journal, "c", provider)
         if provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
