@@ -159,3 +159,18 @@ def test_each_pending_call_is_started_once_and_answered_once_the_last_one_ending
     assert fold([*two, refuse]).tool_execution_results[0].rejected == "duplicate"
     other = ToolCallRejected(call_id="b", name="t", reason="unknown", content="no")
     assert fold([*two, other]).refusals == 0
+
+
+def test_approval_is_asked_once_for_a_pending_call_that_has_not_started():
+    from engine.events import ApprovalRequested
+
+    def ask(call_id: str) -> ApprovalRequested:
+        return ApprovalRequested(call_id=call_id, name="t", arguments_hash="a", spec_hash="s")
+
+    batch = [*ASKED, calls("a", "b")]
+    assert accepts(batch, ask("a"))
+    assert not accepts([*batch, ask("a")], ask("a"))  # asked already
+    assert not accepts(batch, ask("x"))  # no such pending call
+    assert not accepts([*batch, ToolStarted(call_id="b", name="t")], ask("b"))  # started
+    assert not accepts([*batch, done("a")], ask("a"))  # answered: no longer pending
+    assert accepts([*batch, ask("a")], ask("b"))  # another call of the batch may ask too
