@@ -239,6 +239,58 @@ def _gemini_events(body: dict[str, Any]) -> list[bytes]:
     return out
 
 
+def _responses_events(body: dict[str, Any]) -> list[bytes]:
+    seq = itertools.count()
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return _sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+
+    opening = {**body, "status": "in_progress", "output": [], "usage": None}
+    out = [event("response.created", response=opening),
+           event("response.in_progress", response=opening)]
+    for i, item in enumerate(body.get("output") or []):
+        kind = item.get("type")
+        if kind == "message":
+            out.append(event("response.output_item.added", output_index=i,
+                             item={**item, "status": "in_progress", "content": []}))
+            for j, part in enumerate(item.get("content") or []):
+                empty = {**part, "text": ""} if part.get("type") == "output_text" else part
+                out.append(event("response.content_part.added", item_id=item.get("id"),
+                                 output_index=i, content_index=j, part=empty))
+                if part.get("type") == "output_text":
+                    out += [event("response.output_text.delta", item_id=item.get("id"),
+                                  output_index=i, content_index=j, delta=t, logprobs=[])
+                            for t in _pieces(part["text"]) if t]
+                    out.append(event("response.output_text.done", item_id=item.get("id"),
+                                     output_index=i, content_index=j, text=part["text"],
+                                     logprobs=[]))
+                out.append(event("response.content_part.done", item_id=item.get("id"),
+                                 output_index=i, content_index=j, part=part))
+        elif kind == "function_call":
+            out.append(event("response.output_item.added", output_index=i,
+                             item={**item, "status": "in_progress", "arguments": ""}))
+            out += [event("response.function_call_arguments.delta", item_id=item.get("id"),
+                          output_index=i, delta=t) for t in _pieces(item["arguments"], 7)]
+            out.append(event("response.function_call_arguments.done", item_id=item.get("id"),
+                             output_index=i, arguments=item["arguments"],
+                             name=item.get("name")))
+        elif kind == "reasoning":
+            out.append(event("response.output_item.added", output_index=i,
+                             item={**item, "summary": []}))
+            for j, piece in enumerate(item.get("summary") or []):
+                out.append(event("response.reasoning_summary_part.added", item_id=item.get("id"),
+                                 output_index=i, summary_index=j,
+                                 part={"type": "summary_text", "text": ""}))
+                out += [event("response.reasoning_summary_text.delta", item_id=item.get("id"),
+                              output_index=i, summary_index=j, delta=t)
+                        for t in _pieces(piece["text"]) if t]
+        else:
+            out.append(event("response.output_item.added", output_index=i, item=item))
+        out.append(event("response.output_item.done", output_index=i, item=item))
+    last = "response.incomplete" if body.get("status") == "incomplete" else "response.completed"
+    return out + [event(last, response=body)]
+
+
 def sse_events(provider: str, body: dict[str, Any]) -> list[bytes]:
     """``body`` (a success body of ``provider``) as the server-sent events of its stream.
 
@@ -246,7 +298,7 @@ def sse_events(provider: str, body: dict[str, Any]) -> list[bytes]:
     the events assemble back into exactly ``body``.
     """
     return {"anthropic": _anthropic_events, "openai": _openai_events,
-            "gemini": _gemini_events}[provider](body)
+            "gemini": _gemini_events, "openai-responses": _responses_events}[provider](body)
 
 
 _BUILDERS = {"anthropic": _anthropic, "openai": _openai, "gemini": _gemini,

@@ -33,6 +33,7 @@ SDK_TYPES: dict[str, Any] = {
     "openai-responses": response_create_params.ResponseCreateParamsNonStreaming,
     "anthropic:stream": message_create_params.MessageCreateParamsStreaming,
     "openai:stream": completion_create_params.CompletionCreateParamsStreaming,
+    "openai-responses:stream": response_create_params.ResponseCreateParamsStreaming,
 }
 
 

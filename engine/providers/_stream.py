@@ -30,7 +30,7 @@ from .base import ModelResponse
 CUT_BY_STREAM = "cut off: the stream broke before the call was complete"
 
 __all__ = ["CUT_BY_STREAM", "AnthropicAssembler", "Assembler", "AsyncResponseStream", "GeminiAssembler",
-           "OpenAIAssembler", "ResponseStream", "StreamDelta", "sse_data"]
+           "OpenAIAssembler", "ResponseStream", "ResponsesAssembler", "StreamDelta", "sse_data"]
 
 
 class StreamDelta(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,11 +56,30 @@ class Assembler:
         self.done = False  #: the last event arrived
 
     def feed(self, event: dict[str, Any]) -> list[StreamDelta]:
-        """Fold ``event`` in; the deltas it carries."""
-        raise NotImplementedError
+        """Fold ``event`` in; the deltas it carries.
+
+        An event of the wrong shape (a missing index, a list where an object
+        belongs ...) is a ``MalformedResponseError`` naming it, never a crash.
+        """
+        try:
+            return self._feed(event)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            kind = event.get("type") if isinstance(event, dict) else None
+            raise MalformedResponseError(f"stream event {str(kind)[:40]!r} is malformed "
+                                         f"({type(exc).__name__}: {exc})") from None
 
     def body(self) -> dict[str, Any]:
         """The body assembled so far (the whole one once ``done``)."""
+        try:
+            return self._body()
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            raise MalformedResponseError(f"the stream's events do not make a response "
+                                         f"({type(exc).__name__}: {exc})") from None
+
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+        raise NotImplementedError
+
+    def _body(self) -> dict[str, Any]:
         raise NotImplementedError
 
 
@@ -73,7 +92,7 @@ class AnthropicAssembler(Assembler):
         self.blocks: dict[int, dict[str, Any]] = {}
         self.json: dict[int, str] = {}
 
-    def feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
         self.started = True
         kind = event.get("type")
         if kind == "message_start":
@@ -117,7 +136,7 @@ class AnthropicAssembler(Assembler):
         if text is not None:  # the SDK does the same: the input is the whole JSON, parsed
             self.blocks[index]["input"] = _json_or_text(text)
 
-    def body(self) -> dict[str, Any]:
+    def _body(self) -> dict[str, Any]:
         for index in list(self.json):  # an open tool call of a cut stream: its raw text
             self._close(index)
         return self.message | {"content": [self.blocks[i] for i in sorted(self.blocks)]}
@@ -134,7 +153,7 @@ class OpenAIAssembler(Assembler):
         self.choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": None}
         self.finished = False
 
-    def feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
         self.started = True
         for key, value in event.items():
             if key not in ("choices", "object", "usage"):
@@ -186,7 +205,7 @@ class OpenAIAssembler(Assembler):
         return StreamDelta(kind="tool_arguments", text=args, index=piece.get("index", 0),
                            name=call["function"]["name"] or None, call_id=call["id"])
 
-    def body(self) -> dict[str, Any]:
+    def _body(self) -> dict[str, Any]:
         message = dict(self.message)
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
@@ -209,7 +228,7 @@ class GeminiAssembler(Assembler):
         self.candidate: dict[str, Any] = {}
         self.parts: list[dict[str, Any]] = []
 
-    def feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
         self.started = True
         self.top.update({k: v for k, v in event.items() if k != "candidates"})
         out: list[StreamDelta] = []
@@ -247,11 +266,82 @@ class GeminiAssembler(Assembler):
                                 text=json.dumps(call.get("args") or {}, ensure_ascii=False))]
         return []
 
-    def body(self) -> dict[str, Any]:
+    def _body(self) -> dict[str, Any]:
         candidate = dict(self.candidate)
         candidate["content"] = dict(candidate.get("content") or {"role": "model"})
         candidate["content"]["parts"] = self.parts
         return {"candidates": [candidate], **self.top}
+
+
+class ResponsesAssembler(Assembler):
+    """OpenAI Responses API events (``response.created`` ... ``response.completed``) into a
+    ``response`` body.
+
+    The closing event (``response.completed``, ``.incomplete`` or ``.failed``) carries
+    the whole response: it is the body. Until then the items are built from
+    ``response.output_item.added``/``.done`` and the text, reasoning and argument
+    deltas, so a stream cut mid-way still has its partial response.
+    """
+
+    _CLOSING = ("response.completed", "response.incomplete", "response.failed")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.response: dict[str, Any] = {}
+        self.items: dict[int, dict[str, Any]] = {}
+
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+        self.started = True
+        kind = event.get("type")
+        if kind in ("response.created", "response.in_progress") or kind in self._CLOSING:
+            self.response = _object(event.get("response"), kind)
+            self.done = kind in self._CLOSING
+            return []
+        index = event.get("output_index", 0)
+        if not isinstance(index, int):
+            raise MalformedResponseError(f"stream event {kind!r}: output_index is not a number")
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            self.items[index] = dict(_object(event.get("item"), kind))
+            return []
+        item = self.items.get(index)
+        delta = event.get("delta")
+        if item is None or not isinstance(delta, str):
+            return []  # a piece of an item never announced: nothing to add it to
+        if kind == "response.output_text.delta":
+            content = item.setdefault("content", [])
+            j = event.get("content_index", 0)
+            while isinstance(j, int) and len(content) <= j:
+                content.append({"type": "output_text", "text": "", "annotations": []})
+            if isinstance(j, int):
+                content[j]["text"] = content[j].get("text", "") + delta
+            return [StreamDelta(kind="text", text=delta, index=index)]
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            field = "summary" if "summary" in kind else "content"
+            pieces = item.setdefault(field, [])
+            j = event.get("summary_index", event.get("content_index", 0))
+            while isinstance(j, int) and len(pieces) <= j:
+                pieces.append({"type": "summary_text" if field == "summary" else
+                               "reasoning_text", "text": ""})
+            if isinstance(j, int):
+                pieces[j]["text"] = pieces[j].get("text", "") + delta
+            return [StreamDelta(kind="thinking", text=delta, index=index)]
+        if kind == "response.function_call_arguments.delta":
+            item["arguments"] = item.get("arguments", "") + delta
+            return [StreamDelta(kind="tool_arguments", text=delta, index=index,
+                                name=item.get("name"), call_id=item.get("call_id"))]
+        return []
+
+    def _body(self) -> dict[str, Any]:
+        if self.done:
+            return self.response
+        return {**self.response, "status": "in_progress",
+                "output": [self.items[i] for i in sorted(self.items)]}
+
+
+def _object(value: Any, kind: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedResponseError(f"stream event {kind!r} lacks its object")
+    return value
 
 
 def _json_or_text(text: str) -> Any:

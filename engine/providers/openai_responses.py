@@ -43,6 +43,7 @@ from ._common import (
     wire_str,
 )
 from ._responses_items import ASSISTANT_ITEMS, ITEM_TYPES, USER_ITEMS
+from ._stream import Assembler, ResponsesAssembler
 from .base import ModelRequest, ModelResponse
 from .openai import OpenAIProvider, _result_content, _translate_errors, wire_id
 
@@ -338,8 +339,6 @@ class OpenAIResponsesProvider(OpenAIProvider):
     """
 
     name = NAME
-    #: streaming is built for Chat Completions only; the loop calls ``complete`` here
-    stream = astream = None  # type: ignore[assignment]
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         return map_request(request)
@@ -352,3 +351,9 @@ class OpenAIResponsesProvider(OpenAIProvider):
 
     def _errors(self) -> Any:
         return _translate_errors(NAME)
+
+    def _assembler(self) -> Assembler:
+        return ResponsesAssembler()
+
+    def _stream_kwargs(self) -> dict[str, Any]:
+        return {"stream": True}

@@ -21,12 +21,19 @@ from engine.providers._stream import (
     AnthropicAssembler,
     GeminiAssembler,
     OpenAIAssembler,
+    ResponsesAssembler,
     StreamDelta,
 )
 from tests.fakeapi import Reply, error_reply, reply, sse_events
 from tests.providerkit import make_provider, request
 
-NAMES = ["anthropic", "openai", "gemini"]
+NAMES = ["anthropic", "openai", "gemini", "openai-responses"]
+
+
+def cut(name: str, events: int) -> int:
+    """Cut after ``events`` events, counted past the Responses API's longer preamble
+    (``response.in_progress``, the item and its content part announced before any text)."""
+    return events + (3 if name == "openai-responses" else 0)
 HISTORY = [Message(role="user", parts=(Text(text="hi"),))]
 SHAPES = {
     "text": {"text": "Hello there, how are you today?"},
@@ -36,7 +43,7 @@ SHAPES = {
     "only_tool": {"tool_calls": [("add", {"a": 10, "b": -2.5})]},
 }
 ASSEMBLERS = {"anthropic": AnthropicAssembler, "openai": OpenAIAssembler,
-              "gemini": GeminiAssembler}
+              "gemini": GeminiAssembler, "openai-responses": ResponsesAssembler}
 
 
 def _shape(name: str, shape: str) -> dict:
@@ -99,7 +106,7 @@ def test_a_streamed_request_says_so_on_the_wire(fake_api, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_cut_stream_raises_with_the_partial_parts(fake_api, name):
     body = reply(name, text="The answer is forty-two, of course.")
-    fake_api.script(name, [Reply(body=body, cut=4), Reply(body=body, cut=4)])
+    fake_api.script(name, [Reply(body=body, cut=cut(name, 4)), Reply(body=body, cut=cut(name, 4))])
     provider = make_provider(name, fake_api)
     with pytest.raises(StreamInterrupted) as info:
         _drain(provider.stream(request(HISTORY)))
@@ -155,3 +162,37 @@ def test_assembling_the_events_of_a_body_gives_the_body_back(name, text, thinkin
     deltas = [d for event in _events(name, body) for d in assembler.feed(event)]
     assert assembler.done and assembler.body() == body
     assert "".join(d.text for d in deltas if d.kind == "text") == text
+
+
+_junk = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2, 5), _texts),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.sampled_from(["type", "index", "delta", "text",
+                                                        "content_block", "message", "usage",
+                                                        "choices", "candidates", "response",
+                                                        "item", "output_index", "content_index",
+                                                        "partial_json", "tool_calls"]),
+                                       inner, max_size=4), max_leaves=12)
+_event_types = st.sampled_from([
+    "message_start", "content_block_start", "content_block_delta", "content_block_stop",
+    "message_delta", "message_stop", "response.created", "response.output_item.added",
+    "response.output_text.delta", "response.function_call_arguments.delta",
+    "response.reasoning_summary_text.delta", "response.completed", "error"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(NAMES), events=st.lists(st.one_of(
+    st.dictionaries(st.sampled_from(["index", "delta", "content_block", "message", "usage",
+                                     "item", "output_index", "content_index", "response",
+                                     "choices", "candidates"]), _junk, max_size=4)
+    .flatmap(lambda d: _event_types.map(lambda t: {**d, "type": t})),
+    _junk.filter(lambda v: isinstance(v, dict))), max_size=8))
+def test_malformed_stream_events_give_a_typed_error_never_a_crash(name, events):
+    from engine.errors import MalformedResponseError
+
+    assembler = ASSEMBLERS[name]()
+    try:
+        for event in events:
+            assembler.feed(event)
+        assembler.body()
+    except MalformedResponseError:
+        pass

@@ -26,7 +26,13 @@ from journal import Journal
 from tests.fakeapi import Reply, reply
 from tests.providerkit import make_provider
 
-NAMES = ["anthropic", "openai", "gemini"]
+NAMES = ["anthropic", "openai", "gemini", "openai-responses"]
+
+
+def cut(name: str, events: int) -> int:
+    """Cut after ``events`` events, counted past the Responses API's longer preamble
+    (``response.in_progress``, the item and its content part announced before any text)."""
+    return events + (3 if name == "openai-responses" else 0)
 TIMING = {"latency_ms", "duration_ms", "timestamp", "now"}
 
 
@@ -81,7 +87,7 @@ def _failures(journal: Journal) -> list[ModelFailed]:
 def test_a_cut_stream_is_recorded_interrupted_and_resume_sends_again(fake_api, name, tmp_path):
     first, second = _bodies(name)
     seen: list = []
-    journal, loop, result = _run(fake_api, name, [first, Reply(body=second, cut=3)],
+    journal, loop, result = _run(fake_api, name, [first, Reply(body=second, cut=cut(name, 3))],
                                  stream=True, seen=seen, path=tmp_path / "j.db")
     assert result.status == "active"  # unfinished, not failed: resume sends again
     (failure,) = _failures(journal)
@@ -108,7 +114,7 @@ def test_a_cut_stream_is_recorded_interrupted_and_resume_sends_again(fake_api, n
 @pytest.mark.parametrize("name", NAMES)
 def test_a_retry_policy_sends_a_cut_stream_again_in_the_same_run(fake_api, name):
     first, second = _bodies(name)
-    journal, _, result = _run(fake_api, name, [first, Reply(body=second, cut=2), second],
+    journal, _, result = _run(fake_api, name, [first, Reply(body=second, cut=cut(name, 2)), second],
                               stream=True, retry=RetryPolicy(max_attempts=2, base_delay=0))
     assert result.status == "completed"
     assert [f.interrupted for f in _failures(journal)] == [True]
@@ -147,7 +153,7 @@ def test_a_run_stopped_mid_stream_keeps_the_partial_and_resumes(fake_api, name):
 def test_the_async_loop_streams_the_same_events_and_keeps_a_cut(fake_api, name):
     bodies = _bodies(name)
     plain, _, _ = _run(fake_api, name, bodies, stream=False)
-    fake_api.script(name, [*bodies, bodies[0], Reply(body=bodies[1], cut=3)])
+    fake_api.script(name, [*bodies, bodies[0], Reply(body=bodies[1], cut=cut(name, 3))])
     journal = Journal(":memory:")
     seen: list = []
     loop = AsyncLoop(journal, make_provider(name, fake_api), demo_tools(), stream=True,
@@ -157,10 +163,10 @@ def test_the_async_loop_streams_the_same_events_and_keeps_a_cut(fake_api, name):
         return (await loop.start("What is 2 + 3?", conversation_id="c1"),
                 await loop.start("What is 2 + 3?", conversation_id="c2"))
 
-    done, cut = asyncio.run(both())
+    done, broken = asyncio.run(both())
     assert done.status == "completed" and _events(journal, "c1") == _events(plain, "c1")
     assert "model_delta" in seen
-    assert cut.status == "active"
+    assert broken.status == "active"
     failures = [e for e in (decode_event(r.type, r.version, r.payload)
                             for r in journal.read("c2")) if type(e) is ModelFailed]
     assert [f.interrupted for f in failures] == [True] and failures[0].partial
