@@ -174,3 +174,36 @@ def test_approval_is_asked_once_for_a_pending_call_that_has_not_started():
     assert not accepts([*batch, ToolStarted(call_id="b", name="t")], ask("b"))  # started
     assert not accepts([*batch, done("a")], ask("a"))  # answered: no longer pending
     assert accepts([*batch, ask("a")], ask("b"))  # another call of the batch may ask too
+
+
+def _ask(call_id: str):
+    from engine.events import ApprovalRequested
+
+    return ApprovalRequested(call_id=call_id, name="t", arguments_hash="a", spec_hash="s")
+
+
+def _decide(call_id: str, decision: str = "approve"):
+    from engine.events import ApprovalDecided
+
+    return ApprovalDecided(call_id=call_id, decision=decision, approver="ann",
+                           decided_at="2026-01-01T00:00:00Z", arguments_hash="a")
+
+
+def test_a_call_that_asked_for_approval_starts_only_once_approved():
+    batch = [*ASKED, calls("a", "b"), _ask("a")]
+    assert not accepts(batch, ToolStarted(call_id="a", name="t"))  # undecided
+    assert not accepts([*batch, _decide("a", "deny")], ToolStarted(call_id="a", name="t"))
+    assert accepts([*batch, _decide("a")], ToolStarted(call_id="a", name="t"))
+    assert accepts(batch, ToolStarted(call_id="b", name="t"))  # b never asked
+
+
+def test_a_decision_answers_an_asked_undecided_pending_call():
+    batch = [*ASKED, calls("a", "b"), _ask("a")]
+    assert accepts(batch, _decide("a")) and accepts(batch, _decide("a", "deny"))
+    assert not accepts([*batch, _decide("a")], _decide("a"))  # decided already
+    assert not accepts(batch, _decide("b"))  # pending, but it never asked
+    assert not accepts(batch, _decide("x"))  # no such call
+    # answered without a decision (a resume recording an interrupted call): not pending
+    assert not accepts([*batch, done("a")], _decide("a"))
+    # another call's decision is its own
+    assert accepts([*ASKED, calls("a", "b"), _ask("a"), _ask("b"), _decide("a")], _decide("b"))
