@@ -65,7 +65,7 @@ TARGETS: dict[str, tuple[str, list[str], list[str]]] = {
     "canonical": ("engine.canonical", ["canonical_value", "canonical_bytes"], _DUPLICATE_TESTS),
     "machine": ("engine.machine", ["_distinct_ids", "GUARDS", "next_state"], _MACHINE_TESTS),
     "state": ("engine.state", ["StateBuilder._register", "StateBuilder._rejected"],
-              _DUPLICATE_TESTS),
+              [*_DUPLICATE_TESTS, "tests/engine/test_lifecycle_guards.py"]),
 }
 
 #: mutant id -> why it cannot be told apart from the original by any test (behaviour is equal)

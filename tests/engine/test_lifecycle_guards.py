@@ -207,3 +207,12 @@ def test_a_decision_answers_an_asked_undecided_pending_call():
     assert not accepts([*batch, done("a")], _decide("a"))
     # another call's decision is its own
     assert accepts([*ASKED, calls("a", "b"), _ask("a"), _ask("b"), _decide("a")], _decide("b"))
+
+
+def test_a_refused_call_goes_back_to_the_model_as_an_error_result():
+    refused = ToolCallRejected(call_id="a", name="t", reason="duplicate",
+                               content="already called")
+    state = fold([*ASKED, calls("a"), refused])
+    (result,) = state.messages[-1].parts
+    assert (result.call_id, result.content, result.is_error) == ("a", "already called", True)
+    assert state.refusals == 1
