@@ -20,6 +20,8 @@ Views (columns are documented in README.md, "SQL views"):
   every call the model asked for that has no outcome in its conversation
   (``pending``: the run or transcript ended before its tool ran; the row is
   the response's, with the call's arguments).
+- ``approvals``: every call that asked for a person's approval, with its
+  decision (approver, reason, time, edited arguments) once there is one.
 
 Example, with nothing but ``sqlite3 turnlog.db``::
 
@@ -59,12 +61,14 @@ _TERMINAL = "('conversation_completed', 'conversation_failed', 'turn_limit_reach
 
 
 def _undecided(d: Dialect, stream: str) -> str:
-    """Whether ``stream`` has a call that asked for approval and has no decision."""
+    """Whether ``stream`` has a call that asked for approval, has no decision and no answer
+    (``ConversationState.awaiting_approval``)."""
     j = d.json
     return f"""EXISTS (SELECT 1 FROM events AS q
         WHERE q.type = 'approval_requested' AND q.stream_id = {stream}
           AND NOT EXISTS (SELECT 1 FROM events AS v
-              WHERE v.type = 'approval_decided' AND v.stream_id = q.stream_id AND v.seq > q.seq
+              WHERE v.type IN ('approval_decided', 'tool_completed', 'tool_call_rejected')
+                AND v.stream_id = q.stream_id AND v.seq > q.seq
                 AND {j('v.payload', '$.call_id')} = {j('q.payload', '$.call_id')}))"""
 
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")

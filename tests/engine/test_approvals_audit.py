@@ -181,3 +181,28 @@ def test_the_viewer_shows_each_calls_approval_and_the_audit_page_the_figures(rec
     dashboard = client.get("/audit").text
     assert "<h2>Approvals</h2>" in dashboard and "6 asked · approved 3 · denied 2 · pending 1" in dashboard
     assert "&lt;img src=x onerror=alert(1)&gt;" in dashboard
+
+
+def test_a_call_answered_without_a_decision_no_longer_waits_in_the_view_or_the_state(tmp_path):
+    from engine.conversation import Conversation
+    from engine.events import (ApprovalRequested, ConversationStarted, ModelRequested,
+                               ModelResponded, ToolCompleted, UserMessage)
+    from engine.messages import ToolCall
+
+    db = str(tmp_path / "j.db")
+    asked = ApprovalRequested(call_id="a", name="t", arguments_hash="h", spec_hash="s")
+    with Journal(db) as journal:
+        Conversation.start(journal, ConversationStarted(conversation_id="c", provider="p",
+                                                        model="m"), rest=[
+            UserMessage.of("hi"), ModelRequested(turn=1, digest="d", provider="p", model="m"),
+            ModelResponded(turn=1, parts=(ToolCall(id="a", name="t"), ToolCall(id="b", name="t"))),
+            asked, ToolCompleted(call_id="a", name="t", success=False,
+                                 content="outcome unknown: interrupted", source="interrupted")])
+        assert load_state(journal, "c").status == "active"
+    conn = connect_readonly(db)
+    try:
+        assert conn.execute("SELECT status FROM conversations").fetchone()[0] == "active"
+        assert tuple(conn.execute("SELECT call_id, decision FROM approvals").fetchone()) == (
+            "a", None)
+    finally:
+        conn.close()
