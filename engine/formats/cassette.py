@@ -189,8 +189,8 @@ def _wire(body: Any) -> str | None:
     if not isinstance(body, dict):
         return None
     if isinstance(body.get("_sse_events"), list):
-        kinds = {str((e.get("data", e) if isinstance(e, dict) else {}).get("type", ""))
-                 for e in body["_sse_events"] if isinstance(e, dict)}
+        datas = [e.get("data", e) for e in body["_sse_events"] if isinstance(e, dict)]
+        kinds = {str(d.get("type", "")) for d in datas if isinstance(d, dict)}
         return ("anthropic" if "message_start" in kinds else
                 "openai-responses" if any(k.startswith("response.") for k in kinds) else "openai")
     return ("openai-responses" if "output" in body else "openai" if "choices" in body else
@@ -231,7 +231,12 @@ def split_document(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | No
         if read is None:
             raise FormatError(f"request: not a request body (keys {sorted(doc['request'])[:8]})")
         entries, envelope = read
-        answer, model = _response(doc["response"])
+        try:
+            answer, model = _response(doc["response"])
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            # a streamed response's events of the wrong shape: the file's fault, said so
+            raise FormatError(f"response: not a readable response ({type(exc).__name__}: "
+                              f"{exc})") from None
         envelope.setdefault("model", model)
         if _wire(doc["response"]) is not None:
             envelope["wire"] = _wire(doc["response"])

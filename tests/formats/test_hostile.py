@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import FormatError, TurnlogError
+from engine.formats.cassette import split_document
 from engine.formats.importer import import_entries, import_file, read_transcript
 from journal import Journal
 from tests.conftest import FixedClock
@@ -154,3 +155,24 @@ def test_nan_and_infinity_and_deep_jsonl_lines_are_format_errors():
             assert where in str(exc)
         else:
             raise AssertionError(data[:20])
+
+
+_junk_value = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2, 5), st.text(max_size=5)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["data", "type", "message", "index", "delta", "choices", "response",
+                         "output", "candidates", "content", "usage", "content_block"]),
+        inner, max_size=4), max_leaves=10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(_junk_value, max_size=6),
+       kind=st.sampled_from(["message_start", "content_block_delta", "response.completed",
+                             "chat.completion.chunk"]))
+def test_a_cassette_with_a_malformed_stream_is_a_format_error(events, kind):
+    doc = {"request": {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+           "response": {"_sse_events": [{"data": {"type": kind}}, *events]}}
+    try:
+        split_document(doc)
+    except TurnlogError:
+        pass
