@@ -82,8 +82,8 @@ def main() -> None:
             with Journal(str(path)) as j:
                 return sum(1 for r in j.read("big") if decode_event(r.type, r.version, r.payload))
 
-        def fold() -> int:
-            with Journal(str(path)) as j:
+        def fold() -> int:  # read-only: no snapshot is read or saved (bench/open_bench.py)
+            with Journal(str(path), readonly=True) as j:
                 return load_state(j, "big").seq
 
         raw_s, n = timed(raw)

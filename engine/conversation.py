@@ -24,7 +24,8 @@ from journal import JournalProtocol, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
-from .state import ConversationState, StateBuilder, fold_stored
+from .snapshots import open_builder
+from .state import ConversationState, StateBuilder
 
 __all__ = ["Conversation", "load_state", "require_conversation"]
 
@@ -38,25 +39,14 @@ def require_conversation(journal: Journal, conversation_id: str) -> int:
     return last
 
 
-def _lineage_builder(journal: JournalProtocol, conversation_id: str,
-                     to_seq: int | None = None) -> StateBuilder:
-    """Fold the conversation's history; ``builder.seq`` is then its last own seq.
-
-    State and seq come from the same rows: the stream's own events are one read
-    (the ancestors' prefixes never change), so no writer committing meanwhile can
-    make the seq newer than the state (which would let a stale state pass the
-    lifecycle check on the next append).
-    """
-    builder = fold_stored(journal.lineage(conversation_id, to_seq))
-    if not builder.seq:
-        raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
-    return builder
-
-
 def load_state(journal: JournalProtocol, conversation_id: str,
                to_seq: int | None = None) -> ConversationState:
-    """The state of ``conversation_id`` (forks folded over their parents), up to ``to_seq``."""
-    return _lineage_builder(journal, conversation_id, to_seq).state()
+    """The state of ``conversation_id`` (forks folded over their parents), up to ``to_seq``.
+
+    Folded from the events after the conversation's snapshot when one holds
+    (``engine.snapshots``), else from its whole history.
+    """
+    return open_builder(journal, conversation_id, to_seq).state()
 
 
 class Conversation:
@@ -83,7 +73,7 @@ class Conversation:
         at once, or nothing).
         """
         fork: ForkRef | None = started.fork
-        builder = (_lineage_builder(journal, fork.conversation_id, fork.seq)
+        builder = (open_builder(journal, fork.conversation_id, fork.seq)
                    if fork else StateBuilder())
         conv = cls(journal, started.conversation_id, builder, 0)
         parent = (fork.conversation_id, fork.seq) if fork else None
@@ -95,7 +85,7 @@ class Conversation:
     @classmethod
     def open(cls, journal: JournalProtocol, conversation_id: str) -> Conversation:
         """The writer for an existing conversation, its state folded from the journal."""
-        builder = _lineage_builder(journal, conversation_id)
+        builder = open_builder(journal, conversation_id)
         return cls(journal, conversation_id, builder, builder.seq)
 
     @property
@@ -168,11 +158,14 @@ class Conversation:
 
     def _reload(self, parent: tuple[str, int] | None) -> None:
         self._staged = []
-        builder = fold_stored(self.journal.lineage(self.id))
-        if builder.seq:  # state and last seq from the same read
+        try:  # state and last seq from the same read
+            builder = open_builder(self.journal, self.id)
+        except ConversationNotFound:
+            builder = None
+        if builder is not None:
             self.builder, self.last_seq = builder, builder.seq
         elif parent is not None:
-            self.builder = _lineage_builder(self.journal, parent[0], parent[1])
+            self.builder = open_builder(self.journal, parent[0], parent[1])
         else:
             self.builder = StateBuilder()
 

@@ -19,6 +19,7 @@ from ._lineage import Segment, walk_ancestry
 from ._open import open_journal
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import Extension, check_extensions, check_schema, open_schema
+from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -34,6 +35,8 @@ from ._types import (
     BadEvent,
     Head,
     NewEvent,
+    ProjectionMismatch,
+    Snapshot,
     StoredEvent,
     StreamAppend,
     StreamInfo,
@@ -472,6 +475,53 @@ class Journal:
             raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
         return row[0]
 
+    # -- snapshots ------------------------------------------------------------------------
+
+    def read_snapshot(self, stream_id: str, kind: str) -> Snapshot | None:
+        """The stream's snapshot of ``kind``, or ``None``: none saved, or its event changed.
+
+        Returned only while the stream's event at the snapshot's seq still has the
+        hash recorded with it; a journal of schema version 1 read as it is has none.
+        """
+        try:
+            row = self._conn.execute(READ_SNAPSHOT, (stream_id, kind)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if self.readonly and "no such table: snapshots" in str(exc):
+                return None
+            raise translate(exc, self.path, f"reading a snapshot of {stream_id!r}") from exc
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, f"reading a snapshot of {stream_id!r}") from exc
+        return None if row is None else Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
+
+    def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
+        """Save ``data`` as the stream's snapshot of ``kind`` at ``seq`` (replacing the last).
+
+        The hash is the event's own: :class:`EventNotFoundError` if the stream has no
+        event at ``seq``, :class:`ReadOnlyJournalError` on a read-only handle. One
+        statement, durable like an append; events are never touched.
+
+        >>> from journal import Journal, NewEvent
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("s", [NewEvent("x", 1, "{}")] * 2, 0)
+        >>> j.write_snapshot("s", "counter", 2, b"2").seq
+        2
+        >>> j.read_snapshot("s", "counter").data
+        b'2'
+        """
+        data = check_snapshot(stream_id, kind, seq, data)
+        action = f"writing a snapshot of {stream_id!r}"
+        if self.readonly:
+            raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
+        try:
+            written = self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
+            row = self._conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, action) from exc
+        if not written or row is None:
+            raise EventNotFoundError(
+                f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
+        return Snapshot(stream_id, kind, seq, row[0], data)
+
     def _fetchone(self, sql: str, params: tuple, action: str) -> tuple | None:
         try:
             return self._conn.execute(sql, params).fetchone()
@@ -503,12 +553,16 @@ class Journal:
                 mismatch
                 for ext in self._extensions if ext.verify is not None
                 for mismatch in ext.verify(Database(self._conn), stream_id)
-            )
+            ) + self._verify_journal(stream_id)
             if found:
                 return VerifyReport(False, report.checked_events, report.first_bad, found)
             return report
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
+
+    def _verify_journal(self, stream_id: str | None) -> tuple[ProjectionMismatch, ...]:
+        return tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
+                     for mismatch in ext.verify_journal(self, stream_id))
 
     def heads(self) -> list[Head]:
         """Every stream's last seq and hash, ordered by stream id."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
-from ._schema import SCHEMA_VERSION, Extension
+from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = ["MIGRATIONS", "MIGRATION_LOCK", "check_pg_schema", "open_pg_schema"]
@@ -70,7 +70,20 @@ def _create_v1(conn: psycopg.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [(1, _create_v1)]
+def _create_v2(conn: psycopg.Connection) -> None:
+    """Snapshots: a cache of higher layers' folded state, checked against the chain on read."""
+    conn.execute("""CREATE TABLE snapshots (
+        stream_id TEXT COLLATE "C" NOT NULL,
+        kind TEXT COLLATE "C" NOT NULL,
+        seq BIGINT NOT NULL,
+        hash TEXT COLLATE "C" NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (stream_id, kind)
+    )""")
+
+
+MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
+    (1, _create_v1), (2, _create_v2)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"
@@ -166,7 +179,7 @@ def check_pg_schema(conn: psycopg.Connection, where: str,
     if meta is None:
         raise NotAJournalError(f"{where} holds no turnlog journal (no {META_TABLE} table)")
     _refuse_newer(meta, where, extensions)
-    if int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION:
+    if int(meta[_SCHEMA_KEY]) < READABLE_FROM:
         raise NotAJournalError(
             f"{where} has journal schema version {meta[_SCHEMA_KEY]}, older than this turnlog's "
             f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"

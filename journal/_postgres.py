@@ -39,10 +39,12 @@ from ._pg_schema import check_pg_schema, open_pg_schema
 from ._journal import _sql_limit
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import APPLICATION_ID, Extension, check_extensions
+from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot
 from ._types import (
     BadEvent,
     Head,
     NewEvent,
+    Snapshot,
     StoredEvent,
     StreamAppend,
     StreamInfo,
@@ -90,6 +92,8 @@ _READ_ALL = (f"SELECT {_COLUMNS} FROM events WHERE position > %s AND position <=
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _HEADS = ("SELECT DISTINCT ON (stream_id) stream_id, seq, hash FROM events "
           "ORDER BY stream_id, seq DESC")
+_READ_SNAPSHOT = READ_SNAPSHOT.replace("?", "%s")
+_WRITE_SNAPSHOT = WRITE_SNAPSHOT.replace("?", "%s")
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = %s"
 _STREAMS = """
     SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
@@ -436,6 +440,31 @@ class PostgresJournal:
             raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
         return row[0]
 
+    # -- snapshots ------------------------------------------------------------------------
+
+    def read_snapshot(self, stream_id: str, kind: str) -> Snapshot | None:
+        """As :meth:`journal.Journal.read_snapshot`: only while the event at its seq has its hash."""
+        with self._pool.connection(f"reading a snapshot of {stream_id!r}") as conn:
+            try:
+                row = conn.execute(_READ_SNAPSHOT, (stream_id, kind)).fetchone()
+            except pg_errors.UndefinedTable:  # schema version 1, read as it is
+                return None
+        return None if row is None else Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
+
+    def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
+        """As :meth:`journal.Journal.write_snapshot`: the hash is the event's own."""
+        data = check_snapshot(stream_id, kind, seq, data)
+        action = f"writing a snapshot of {stream_id!r}"
+        if self.readonly:
+            raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
+        with self._pool.connection(action) as conn, conn.transaction():
+            written = conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
+            row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
+        if not written or row is None:
+            raise EventNotFoundError(
+                f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
+        return Snapshot(stream_id, kind, seq, row[0], data)
+
     # -- tamper evidence -----------------------------------------------------------------
 
     def heads(self) -> list[Head]:
@@ -466,6 +495,8 @@ class PostgresJournal:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
             found = tuple(mismatch for ext in self._extensions if ext.verify_postgres is not None
                           for mismatch in ext.verify_postgres(conn, stream_id))
+        found += tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
+                       for mismatch in ext.verify_journal(self, stream_id))
         if found:
             return VerifyReport(False, report.checked_events, report.first_bad, found)
         return report

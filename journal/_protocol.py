@@ -18,6 +18,7 @@ from ._types import (
     BadEvent,
     Head,
     NewEvent,
+    Snapshot,
     StoredEvent,
     StreamAppend,
     StreamInfo,
@@ -205,6 +206,30 @@ class JournalProtocol(Protocol):
 
     def hash_at(self, stream_id: str, seq: int) -> str:
         """The hash at ``(stream_id, seq)``; :class:`~journal.EventNotFoundError` if none."""
+        ...
+
+    def read_snapshot(self, stream_id: str, kind: str) -> Snapshot | None:
+        """The stream's last snapshot of ``kind``; ``None`` when there is none or when the
+        stream's event at its seq no longer has the hash recorded with it.
+
+        Snapshots are a cache beside the history (a higher layer's folded state): the
+        reader folds the events after ``snapshot.seq`` onto it.
+        """
+        ...
+
+    def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
+        """Save ``data`` as the stream's snapshot of ``kind`` at ``seq``, replacing the last.
+
+        The recorded hash is the event's own (:class:`~journal.EventNotFoundError` when
+        the stream has no event at ``seq``); :class:`~journal.ReadOnlyJournalError` on a
+        read-only handle; bad arguments :class:`~journal.InvalidAppendError`.
+
+        >>> from journal import Journal, NewEvent
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("s", [NewEvent("x", 1, "{}")], 0)
+        >>> j.write_snapshot("s", "k", 1, b"state").hash == j.hash_at("s", 1)
+        True
+        """
         ...
 
     def heads(self) -> list[Head]:

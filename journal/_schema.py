@@ -22,6 +22,7 @@ from .errors import NotAJournalError, SchemaTooNewError
 __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
+    "READABLE_FROM",
     "SCHEMA_VERSION",
     "Extension",
     "check_extensions",
@@ -68,6 +69,12 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
 
         Extension(name="heads", version=1, migrate=create, on_append=track)
 
+    ``verify_journal(journal, stream_id)``, when given, runs on every backend after the
+    chains are checked, with the journal handle itself (the :class:`JournalProtocol`):
+    for derived data that only the layer's own code can recompute (a folded state
+    saved as a snapshot, say). It returns every :class:`ProjectionMismatch` and must
+    only read.
+
     ``migrate_postgres(conn, from_version)`` and ``verify_postgres(conn, stream_id)``,
     when given, do the same on a PostgreSQL journal (``conn``: a psycopg connection,
     inside the migration's transaction or a read snapshot). An extension without
@@ -83,6 +90,7 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     on_append: Callable[[Database, Sequence[StoredEvent]], None] | None = None
     migrate_postgres: Callable[[Any, int], None] | None = None
     verify_postgres: Callable[[Any, str | None], Sequence[ProjectionMismatch]] | None = None
+    verify_journal: Callable[[Any, str | None], Sequence[ProjectionMismatch]] | None = None
 
 
 _EVENTS_V1 = """CREATE TABLE events (
@@ -117,11 +125,30 @@ def _create_v1(db: Database) -> None:
             )
 
 
-MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [(1, _create_v1)]
+_SNAPSHOTS_V2 = """CREATE TABLE snapshots (
+    stream_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (stream_id, kind)
+)"""
+
+
+def _create_v2(db: Database) -> None:
+    """Snapshots: a cache of higher layers' folded state, checked against the chain on read."""
+    db.execute(_SNAPSHOTS_V2)
+
+
+MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [(1, _create_v1), (2, _create_v2)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest core schema version this code knows."""
+
+READABLE_FROM = 1
+"""The oldest core schema a read-only handle reads as it is (v2 added only the snapshot
+cache, whose absence just means no snapshot: read commands need no migration first)."""
 
 
 def open_schema(
@@ -150,7 +177,7 @@ def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> No
     if meta is None:
         raise NotAJournalError(f"{path} is an empty SQLite database, not a turnlog journal")
     _refuse_newer(meta, path, extensions)
-    if int(meta[_SCHEMA_KEY]) < SCHEMA_VERSION:
+    if int(meta[_SCHEMA_KEY]) < READABLE_FROM:
         raise NotAJournalError(
             f"{path} has journal schema version {meta[_SCHEMA_KEY]}, older than this turnlog's "
             f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"

@@ -12,6 +12,7 @@ __all__ = [
     "Head",
     "NewEvent",
     "ProjectionMismatch",
+    "Snapshot",
     "StoredEvent",
     "StreamAppend",
     "StreamInfo",
@@ -105,6 +106,22 @@ class ProjectionMismatch(msgspec.Struct, frozen=True):
     position: int | None
     column: str | None
     reason: str
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    """A higher layer's saved state of a stream at ``seq``, whose event there had ``hash``.
+
+    ``kind`` names the layer and its format (``"engine.state/…"``); ``data`` is that
+    layer's bytes, opaque to the journal. A snapshot is a cache, never history: it
+    is returned only while the stream's event at ``seq`` still has ``hash``, and a
+    reader folds the events after ``seq`` onto it.
+    """
+
+    stream_id: str
+    kind: str
+    seq: int
+    hash: str
+    data: bytes
 
 
 class VerifyReport(msgspec.Struct, frozen=True):

@@ -39,6 +39,7 @@ import journal
 from journal import Extension, ProjectionMismatch
 from journal._open import is_postgres, shown_url
 
+from ..snapshots import check_snapshots
 from . import projections
 from .dialects import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
 
@@ -328,9 +329,11 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
 #: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
-#: projections count the Responses API's server tool calls.
+#: projections count the Responses API's server tool calls. Its ``verify_journal`` refolds
+#: the saved conversation states (``engine.snapshots``), on every backend.
 VIEWS_EXTENSION = Extension(name="engine.views", version=3, migrate=_migrate, verify=_verify,
-                            migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres)
+                            migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
+                            verify_journal=check_snapshots)
 
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
 _V2 = {name: sql for name, sql in VIEWS.items() if name != "approvals"}

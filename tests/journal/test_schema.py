@@ -133,14 +133,15 @@ def test_a_new_core_migration_step_is_applied_once_on_open(journal_path, monkeyp
         calls.append(1)
         db["events"].create_index(["type"], index_name="events_by_type")
 
-    steps = [*journal._schema.MIGRATIONS, (2, add_type_index)]
+    new = SCHEMA_VERSION + 1
+    steps = [*journal._schema.MIGRATIONS, (new, add_type_index)]
     monkeypatch.setattr(journal._schema, "MIGRATIONS", steps)
-    monkeypatch.setattr(journal._schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(journal._schema, "SCHEMA_VERSION", new)
     Journal(journal_path).close()
     Journal(journal_path).close()
 
     assert calls == [1]
-    assert meta(journal_path)["schema_version"] == "2"
+    assert meta(journal_path)["schema_version"] == str(new)
     assert "events_by_type" in schema_names(journal_path)
 
 

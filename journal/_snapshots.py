@@ -1,0 +1,44 @@
+"""Snapshots: higher layers' folded state of a stream, cached beside the events.
+
+A snapshot is never history. It is kept in its own table (``snapshots``: one row
+per stream and ``kind``, replaced by each write), names the seq it was taken at
+and the hash of the event there, and is returned only while that event still has
+that hash — so a stream rewritten under it (a tampered chain, a journal restored
+from another copy) hides it, and the reader folds the events instead. Both
+backends run the same statements (``?`` placeholders here; PostgreSQL's ``%s``).
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidAppendError
+
+__all__ = ["READ_SNAPSHOT", "WRITE_SNAPSHOT", "check_snapshot"]
+
+READ_SNAPSHOT = (
+    "SELECT s.seq, s.hash, s.data FROM snapshots AS s "
+    "JOIN events AS e ON e.stream_id = s.stream_id AND e.seq = s.seq AND e.hash = s.hash "
+    "WHERE s.stream_id = ? AND s.kind = ?"
+)
+"""The stream's snapshot of a kind, only while its event at the snapshot's seq has its hash."""
+
+WRITE_SNAPSHOT = (
+    "INSERT INTO snapshots (stream_id, kind, seq, hash, data) "
+    "SELECT stream_id, ?, seq, hash, ? FROM events WHERE stream_id = ? AND seq = ? "
+    "ON CONFLICT (stream_id, kind) DO UPDATE "
+    "SET seq = excluded.seq, hash = excluded.hash, data = excluded.data"
+)
+"""Take the hash from the event itself: a snapshot can only name an event that exists."""
+
+
+def check_snapshot(stream_id: object, kind: object, seq: object, data: object) -> bytes:
+    """``data`` as bytes; :class:`InvalidAppendError` naming the bad argument otherwise."""
+    where = f"snapshot of stream {stream_id!r}"
+    if not isinstance(stream_id, str) or not stream_id:
+        raise InvalidAppendError(f"{where}: the stream id must be a non-empty string")
+    if not isinstance(kind, str) or not kind:
+        raise InvalidAppendError(f"{where}: kind must be a non-empty string, got {kind!r}")
+    if type(seq) is not int or seq < 1:
+        raise InvalidAppendError(f"{where}: seq must be an int >= 1, got {seq!r}")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidAppendError(f"{where}: data must be bytes, got {type(data).__name__}")
+    return bytes(data)
