@@ -179,8 +179,8 @@ class ReplayRef(_Data):
     tools: Literal["recorded", "live", "refuse"] = "recorded"
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
-    """Base of every event.
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", omit_defaults=True):
+    """Base of every event (``gc=False``, as message parts: frozen values, no cycles).
 
     ``replaced`` names the fields in which invalid Unicode that arrived from
     outside (a lone surrogate) was replaced with U+FFFD (``with_valid_unicode``).

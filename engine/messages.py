@@ -40,8 +40,13 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+# Parts and messages are built with ``gc=False``: frozen values that hold only strings,
+# numbers and plain containers cannot form a reference cycle, and a long conversation's
+# state holds hundreds of thousands of them, which the cyclic collector would otherwise
+# traverse again and again while a history is folded or a snapshot decoded.
 
-class _Part(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
+
+class _Part(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", omit_defaults=True):
     """Base of every message part."""
 
 
@@ -130,7 +135,7 @@ EXTRA = "extra"
 Part = Text | Thinking | ToolCall | ToolResult | Image | Opaque
 
 
-class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
     """One message: a role and its ordered parts.
 
     ``provider``/``model`` record which model wrote an assistant message, so a

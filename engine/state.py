@@ -62,7 +62,7 @@ _TERMINAL = (Lifecycle.COMPLETED, Lifecycle.FAILED, Lifecycle.HALTED)
 _RUN_START = (Lifecycle.READY, Lifecycle.ANSWERED) + _TERMINAL
 
 
-class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
     """What became of one tool call: run (``success``), failed, or ``rejected`` (the reason)."""
 
     call_id: str
