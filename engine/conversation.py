@@ -24,7 +24,7 @@ from journal import JournalProtocol, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
-from .snapshots import open_builder
+from .snapshots import open_builder, open_state
 from .state import ConversationState, StateBuilder
 
 __all__ = ["Conversation", "load_state", "require_conversation"]
@@ -46,7 +46,7 @@ def load_state(journal: JournalProtocol, conversation_id: str,
     Folded from the events after the conversation's snapshot when one holds
     (``engine.snapshots``), else from its whole history.
     """
-    return open_builder(journal, conversation_id, to_seq).state()
+    return open_state(journal, conversation_id, to_seq)
 
 
 class Conversation:

@@ -38,6 +38,7 @@ import gc
 import hashlib
 from collections.abc import Iterable, Iterator
 from functools import cache
+from itertools import chain
 
 import msgspec
 
@@ -52,6 +53,7 @@ __all__ = [
     "decode_state",
     "encode_state",
     "open_builder",
+    "open_state",
     "save_snapshot",
     "snapshot_kind",
 ]
@@ -108,15 +110,31 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
     seq folded: state and seq come from the same rows, so no writer committing
     meanwhile can make the seq newer than the state. Raises ``ConversationNotFound``.
     """
+    opened = _open(journal, conversation_id, to_seq)
+    return opened if isinstance(opened, StateBuilder) else StateBuilder(opened)
+
+
+def open_state(journal: JournalProtocol, conversation_id: str,
+               to_seq: int | None = None) -> ConversationState:
+    """As :func:`open_builder`, the frozen state (the snapshot's own when no event follows it)."""
+    opened = _open(journal, conversation_id, to_seq)
+    return opened.state() if isinstance(opened, StateBuilder) else opened
+
+
+def _open(journal: JournalProtocol, conversation_id: str,
+          to_seq: int | None) -> StateBuilder | ConversationState:
     folded = [0]
-    builder = _from_snapshot(journal, conversation_id, to_seq)
-    if builder is None:
+    saved = _from_snapshot(journal, conversation_id, to_seq)
+    if saved is None:
         base = 0
         builder = fold_stored(_counted(journal.lineage(conversation_id, to_seq), folded))
     else:
-        base = builder.seq
-        rows = journal.read(conversation_id, base + 1, to_seq)
-        fold_stored(_counted(rows, folded), builder)
+        base = saved.seq
+        rows = iter(journal.read(conversation_id, base + 1, to_seq))
+        first = next(rows, None)
+        if first is None:
+            return saved
+        builder = fold_stored(_counted(chain([first], rows), folded), StateBuilder(saved))
     if not builder.seq:
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
     if folded[0] >= SNAPSHOT_AFTER and builder.seq > base and not journal.readonly:
@@ -128,14 +146,14 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
 
 
 def _from_snapshot(journal: JournalProtocol, conversation_id: str,
-                   to_seq: int | None) -> StateBuilder | None:
+                   to_seq: int | None) -> ConversationState | None:
     snapshot = journal.read_snapshot(conversation_id, snapshot_kind())
     if snapshot is None or (to_seq is not None and snapshot.seq > to_seq):
         return None
     state = decode_state(snapshot.data)
     if state is None or state.seq != snapshot.seq:
         return None
-    return StateBuilder(state)
+    return state
 
 
 def save_snapshot(journal: JournalProtocol, conversation_id: str,
