@@ -5,7 +5,7 @@ Run: PYTHONPATH=. python bench/formats_bench.py [TURNS]
 A transcript of TURNS tool-calling turns (user message, assistant call, tool
 result, final answer per turn) is imported from each format; the baseline is
 ``Conversation.start`` with the same events already built (no reading,
-detection or normalising). Exports are compared with ``load_state`` (the
+detection or normalising). Exports are compared with the fold of the events (the
 fold every export starts from). Linearity: the import of 2x the entries
 should take about 2x the time.
 """
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from engine.conversation import Conversation
-from engine.conversation import load_state
+from engine.state import fold_stored
 from engine.formats.exporter import export_conversation, lineage_events
 from engine.formats.importer import import_entries, read_transcript
 from journal import Journal
@@ -69,8 +69,8 @@ def main(turns: int) -> None:
             import_entries(journal, found, conversation_id=f"i{next(counter)}", envelope=envelope)
         t = best(run)
         print(f"  import {fmt:<12} {t * 1e3:8.1f} ms  ratio {t / base:5.2f}x")
-    fold = best(lambda: load_state(journal, "src"))
-    print(f"baseline load_state: {fold * 1e3:.1f} ms")
+    fold = best(lambda: fold_stored(journal.lineage("src")).state())  # never a snapshot
+    print(f"baseline fold: {fold * 1e3:.1f} ms")
     for fmt in ("openai", "anthropic", "gemini", "jsonl", "datamachine", "markdown"):
         t = best(lambda fmt=fmt: export_conversation(journal, "src", fmt))
         print(f"  export {fmt:<12} {t * 1e3:8.1f} ms  ratio {t / fold:5.2f}x")

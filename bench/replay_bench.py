@@ -6,7 +6,7 @@ Not a test. Run: ``PYTHONPATH=. python bench/replay_bench.py [--turns N] [--even
    one tool call and its result), recorded with the agent loop and the
    scripted provider: ``replay()`` re-runs the loop over it with recorded
    responses and tool results into a scratch in-memory journal, comparing
-   every event. Baseline: ``load_state`` (read + decode + fold) of the same
+   every event. Baseline: the fold of the lineage (read + decode + fold, no snapshot) of the same
    conversation. Target: replay within 3x of the fold.
 2. Rebuild of a fork at seq 1,000 of a 100,000-event conversation: folds the
    parent's first 1,000 events, then the fork's own. Baselines: the plain fold
@@ -25,7 +25,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fold_bench import build  # noqa: E402
-from engine.conversation import load_state  # noqa: E402
 from engine.state import fold_stored  # noqa: E402
 from journal import Journal  # noqa: E402
 from replay import fork, rebuild  # noqa: E402
@@ -67,7 +66,8 @@ def bench_replay(tmp: Path, turns: int, driver_name: str) -> None:
             driver = miniloop.driver
         result = replay(journal, cid, driver=driver)
         assert result.ok and result.checked == events
-        fold_s = best(lambda: load_state(journal, cid))
+        # the events folded, never a snapshot (load_state would read one after the first call)
+        fold_s = best(lambda: fold_stored(journal.lineage(cid)).state())
         replay_s = best(lambda: replay(journal, cid, driver=driver), repeat=3)
         fast_s = best(lambda: replay(journal, cid, driver=driver, check_digest=False), repeat=3)
     print(f"deterministic replay, {turns} turns ({events} events, driver={driver_name}):")

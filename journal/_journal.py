@@ -19,7 +19,7 @@ from ._lineage import Segment, walk_ancestry
 from ._open import open_journal
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import Extension, check_extensions, check_schema, open_schema
-from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot
+from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -481,7 +481,9 @@ class Journal:
         """The stream's snapshot of ``kind``, or ``None``: none saved, or its event changed.
 
         Returned only while the stream's event at the snapshot's seq still has the
-        hash recorded with it; a journal of schema version 1 read as it is has none.
+        hash recorded with it and every fork link on its way still chains (a parent
+        rewritten at the fork point hides it); a journal of schema version 1 read as
+        it is has none.
         """
         try:
             row = self._conn.execute(READ_SNAPSHOT, (stream_id, kind)).fetchone()
@@ -491,7 +493,9 @@ class Journal:
             raise translate(exc, self.path, f"reading a snapshot of {stream_id!r}") from exc
         except sqlite3.Error as exc:
             raise translate(exc, self.path, f"reading a snapshot of {stream_id!r}") from exc
-        return None if row is None else Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
+        if row is None or not links_hold(self, stream_id):
+            return None
+        return Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
 
     def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
         """Save ``data`` as the stream's snapshot of ``kind`` at ``seq`` (replacing the last).

@@ -39,7 +39,7 @@ from ._pg_schema import check_pg_schema, open_pg_schema
 from ._journal import _sql_limit
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import APPLICATION_ID, Extension, check_extensions
-from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot
+from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._types import (
     BadEvent,
     Head,
@@ -449,7 +449,9 @@ class PostgresJournal:
                 row = conn.execute(_READ_SNAPSHOT, (stream_id, kind)).fetchone()
             except pg_errors.UndefinedTable:  # schema version 1, read as it is
                 return None
-        return None if row is None else Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
+        if row is None or not links_hold(self, stream_id):
+            return None
+        return Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
 
     def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
         """As :meth:`journal.Journal.write_snapshot`: the hash is the event's own."""

@@ -209,8 +209,10 @@ class JournalProtocol(Protocol):
         ...
 
     def read_snapshot(self, stream_id: str, kind: str) -> Snapshot | None:
-        """The stream's last snapshot of ``kind``; ``None`` when there is none or when the
-        stream's event at its seq no longer has the hash recorded with it.
+        """The stream's last snapshot of ``kind``; ``None`` when there is none, when the
+        stream's event at its seq no longer has the hash recorded with it, or when a
+        fork link of its ancestry no longer chains (the parent's hash at the fork point
+        is not the one the fork's first event names).
 
         Snapshots are a cache beside the history (a higher layer's folded state): the
         reader folds the events after ``snapshot.seq`` onto it.

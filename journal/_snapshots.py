@@ -3,16 +3,20 @@
 A snapshot is never history. It is kept in its own table (``snapshots``: one row
 per stream and ``kind``, replaced by each write), names the seq it was taken at
 and the hash of the event there, and is returned only while that event still has
-that hash — so a stream rewritten under it (a tampered chain, a journal restored
-from another copy) hides it, and the reader folds the events instead. Both
+that hash, and while every fork link on its way still chains (each fork's first
+event names, as its ``prev_hash``, its parent's hash at the fork point) — so a
+history rewritten under it (a tampered chain or parent, a journal restored from
+another copy) hides it, and the reader folds the events instead. Both
 backends run the same statements (``?`` placeholders here; PostgreSQL's ``%s``).
 """
 
 from __future__ import annotations
 
-from .errors import InvalidAppendError
+from typing import Any
 
-__all__ = ["READ_SNAPSHOT", "WRITE_SNAPSHOT", "check_snapshot"]
+from .errors import EventNotFoundError, InvalidAppendError
+
+__all__ = ["READ_SNAPSHOT", "WRITE_SNAPSHOT", "check_snapshot", "links_hold"]
 
 READ_SNAPSHOT = (
     "SELECT s.seq, s.hash, s.data FROM snapshots AS s "
@@ -42,3 +46,20 @@ def check_snapshot(stream_id: object, kind: object, seq: object, data: object) -
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InvalidAppendError(f"{where}: data must be bytes, got {type(data).__name__}")
     return bytes(data)
+
+
+def links_hold(journal: Any, stream_id: str) -> bool:
+    """Whether every fork link of the stream's ancestry still chains to its parent.
+
+    One lookup for a stream that is no fork; two per fork level otherwise.
+    """
+    segments = journal.ancestry(stream_id)
+    for (parent, parent_seq), (child, _) in zip(segments, segments[1:]):
+        first = next(iter(journal.read(child, 1, 1)), None)
+        try:
+            parent_hash = journal.hash_at(parent, parent_seq)
+        except EventNotFoundError:
+            return False
+        if first is None or first.prev_hash != parent_hash:
+            return False
+    return True

@@ -153,3 +153,20 @@ def test_a_schema_1_journal_reads_as_it_is_and_migrates_when_opened_to_write(jou
         "SELECT value FROM _turnlog_meta WHERE key = 'schema_version'").fetchone()[0]
     conn.close()
     assert version == str(SCHEMA_VERSION) == "2"
+
+
+def test_a_fork_whose_parent_was_rewritten_at_the_fork_point_hides_its_snapshot(journal_path):
+    with Journal(journal_path) as j:
+        j.append("parent", events(3), 0)
+        j.append("fork", events(2), 0, parent=("parent", 2))
+        j.append("grandchild", events(1), 0, parent=("fork", 1))
+        j.write_snapshot("fork", "a", 2, b"x")
+        j.write_snapshot("grandchild", "a", 1, b"y")
+        assert j.read_snapshot("grandchild", "a").data == b"y"
+    # the parent's event at the fork point rewritten, its hash recomputed by the forger
+    _tamper(journal_path, "UPDATE events SET hash = substr(hash, 2) || '0' "
+                          "WHERE stream_id = 'parent' AND seq = 2")
+    with Journal(journal_path) as j:
+        assert j.read_snapshot("fork", "a") is None
+        assert j.read_snapshot("grandchild", "a") is None
+        assert j.read_snapshot("parent", "a") is None  # none was saved there
