@@ -90,10 +90,12 @@ class AsyncLoop(LoopBase):
 
     async def _run(self, conv: Conversation, single_turn: bool) -> RunResult:
         try:
-            return await self._drive(conv, single_turn)
+            result = await self._drive(conv, single_turn)
         finally:
             if conv.staged:
                 self._flush(conv)
+        conv.save_snapshot_if_due()
+        return result
 
     async def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
         # a digest per run: conversations interleave on one AsyncLoop, and the incremental

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from journal import JournalProtocol, StoredEvent
+from journal import JournalLockedError, JournalProtocol, ReadOnlyJournalError, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
+from . import snapshots
 from .snapshots import open_builder, open_state
 from .state import ConversationState, StateBuilder
 
@@ -59,6 +60,9 @@ class Conversation:
         self.builder = builder
         self.last_seq = last_seq
         self._staged: list[Event] = []
+        # the seq up to which a later open folds few events (a snapshot, or an open that
+        # folded fewer than SNAPSHOT_AFTER past one): ``save_snapshot_if_due`` counts from it
+        self.snapshot_seq = last_seq
 
     @classmethod
     def start(cls, journal: JournalProtocol, started: ConversationStarted,
@@ -92,6 +96,24 @@ class Conversation:
     def state(self) -> ConversationState:
         """A frozen snapshot of the current state (O(messages); the loop uses ``builder``)."""
         return self.builder.state()
+
+    def save_snapshot_if_due(self) -> bool:
+        """Save the state as the conversation's snapshot (``engine.snapshots``) when
+        ``SNAPSHOT_AFTER`` or more events were written since this writer's last one.
+
+        The loops call it when a run ends, so the next open (``resume``, ``send``,
+        ``show``) reads the state instead of refolding the run. A cache: a journal
+        that is locked by another writer or read-only is left alone. Returns whether
+        it saved.
+        """
+        if self._staged or self.last_seq - self.snapshot_seq < snapshots.SNAPSHOT_AFTER:
+            return False
+        try:
+            snapshots.save_snapshot(self.journal, self.id, self.builder)
+        except (JournalLockedError, ReadOnlyJournalError):
+            return False
+        self.snapshot_seq = self.last_seq
+        return True
 
     def append(self, *events: Event,
                recorded_at: Sequence[str | None] | None = None) -> list[StoredEvent]:

@@ -341,10 +341,12 @@ class Loop(LoopBase):
     def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
         """Take every step the journal says is next until the run ends (or one turn, if asked)."""
         try:
-            return self._drive(conv, single_turn)
+            result = self._drive(conv, single_turn)
         finally:
             if conv.staged:
                 self._flush(conv)
+        conv.save_snapshot_if_due()
+        return result
 
     def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
         step = Step(self, conv, single_turn=single_turn)

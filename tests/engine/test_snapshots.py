@@ -282,3 +282,31 @@ def test_a_snapshot_table_edit_that_moves_its_seq_hides_it(tmp_path):
     with Journal(path) as journal:
         assert journal.read_snapshot("c", snapshot_kind()) is None
         assert load_state(journal, "c") == _full_fold(journal)
+
+
+def _script(turns: int) -> list:
+    return [{"tool_calls": [{"name": "add", "arguments": {"a": t, "b": 1}}]}
+            for t in range(turns)] + [{"text": "done"}]
+
+
+@pytest.mark.usefixtures("both_loops")
+def test_a_run_that_writes_many_events_ends_by_saving_a_snapshot(tmp_path, monkeypatch):
+    import engine.loop  # its Loop is the async one in the "async" run (both_loops)
+    from engine.demo import demo_tools
+    from engine.providers.scripted import ScriptedProvider
+
+    monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 40)
+    with Journal(tmp_path / "j.db") as journal:
+        loop = engine.loop.Loop(journal, ScriptedProvider(_script(3)), demo_tools())
+        loop.start("short", conversation_id="c", max_turns=100)
+        assert journal.read_snapshot("c", snapshot_kind()) is None  # 15 events: not due
+
+        loop.provider = ScriptedProvider(_script(12))
+        result = loop.send("c", "long")  # 15 + 50 events: due
+        saved = journal.read_snapshot("c", snapshot_kind())
+        assert saved.seq == journal.last_seq("c") and result.status == "completed"
+        assert decode_state(saved.data) == _full_fold(journal)
+
+        monkeypatch.setattr(journal, "lineage", lambda *a: pytest.fail("refolded the history"))
+        loop.provider = ScriptedProvider([{"text": "again"}])
+        assert loop.send("c", "more").final_content == "again"  # opened from the snapshot
