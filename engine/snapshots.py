@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import zlib
 from collections.abc import Iterable, Iterator
 from functools import cache
 from itertools import chain
@@ -67,14 +68,21 @@ _DECODER = msgspec.msgpack.Decoder(ConversationState)
 
 @cache
 def snapshot_kind() -> str:
-    """``engine.state/`` and a digest of ``ConversationState``'s schema: a new shape, a new kind."""
+    """``engine.state+zlib/`` and a digest of ``ConversationState``'s schema: a new shape
+    (or encoding), a new kind."""
     schema = msgspec.json.encode(msgspec.json.schema(ConversationState), order="sorted")
-    return "engine.state/" + hashlib.sha256(schema).hexdigest()[:16]
+    return "engine.state+zlib/" + hashlib.sha256(schema).hexdigest()[:16]
 
 
 def encode_state(state: ConversationState) -> bytes:
-    """The state as a snapshot's bytes (MessagePack)."""
-    return _ENCODER.encode(state)
+    """The state as a snapshot's bytes: MessagePack, zlib-compressed at level 1.
+
+    A state repeats its conversation's messages, so uncompressed it would add a
+    fifth to a long conversation's file; compressed, a few percent (about ten
+    times smaller for the benches' turns), for some 20 ms per 100,000 events
+    each way.
+    """
+    return zlib.compress(_ENCODER.encode(state), 1)
 
 
 def decode_state(data: bytes) -> ConversationState | None:
@@ -84,10 +92,14 @@ def decode_state(data: bytes) -> ConversationState | None:
     conversation's state is hundreds of thousands of acyclic objects, and the
     collections their allocation would trigger cost more than the decoding.
     """
+    try:
+        raw = zlib.decompress(data)
+    except (zlib.error, TypeError):
+        return None
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _DECODER.decode(data)
+        return _DECODER.decode(raw)
     except (msgspec.DecodeError, ValueError, TypeError):
         return None
     finally:
