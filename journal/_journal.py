@@ -18,8 +18,8 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._open import open_journal
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
-from ._schema import Extension, check_extensions, check_schema, open_schema
-from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._schema import COMPACT_HASHES_FROM, Extension, check_extensions, check_schema, open_schema
+from ._snapshots import WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -31,6 +31,7 @@ from ._sqlite import (
     is_constraint,
     translate,
 )
+from ._statements import statements, stored_events
 from ._types import (
     BadEvent,
     Head,
@@ -60,42 +61,12 @@ if TYPE_CHECKING:
 __all__ = ["Journal", "connect_readonly"]
 
 _MAX_SEQ = 2**63 - 1
-_COLUMNS = "position, stream_id, seq, type, version, recorded_at, payload, prev_hash, hash"
 _INSERT = (
     "INSERT INTO events (stream_id, seq, type, version, recorded_at, payload, prev_hash, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
-_HEAD = "SELECT seq, hash FROM events WHERE stream_id = ? ORDER BY seq DESC LIMIT 1"
-_HASH_AT = "SELECT hash FROM events WHERE stream_id = ? AND seq = ?"
-_READ = (
-    f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND seq BETWEEN ? AND ? "
-    "ORDER BY seq {order} LIMIT ?"
-)
-_READ_FORWARD = _READ.format(order="ASC")
-_READ_BACKWARD = _READ.format(order="DESC")
-_LAST_EVENT = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? ORDER BY seq DESC LIMIT 1"
-_READ_ALL = (
-    f"SELECT {_COLUMNS} FROM events WHERE position > ? AND position <= ? {{types}} "
-    "ORDER BY position LIMIT ?"
-)
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
-_HEADS = "SELECT stream_id, max(seq), hash FROM events GROUP BY stream_id ORDER BY stream_id"
-_STREAMS = """
-    SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
-           l.parent_stream_id, l.parent_seq
-    FROM (
-        SELECT stream_id, min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events,
-               max(position) AS last_position
-        FROM events {where} GROUP BY stream_id
-    ) AS g
-    JOIN events AS a ON a.stream_id = g.stream_id AND a.seq = g.first_seq
-    JOIN events AS z ON z.stream_id = g.stream_id AND z.seq = g.last_seq
-    LEFT JOIN stream_links AS l ON l.stream_id = g.stream_id
-    ORDER BY g.last_position DESC
-"""
-_ALL_STREAMS = _STREAMS.format(where="")
-_ONE_STREAM = _STREAMS.format(where="WHERE stream_id = ?")
 
 
 class Journal:
@@ -141,7 +112,8 @@ class Journal:
         self._extensions = tuple(extensions)
         self._hooks = tuple((e.name, e.on_append) for e in extensions if e.on_append is not None)
         if self.readonly:
-            self._conn = connect_readonly(self.path, extensions=extensions)
+            self._conn, version = _open_readonly(self.path, extensions, True)
+            self._sql = statements(version >= COMPACT_HASHES_FROM)
             self._cursor = self._conn.cursor()
             self._thread = threading.get_ident()
             return
@@ -154,6 +126,7 @@ class Journal:
             if isinstance(exc, sqlite3.Error):
                 raise translate(exc, self.path, "opening the journal") from exc
             raise
+        self._sql = statements(True)  # opened to write: migrated to the current schema
         self._cursor = self._conn.cursor()
         self._thread = threading.get_ident()
 
@@ -295,7 +268,7 @@ class Journal:
         parent: tuple[str, int] | None,
     ) -> str:
         if parent is not None:
-            row = self._cursor.execute(_HASH_AT, parent).fetchone()
+            row = self._cursor.execute(self._sql.hash_at, parent).fetchone()
             if row is None:
                 raise EventNotFoundError(
                     f"cannot fork stream {stream_id!r} from {parent[0]!r} at seq {parent[1]}: "
@@ -306,7 +279,7 @@ class Journal:
             return GENESIS_HASH  # if the stream exists, the UNIQUE key refuses seq 1
         if head is not None and head[0] == expected_seq:
             return head[1]  # a concurrent writer is still caught by the UNIQUE key
-        row = self._cursor.execute(_HEAD, (stream_id,)).fetchone()
+        row = self._cursor.execute(self._sql.head, (stream_id,)).fetchone()
         if row is None or row[0] != expected_seq:
             raise self._stale(stream_id, expected_seq, row)
         self._heads[stream_id] = row
@@ -315,11 +288,12 @@ class Journal:
     def _insert(self, rows: list[Row], stream_id: str, parent: tuple[str, int] | None) -> int:
         """Insert the rows (and the fork link); return the last row's position."""
         cursor = self._cursor
-        if len(rows) == 1:
-            cursor.execute(_INSERT, rows[0])
+        stored = [(*row[:6], bytes.fromhex(row[6]), bytes.fromhex(row[7])) for row in rows]
+        if len(stored) == 1:
+            cursor.execute(_INSERT, stored[0])
             last_position = cursor.lastrowid
         else:
-            cursor.executemany(_INSERT, rows)
+            cursor.executemany(_INSERT, stored)
             # Under the write lock, SQLite gives each new row max(position) + 1, so the
             # batch's positions are consecutive and end at the last inserted rowid.
             last_position = cursor.execute("SELECT last_insert_rowid()").fetchone()[0]
@@ -346,7 +320,7 @@ class Journal:
     ) -> Exception:
         try:
             if is_constraint(exc, SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY):
-                head = self._conn.execute(_HEAD, (stream_id,)).fetchone()
+                head = self._conn.execute(self._sql.head, (stream_id,)).fetchone()
                 return self._stale(stream_id, expected_seq, head)
             if is_constraint(exc, SQLITE_CONSTRAINT_CHECK):
                 index = next(
@@ -379,14 +353,14 @@ class Journal:
         consumed: memory does not grow with the stream.
         """
         upto = _MAX_SEQ if to_seq is None else to_seq
-        sql = _READ_BACKWARD if reverse else _READ_FORWARD
+        sql = self._sql.read_backward if reverse else self._sql.read_forward
         params = (stream_id, from_seq, upto, _sql_limit(limit, f"reading stream {stream_id!r}"))
         return self._events(sql, params, f"reading stream {stream_id!r}")
 
     def last_event(self, stream_id: str) -> StoredEvent | None:
         """The stream's newest event, or ``None`` when it has none (as :meth:`read` is empty)."""
-        row = self._fetchone(_LAST_EVENT, (stream_id,), f"reading stream {stream_id!r}")
-        return None if row is None else StoredEvent(*row)
+        row = self._fetchone(self._sql.last_event, (stream_id,), f"reading stream {stream_id!r}")
+        return None if row is None else next(stored_events((row,), self._sql.compact))
 
     def read_all(
         self,
@@ -406,7 +380,7 @@ class Journal:
         where = "" if types is None else f"AND type IN ({', '.join('?' * len(kinds))})"
         params = (after_position, _MAX_SEQ if until is None else until, *kinds,
                   _sql_limit(limit, "reading all events"))
-        return self._events(_READ_ALL.format(types=where), params, "reading all events")
+        return self._events(self._sql.read_all.format(types=where), params, "reading all events")
 
     def last_position(self) -> int:
         """The newest event's global position, 0 for an empty journal (one index lookup)."""
@@ -422,7 +396,7 @@ class Journal:
         try:
             for ancestor, upto in self._ancestry(stream_id, to_seq):
                 yield from self._events(
-                    _READ_FORWARD, (ancestor, 1, upto, -1), f"reading {ancestor!r}")
+                    self._sql.read_forward, (ancestor, 1, upto, -1), f"reading {ancestor!r}")
         except sqlite3.Error as exc:
             raise translate(exc, self.path, f"reading the lineage of {stream_id!r}") from exc
 
@@ -445,32 +419,32 @@ class Journal:
 
     def _events(self, sql: str, params: tuple, action: str) -> Iterator[StoredEvent]:
         try:
-            yield from starmap(StoredEvent, self._conn.execute(sql, params))
+            yield from stored_events(self._conn.execute(sql, params), self._sql.compact)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
 
     def streams(self) -> Iterator[StreamInfo]:
         """Iterate over every stream's summary, the most recently appended first."""
         try:
-            yield from starmap(StreamInfo, self._conn.execute(_ALL_STREAMS))
+            yield from starmap(StreamInfo, self._conn.execute(self._sql.all_streams))
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "listing streams") from exc
 
     def stream(self, stream_id: str) -> StreamInfo:
         """One stream's summary; :class:`StreamNotFoundError` if it has no events."""
-        row = self._fetchone(_ONE_STREAM, (stream_id,), f"reading stream {stream_id!r}")
+        row = self._fetchone(self._sql.one_stream, (stream_id,), f"reading stream {stream_id!r}")
         if row is None:
             raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
         return StreamInfo(*row)
 
     def last_seq(self, stream_id: str) -> int:
         """The stream's last seq, 0 if it has no events."""
-        row = self._fetchone(_HEAD, (stream_id,), f"reading stream {stream_id!r}")
+        row = self._fetchone(self._sql.head, (stream_id,), f"reading stream {stream_id!r}")
         return 0 if row is None else row[0]
 
     def hash_at(self, stream_id: str, seq: int) -> str:
         """The hash of the event at ``(stream_id, seq)``; :class:`EventNotFoundError` if none."""
-        row = self._fetchone(_HASH_AT, (stream_id, seq), f"reading stream {stream_id!r}")
+        row = self._fetchone(self._sql.hash_at, (stream_id, seq), f"reading stream {stream_id!r}")
         if row is None:
             raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
         return row[0]
@@ -486,7 +460,7 @@ class Journal:
         it is has none.
         """
         try:
-            row = self._conn.execute(READ_SNAPSHOT, (stream_id, kind)).fetchone()
+            row = self._conn.execute(self._sql.read_snapshot, (stream_id, kind)).fetchone()
         except sqlite3.OperationalError as exc:
             if self.readonly and "no such table: snapshots" in str(exc):
                 return None
@@ -518,7 +492,7 @@ class Journal:
             raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
         try:
             written = self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
-            row = self._conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
+            row = self._conn.execute(self._sql.hash_at, (stream_id, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
         if not written or row is None:
@@ -550,7 +524,7 @@ class Journal:
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         try:
-            report = verify_chains(self._conn, stream_id, progress)
+            report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
             found = tuple(
@@ -571,7 +545,7 @@ class Journal:
     def heads(self) -> list[Head]:
         """Every stream's last seq and hash, ordered by stream id."""
         try:
-            return list(starmap(Head, self._conn.execute(_HEADS)))
+            return list(starmap(Head, self._conn.execute(self._sql.heads)))
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "reading heads") from exc
 
@@ -581,7 +555,7 @@ class Journal:
         A stream that merely grew since is fine.
         """
         try:
-            return check_heads(self._conn, heads)
+            return check_heads(self._conn, heads, compact=self._sql.compact)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "checking heads") from exc
 
@@ -599,17 +573,23 @@ def connect_readonly(
     read-only mount can be read; :class:`JournalNotFoundError` for a missing file,
     :class:`NotAJournalError` for an empty or foreign one, :class:`SchemaTooNewError`.
     """
-    path = os.fspath(path)
+    return _open_readonly(os.fspath(path), extensions, check_same_thread)[0]
+
+
+def _open_readonly(
+    path: str, extensions: Sequence[Extension], check_same_thread: bool
+) -> tuple[sqlite3.Connection, int]:
+    """:func:`connect_readonly`, and the journal's core schema version."""
     check_existing(path)
     conn = _connect_readonly(path, check_same_thread=check_same_thread)
     try:
-        check_schema(Database(conn), path, extensions)
+        version = check_schema(Database(conn), path, extensions)
     except BaseException as exc:
         conn.close()
         if isinstance(exc, sqlite3.Error):
             raise translate(exc, path, "opening the journal for reading") from exc
         raise
-    return conn
+    return conn, version
 
 
 def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:

@@ -82,8 +82,12 @@ def _create_v2(conn: psycopg.Connection) -> None:
     )""")
 
 
+def _create_v3(conn: psycopg.Connection) -> None:
+    """Nothing: SQLite's version 3 stores hashes as 32-byte BLOBs; PostgreSQL keeps hex text."""
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
-    (1, _create_v1), (2, _create_v2)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"

@@ -50,7 +50,7 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
-from ._verify import check_heads_in, verify_source
+from ._verify import TEXT_TYPES, check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
     InvalidAppendError,
@@ -92,7 +92,7 @@ _READ_ALL = (f"SELECT {_COLUMNS} FROM events WHERE position > %s AND position <=
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _HEADS = ("SELECT DISTINCT ON (stream_id) stream_id, seq, hash FROM events "
           "ORDER BY stream_id, seq DESC")
-_READ_SNAPSHOT = READ_SNAPSHOT.replace("?", "%s")
+_READ_SNAPSHOT = READ_SNAPSHOT.format(hash="s.hash").replace("?", "%s")
 _WRITE_SNAPSHOT = WRITE_SNAPSHOT.replace("?", "%s")
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = %s"
 _STREAMS = """
@@ -506,6 +506,8 @@ class PostgresJournal:
 
 class _PgChains:
     """A PostgreSQL connection as a ``ChainSource`` (rows: inside a transaction, for the cursors)."""
+
+    expected_types = TEXT_TYPES  # PostgreSQL keeps hashes as hex text
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn

@@ -19,11 +19,13 @@ from .errors import EventNotFoundError, InvalidAppendError
 __all__ = ["READ_SNAPSHOT", "WRITE_SNAPSHOT", "check_snapshot", "links_hold"]
 
 READ_SNAPSHOT = (
-    "SELECT s.seq, s.hash, s.data FROM snapshots AS s "
+    "SELECT s.seq, {hash}, s.data FROM snapshots AS s "
     "JOIN events AS e ON e.stream_id = s.stream_id AND e.seq = s.seq AND e.hash = s.hash "
     "WHERE s.stream_id = ? AND s.kind = ?"
 )
-"""The stream's snapshot of a kind, only while its event at the snapshot's seq has its hash."""
+"""The stream's snapshot of a kind, only while its event at the snapshot's seq has its hash.
+
+``{hash}``: the SQL for ``s.hash`` as hex text (SQLite stores it as bytes)."""
 
 WRITE_SNAPSHOT = (
     "INSERT INTO snapshots (stream_id, kind, seq, hash, data) "

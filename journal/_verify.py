@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ._hashing import GENESIS_HASH, hash_encoded
 from ._lineage import find_loop
+from ._statements import hex_of
 from ._types import BadEvent, Head, VerifyReport
 
 __all__ = [
@@ -27,18 +28,28 @@ __all__ = [
 
 _COLUMNS = ("stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash")
 _TYPES = ("text", "integer", "text", "integer", "text", "text", "text", "text")
-_EXPECTED_TYPES = ",".join(_TYPES)
-# Text as its stored bytes, numbers only when they are integers (else NULL), and every
-# column's storage type: Python never decodes or trusts what an edit may have stored.
-_CHAIN_COLUMNS = (
-    ", ".join(f"CAST({c} AS BLOB)" if t == "text" else f"iif(typeof({c}) = 'integer', {c}, NULL)"
-              for c, t in zip(_COLUMNS, _TYPES))
-    + ", " + " || ',' || ".join(f"typeof({c})" for c in _COLUMNS)
-)
-_ALL_CHAINS = f"SELECT {_CHAIN_COLUMNS} FROM events ORDER BY stream_id, seq"
-_SEGMENT = f"SELECT {_CHAIN_COLUMNS} FROM events WHERE stream_id = ? AND seq <= ? ORDER BY seq"
+_HASHES = ("prev_hash", "hash")
+TEXT_TYPES = ",".join(_TYPES)
+"""The columns' storage types in a journal that stores hashes as hex text."""
+COMPACT_TYPES = ",".join("blob" if c in _HASHES else t for c, t in zip(_COLUMNS, _TYPES))
+"""The columns' storage types in a journal that stores hashes as 32-byte BLOBs (schema 3)."""
+
+
+def _chain_columns(compact: bool) -> str:
+    """Text as its stored bytes (a BLOB hash as its hex), numbers only when they are
+    integers (else NULL), and every column's storage type: Python never decodes or
+    trusts what an edit may have stored."""
+    def value(column: str, kind: str) -> str:
+        if kind != "text":
+            return f"iif(typeof({column}) = 'integer', {column}, NULL)"
+        if compact and column in _HASHES:
+            return f"CAST(lower(hex({column})) AS BLOB)"
+        return f"CAST({column} AS BLOB)"
+    return (", ".join(value(c, t) for c, t in zip(_COLUMNS, _TYPES))
+            + ", " + " || ',' || ".join(f"typeof({c})" for c in _COLUMNS))
+
+
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
-_HASH_AT = "SELECT hash FROM events WHERE stream_id = ? AND seq = ?"
 _LAST_SEQ = "SELECT max(seq) FROM events WHERE stream_id = ?"
 _ORPHAN_LINKS = """
     SELECT stream_id FROM stream_links AS l
@@ -56,10 +67,13 @@ class ChainSource(Protocol):
     """What :func:`verify_source` and :func:`check_heads_in` read, whatever stores the events.
 
     Rows are ``(stream_id, seq, type, version, recorded_at, payload, prev_hash, hash,
-    types)``: text columns as their stored UTF-8 bytes, numbers as ints (``None``
-    when not an integer), and ``types`` the columns' storage types joined by commas
-    (``text,integer,...`` when nothing was edited), ordered by stream then seq.
+    types)``: text columns as their stored UTF-8 bytes (hashes as their hex), numbers
+    as ints (``None`` when not an integer), and ``types`` the columns' storage types
+    joined by commas, ordered by stream then seq. ``expected_types`` is ``types`` when
+    nothing was edited (``text,integer,...``).
     """
+
+    expected_types: str
 
     def all_rows(self) -> Iterable[tuple]:
         """Every stream's rows."""
@@ -91,24 +105,29 @@ class ChainSource(Protocol):
 
 
 class _SqliteChains:
-    """A SQLite connection as a :class:`ChainSource`."""
+    """A SQLite connection as a :class:`ChainSource` (``compact``: hashes stored as BLOBs)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, compact: bool) -> None:
         self.conn = conn
+        self.expected_types = COMPACT_TYPES if compact else TEXT_TYPES
+        columns = _chain_columns(compact)
+        hash_ = hex_of("hash", compact)
+        self._all = f"SELECT {columns} FROM events ORDER BY stream_id, seq"
+        self._segment = f"SELECT {columns} FROM events WHERE stream_id = ? AND seq <= ? ORDER BY seq"
+        self._hash_at = f"SELECT {hash_} FROM events WHERE stream_id = ? AND seq = ?"
+        self._hash_bytes = f"SELECT CAST({hash_} AS BLOB) FROM events WHERE stream_id = ? AND seq = ?"
 
     def all_rows(self) -> Iterable[tuple]:
-        return self.conn.execute(_ALL_CHAINS)
+        return self.conn.execute(self._all)
 
     def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
-        return self.conn.execute(_SEGMENT, (stream_id, upto))
+        return self.conn.execute(self._segment, (stream_id, upto))
 
     def link(self, stream_id: str) -> tuple[str, int] | None:
         return link_of(self.conn, stream_id)
 
     def hash_bytes(self, stream_id: str, seq: int) -> bytes | None:
-        row = self.conn.execute(
-            "SELECT CAST(hash AS BLOB) FROM events WHERE stream_id = ? AND seq = ?", (stream_id, seq)
-        ).fetchone()
+        row = self.conn.execute(self._hash_bytes, (stream_id, seq)).fetchone()
         return None if row is None else row[0]
 
     def orphan_link(self, stream_id: str | None) -> str | None:
@@ -120,7 +139,7 @@ class _SqliteChains:
         return None if row is None else row[0]
 
     def hash_at(self, stream_id: str, seq: int) -> str | None:
-        row = self.conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
+        row = self.conn.execute(self._hash_at, (stream_id, seq)).fetchone()
         return None if row is None else row[0]
 
     def last_seq(self, stream_id: str) -> int | None:
@@ -133,10 +152,14 @@ def link_of(conn: sqlite3.Connection, stream_id: str) -> tuple[str, int] | None:
 
 
 def verify_chains(
-    conn: sqlite3.Connection, stream_id: str | None, progress: Progress | None = None
+    conn: sqlite3.Connection,
+    stream_id: str | None,
+    progress: Progress | None = None,
+    *,
+    compact: bool = True,
 ) -> VerifyReport:
-    """:func:`verify_source` over a SQLite journal's connection."""
-    return verify_source(_SqliteChains(conn), stream_id, progress)
+    """:func:`verify_source` over a SQLite journal's connection (``compact``: schema 3 on)."""
+    return verify_source(_SqliteChains(conn, compact), stream_id, progress)
 
 
 def verify_source(
@@ -200,17 +223,19 @@ def _check(source: ChainSource, rows: Iterable[tuple]) -> tuple[int, BadEvent | 
     expected_seq = 0
     prev = b""
     start_reason = ""
+    expected_types = source.expected_types
     for raw_sid, seq, type_, version, recorded_at, payload, prev_hash, stored, types in rows:
         if raw_sid != current:
             current, expected_seq = raw_sid, 1
             name = _name(raw_sid)
             if type(raw_sid) is not bytes or name is None:
-                return checked + 1, BadEvent(_shown(raw_sid), 1, _type_problem(types, raw_sid))
+                return checked + 1, BadEvent(_shown(raw_sid), 1,
+                                             _type_problem(types, source.expected_types))
             prev, start_reason = _chain_start(source, name)
         checked += 1
-        if types != _EXPECTED_TYPES or not _utf8(type_, recorded_at, payload, prev_hash, stored):
+        if types != expected_types or not _utf8(type_, recorded_at, payload, prev_hash, stored):
             return checked, BadEvent(name, seq if type(seq) is int else expected_seq,
-                                     _type_problem(types, raw_sid))
+                                     _type_problem(types, expected_types))
         if seq != expected_seq:
             return checked, BadEvent(name, expected_seq,
                                      f"seq {expected_seq} missing (next stored is seq {seq})")
@@ -252,9 +277,9 @@ def _utf8(*fields: bytes) -> bool:
     return True
 
 
-def _type_problem(types: str | None, raw_sid: object) -> str:
+def _type_problem(types: str | None, expected_types: str) -> str:
     found = (types or "").split(",")
-    for column, expected, actual in zip(_COLUMNS, _TYPES, found):
+    for column, expected, actual in zip(_COLUMNS, expected_types.split(","), found):
         if actual != expected:
             return (f"{column} is stored as {actual.upper()}, not {expected.upper()} "
                     "(the row was edited outside turnlog)")
@@ -279,9 +304,11 @@ def _chain_start(source: ChainSource, stream_id: str) -> tuple[bytes, str]:
     )
 
 
-def check_heads(conn: sqlite3.Connection, heads: Iterable[Head]) -> list[BadEvent]:
+def check_heads(
+    conn: sqlite3.Connection, heads: Iterable[Head], *, compact: bool = True
+) -> list[BadEvent]:
     """:func:`check_heads_in` over a SQLite journal's connection."""
-    return check_heads_in(_SqliteChains(conn), heads)
+    return check_heads_in(_SqliteChains(conn, compact), heads)
 
 
 def check_heads_in(source: ChainSource, heads: Iterable[Head]) -> list[BadEvent]:

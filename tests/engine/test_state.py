@@ -60,11 +60,13 @@ def test_the_result_shape_of_the_reference_is_in_the_state():
 
 def _insert_raw(db_path, type_, payload):
     con = sqlite3.connect(db_path)
-    prev = con.execute("SELECT hash FROM events WHERE stream_id='c' ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    prev = con.execute("SELECT lower(hex(hash)) FROM events WHERE stream_id='c' "
+                       "ORDER BY seq DESC LIMIT 1").fetchone()[0]
     stamp = "2026-01-01T00:00:00.000000Z"
     con.execute("INSERT INTO events (stream_id, seq, type, version, recorded_at, payload, prev_hash, hash) "
                 "VALUES ('c', 2, ?, 1, ?, ?, ?, ?)",
-                (type_, stamp, payload, prev, event_hash(prev, "c", 2, type_, 1, stamp, payload)))
+                (type_, stamp, payload, bytes.fromhex(prev),
+                 bytes.fromhex(event_hash(prev, "c", 2, type_, 1, stamp, payload))))
     con.commit()
     con.close()
 

@@ -19,7 +19,7 @@ from journal import (
     Snapshot,
 )
 
-from .conftest import event, events, raw_rows
+from .conftest import event, events, raw_rows, write_old_journal
 
 
 def test_a_written_snapshot_reads_back_with_the_events_hash(journal):
@@ -129,30 +129,21 @@ def test_a_snapshot_whose_recorded_hash_was_edited_is_hidden(journal_path):
         assert j.read_snapshot("s", "a") is None
 
 
-def _as_schema_1(path) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE snapshots")
-    conn.execute("UPDATE _turnlog_meta SET value = '1' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
-
-
 def test_a_schema_1_journal_reads_as_it_is_and_migrates_when_opened_to_write(journal_path):
-    with Journal(journal_path) as j:
-        j.append("s", events(2), 0)
-        heads = j.heads()
-    _as_schema_1(journal_path)
+    write_old_journal(journal_path, 1, [("s", events(2), None)])
     with Journal(journal_path, readonly=True) as reader:  # no migration needed to read
         assert reader.read_snapshot("s", "a") is None
-        assert reader.heads() == heads
+        heads = reader.heads()
+        assert reader.verify().ok
     with Journal(journal_path) as writer:
         writer.write_snapshot("s", "a", 2, b"x")
         assert writer.verify().ok and writer.heads() == heads
+        assert writer.read_snapshot("s", "a").hash == heads[0].hash
     conn = sqlite3.connect(journal_path)
     version = conn.execute(
         "SELECT value FROM _turnlog_meta WHERE key = 'schema_version'").fetchone()[0]
     conn.close()
-    assert version == str(SCHEMA_VERSION) == "2"
+    assert version == str(SCHEMA_VERSION) == "3"
 
 
 def test_a_fork_whose_parent_was_rewritten_at_the_fork_point_hides_its_snapshot(journal_path):

@@ -203,7 +203,7 @@ def test_check_heads_finds_a_consistently_rewritten_chain_that_verify_cannot(ori
     forged = event_hash(old.prev_hash, "b", 2, old.type, old.version, old.recorded_at, '{"n":666}')
     copy = tampered(
         original,
-        f"UPDATE events SET payload = '{{\"n\":666}}', hash = '{forged}' "
+        f"UPDATE events SET payload = '{{\"n\":666}}', hash = X'{forged}' "
         "WHERE stream_id = 'b' AND seq = 2",
     )
 
@@ -289,7 +289,20 @@ def test_a_column_stored_with_another_type_is_a_bad_event(original, column, valu
                     f"UPDATE events SET {column} = {value.format(c=column)} "
                     "WHERE stream_id = 'a' AND seq = 3")
 
-    assert_reported(copy, unchanged=value == "{c} || ''")
+    # the same bytes with the same type: text || '' for text (and integer) columns,
+    # CAST(… AS BLOB) for the hashes, which are stored as 32-byte BLOBs
+    same = "CAST({c} AS BLOB)" if column in ("prev_hash", "hash") else "{c} || ''"
+    assert_reported(copy, unchanged=value == same)
+
+
+@pytest.mark.parametrize("column", ["prev_hash", "hash"])
+def test_a_hash_stored_as_its_hex_text_is_reported_as_stored_with_another_type(original, column):
+    copy = tampered(original, f"UPDATE events SET {column} = lower(hex({column})) "
+                              "WHERE stream_id = 'a' AND seq = 3")
+
+    bad = first_bad(copy, "a")
+    assert (bad.seq, bad.reason) == (
+        3, f"{column} is stored as TEXT, not BLOB (the row was edited outside turnlog)")
 
 
 def assert_reported(copy: Path, unchanged: bool = False) -> None:
@@ -351,3 +364,13 @@ def test_the_cli_repro_a_fork_whose_parent_was_edited_no_longer_verifies(tmp_pat
     assert result.exit_code == 1
     bad = json.loads(result.output)["first_bad"]
     assert (bad["conversation_id"], bad["seq"]) == (cid, 1)
+
+
+def test_reading_an_event_whose_hash_was_stored_as_text_is_a_typed_error_naming_it(original):
+    copy = tampered(original, "UPDATE events SET hash = lower(hex(hash)) "
+                              "WHERE stream_id = 'a' AND seq = 3")
+
+    with Journal(copy) as journal:
+        assert [e.seq for e in journal.read("a", 1, 2)] == [1, 2]
+        with pytest.raises(CorruptEventError, match="stream 'a' seq 3: its hashes are stored as"):
+            list(journal.read("a"))
