@@ -10,6 +10,7 @@ completely or not at all, and two processes opening it at once cannot both migra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -141,53 +142,65 @@ def _create_v2(db: Database) -> None:
     db.execute(_SNAPSHOTS_V2)
 
 
-# Version 1's table with both hashes declared as BLOBs (nothing else changes).
-_EVENTS_V3 = _EVENTS_V1.replace("prev_hash TEXT", "prev_hash BLOB").replace(
-    "\n    hash TEXT", "\n    hash BLOB")
-assert _EVENTS_V3.count("BLOB NOT NULL") == 2
-
 # Every view and trigger (a trigger elsewhere may read ``events``) and the indexes on
 # ``events``: dropped while the table is rebuilt, then created again as they were.
 _DEPENDENTS = """SELECT type, name, tbl_name, sql FROM sqlite_master
     WHERE sql IS NOT NULL AND (type IN ('view', 'trigger') OR (type = 'index' AND tbl_name = 'events'))
     ORDER BY rowid"""
 
+_HASH_COLUMN = re.compile(r"\b(prev_hash|hash) (?:TEXT|BLOB)\b")
+_EVENTS_TABLE = re.compile(r'CREATE TABLE "?events"? ?\(')
 
-def _unhex(text: object) -> object:
-    """A stored hex hash as its 32 bytes; anything else (an edit) is kept as it is, for verify."""
-    if type(text) is str and len(text) == 64 and text == text.lower():
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            pass
-    return text
+
+def _unhex(column: str) -> str:
+    """SQL for ``column`` as its 32 bytes when it holds lower-case hex text, else as it is:
+    an edited hash (another type, other text, bytes that are not UTF-8) is copied
+    untouched, so ``verify`` still reports it."""
+    return (f"CASE WHEN typeof({column}) = 'text' AND length({column}) = 64 "
+            f"AND {column} NOT GLOB '*[^0-9a-f]*' THEN turnlog_unhex({column}) ELSE {column} END")
 
 
 def _create_v3(db: Database) -> None:
     """Hashes as 32-byte BLOBs instead of 64-character hex: 128 bytes less per event.
 
     The chain's definition and values do not change (it hashes the hex text, which
-    reads give back as before). ``events`` is rebuilt, keeping every row and
-    position; its triggers, indexes and every view come back unchanged. A hash that
-    is not lower-case hex (edited outside turnlog) is copied as it is, so ``verify``
-    still reports it.
+    reads give back as before). ``events`` is rebuilt from its own definition with
+    both hash columns declared BLOB, keeping every row, position and column; its
+    triggers and indexes and every view come back unchanged, and the triggers of
+    other tables are not run. Rows are copied as they are stored, an edited one
+    too (a payload that is not JSON included), so ``verify`` still reports them.
     """
     conn = db.conn
+    [table_sql] = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
+    new_sql, replaced = _HASH_COLUMN.subn(r"\1 BLOB", table_sql)
+    new_sql, named = _EVENTS_TABLE.subn("CREATE TABLE events_v3 (", new_sql, count=1)
+    # turnlog's own table: its key, its unique (stream, seq) and both hash columns
+    if (replaced != 2 or not named or "position INTEGER PRIMARY KEY" not in table_sql
+            or "UNIQUE (stream_id, seq)" not in table_sql):
+        raise NotAJournalError(
+            "cannot migrate the journal to schema 3: its events table is not turnlog's "
+            f"({table_sql!r})")
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(events)")]
+    names = ", ".join(f'"{c}"' for c in columns)
+    values = ", ".join(_unhex(c) if c in ("prev_hash", "hash") else f'"{c}"' for c in columns)
     dependents = conn.execute(_DEPENDENTS).fetchall()
     for kind, name, table, _sql in reversed(dependents):
         if kind == "view" or (kind == "trigger" and table != "events"):
             conn.execute(f'DROP {kind.upper()} "{name}"')
-    conn.create_function("turnlog_unhex", 1, _unhex, deterministic=True)
-    conn.execute(_EVENTS_V3.replace("CREATE TABLE events", "CREATE TABLE events_v3", 1))
-    conn.execute(
-        "INSERT INTO events_v3 SELECT position, stream_id, seq, type, version, recorded_at, "
-        "payload, turnlog_unhex(prev_hash), turnlog_unhex(hash) FROM events ORDER BY position"
-    )
+    conn.create_function("turnlog_unhex", 1, bytes.fromhex, deterministic=True)
+    conn.execute(new_sql)
+    conn.execute("PRAGMA ignore_check_constraints = ON")
+    try:
+        conn.execute(f"INSERT INTO events_v3 ({names}) "
+                     f"SELECT {values} FROM events ORDER BY position")
+    finally:
+        conn.execute("PRAGMA ignore_check_constraints = OFF")
     conn.execute("DROP TABLE events")
     conn.execute("ALTER TABLE events_v3 RENAME TO events")
+    conn.execute(f"UPDATE snapshots SET hash = {_unhex('hash')}")
     for _kind, _name, _table, sql in dependents:
         conn.execute(sql)
-    conn.execute("UPDATE snapshots SET hash = turnlog_unhex(hash)")
 
 
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [

@@ -38,15 +38,30 @@ COMPACT_TYPES = ",".join("blob" if c in _HASHES else t for c, t in zip(_COLUMNS,
 def _chain_columns(compact: bool) -> str:
     """Text as its stored bytes (a BLOB hash as its hex), numbers only when they are
     integers (else NULL), and every column's storage type: Python never decodes or
-    trusts what an edit may have stored."""
+    trusts what an edit may have stored.
+
+    Not ``compact`` (a handle that opened the journal before schema 3), a hash stored
+    as 32 bytes counts as its hex text: a writer may have migrated the file since.
+    """
     def value(column: str, kind: str) -> str:
         if kind != "text":
             return f"iif(typeof({column}) = 'integer', {column}, NULL)"
-        if compact and column in _HASHES:
-            return f"CAST(lower(hex({column})) AS BLOB)"
+        if column in _HASHES:
+            if compact:
+                return f"CAST(lower(hex({column})) AS BLOB)"
+            return f"CAST(iif({_bytes32(column)}, lower(hex({column})), {column}) AS BLOB)"
         return f"CAST({column} AS BLOB)"
+
+    def storage(column: str) -> str:
+        if column in _HASHES and not compact:
+            return f"iif({_bytes32(column)}, 'text', typeof({column}))"
+        return f"typeof({column})"
     return (", ".join(value(c, t) for c, t in zip(_COLUMNS, _TYPES))
-            + ", " + " || ',' || ".join(f"typeof({c})" for c in _COLUMNS))
+            + ", " + " || ',' || ".join(storage(c) for c in _COLUMNS))
+
+
+def _bytes32(column: str) -> str:
+    return f"typeof({column}) = 'blob' AND length({column}) = 32"
 
 
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"

@@ -10,9 +10,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from journal import Extension, Journal, NewEvent, ReadOnlyJournalError, event_hash
+from journal import (
+    Extension,
+    Journal,
+    NewEvent,
+    NotAJournalError,
+    ReadOnlyJournalError,
+    event_hash,
+)
 
-from .conftest import events, write_old_journal
+from .conftest import events, file_digest, write_old_journal
 
 
 def _install(db, from_version: int) -> None:
@@ -175,4 +182,83 @@ def test_a_reader_opened_before_a_writer_migrates_still_reads_hex_hashes(journal
         with Journal(journal_path):  # migrates under the open reader
             pass
         assert _everything(reader) == before
+        assert reader.verify().ok and reader.verify("grandchild").ok
+        assert reader.check_heads(before[1]) == []
         assert next(reader.read("root", 4, 4)).hash == before[1][2].hash
+
+
+_EDITS = ["CAST({c} AS BLOB)", "X'00ff'", "CAST(X'ff' AS TEXT)", "3.5", "'text'", "42", "{c} || ''",
+          "upper({c})"]
+
+
+@pytest.mark.parametrize("column", [
+    "stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash"])
+@pytest.mark.parametrize("edit", _EDITS)
+def test_an_old_journal_edited_in_any_way_migrates_and_still_reports_the_edit(
+        journal_path, column, edit):
+    write_old_journal(journal_path, 2, FAMILY)
+    conn = sqlite3.connect(journal_path)
+    conn.execute("PRAGMA ignore_check_constraints = ON")
+    conn.execute("DROP TRIGGER events_refuse_update")
+    conn.execute(f"UPDATE events SET {column} = {edit.format(c=column)} "
+                 "WHERE stream_id = 'root' AND seq = 3")
+    conn.commit()
+    conn.close()
+    with Journal(journal_path, readonly=True) as reader:
+        before = reader.verify("root")
+
+    with Journal(journal_path) as journal:  # the migration copies the edit as it is
+        after = journal.verify("root")
+    assert _schema(journal_path)[0] == "3"
+    assert after.ok is before.ok
+    if not before.ok:
+        assert (after.first_bad.stream_id, after.first_bad.seq) == ("root", 3)
+
+
+def test_the_migration_runs_no_trigger_of_another_table_and_keeps_added_columns(journal_path):
+    def install(db, from_version: int) -> None:
+        db.execute("ALTER TABLE events ADD COLUMN note TEXT")
+        db.execute("CREATE TRIGGER snapshots_frozen BEFORE UPDATE ON snapshots "
+                   "BEGIN SELECT RAISE(ABORT, 'snapshots are frozen'); END")
+
+    frozen = Extension(name="frozen", version=1, migrate=install)
+    write_old_journal(journal_path, 2, FAMILY, (frozen,))
+    conn = sqlite3.connect(journal_path)
+    [refuse] = conn.execute("SELECT sql FROM sqlite_master "
+                            "WHERE name = 'events_refuse_update'").fetchone()
+    conn.execute("DROP TRIGGER events_refuse_update")
+    conn.execute("UPDATE events SET note = 'kept' WHERE position = 1")
+    conn.execute(refuse)
+    conn.execute("INSERT INTO snapshots SELECT stream_id, 'k', seq, hash, X'2a' FROM events "
+                 "WHERE stream_id = 'root' AND seq = 2")
+    conn.commit()
+    conn.close()
+
+    with Journal(journal_path, extensions=(frozen,)) as journal:
+        assert journal.read_snapshot("root", "k").hash == journal.hash_at("root", 2)
+        assert journal.verify().ok
+    conn = sqlite3.connect(journal_path)
+    try:
+        assert conn.execute("SELECT note FROM events WHERE position = 1").fetchone() == ("kept",)
+        with pytest.raises(sqlite3.IntegrityError, match="frozen"):
+            conn.execute("UPDATE snapshots SET seq = 1")
+    finally:
+        conn.close()
+
+
+def test_an_old_journal_whose_events_table_was_replaced_is_refused_for_writing_untouched(
+        journal_path):
+    write_old_journal(journal_path, 2, FAMILY)
+    conn = sqlite3.connect(journal_path)
+    for statement in ("CREATE TABLE loose AS SELECT * FROM events", "DROP TABLE events",
+                      "ALTER TABLE loose RENAME TO events"):
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    before = file_digest(journal_path)
+
+    with pytest.raises(NotAJournalError, match="its events table is not turnlog's"):
+        Journal(journal_path)
+    assert file_digest(journal_path) == before
+    with Journal(journal_path, readonly=True) as reader:  # still read as it is
+        assert reader.verify().ok and len(list(reader.read_all())) == 9
