@@ -156,8 +156,20 @@ def _unhex(column: str) -> str:
     """SQL for ``column`` as its 32 bytes when it holds lower-case hex text, else as it is:
     an edited hash (another type, other text, bytes that are not UTF-8) is copied
     untouched, so ``verify`` still reports it."""
-    return (f"CASE WHEN typeof({column}) = 'text' AND length({column}) = 64 "
-            f"AND {column} NOT GLOB '*[^0-9a-f]*' THEN turnlog_unhex({column}) ELSE {column} END")
+    return (f"CASE WHEN typeof({column}) = 'text' "
+            f"THEN coalesce(turnlog_unhex(CAST({column} AS BLOB)), {column}) ELSE {column} END")
+
+
+def _hash_bytes(stored: bytes) -> bytes | None:
+    """``turnlog_unhex``: a stored hash's text (as bytes) as its 32 bytes, or ``None``
+    (keep the value) unless it is exactly 64 lower-case hex digits."""
+    if len(stored) != 64 or stored != stored.lower():
+        return None
+    try:
+        digest = bytes.fromhex(stored.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return digest if len(digest) == 32 else None
 
 
 def _create_v3(db: Database) -> None:
@@ -188,7 +200,7 @@ def _create_v3(db: Database) -> None:
     for kind, name, table, _sql in reversed(dependents):
         if kind == "view" or (kind == "trigger" and table != "events"):
             conn.execute(f'DROP {kind.upper()} "{name}"')
-    conn.create_function("turnlog_unhex", 1, bytes.fromhex, deterministic=True)
+    conn.create_function("turnlog_unhex", 1, _hash_bytes, deterministic=True)
     conn.execute(new_sql)
     conn.execute("PRAGMA ignore_check_constraints = ON")
     try:

@@ -262,3 +262,14 @@ def test_an_old_journal_whose_events_table_was_replaced_is_refused_for_writing_u
     assert file_digest(journal_path) == before
     with Journal(journal_path, readonly=True) as reader:  # still read as it is
         assert reader.verify().ok and len(list(reader.read_all())) == 9
+
+
+@given(digest=st.binary(min_size=32, max_size=32), other=st.binary(max_size=80))
+def test_only_a_hash_stored_as_its_lower_case_hex_is_converted(digest, other):
+    from journal._schema import _hash_bytes
+
+    assert _hash_bytes(digest.hex().encode()) == digest
+    converted = _hash_bytes(other)  # anything else is kept as it was (None)
+    assert converted is None or converted.hex().encode() == other
+    if any(c in "abcdef" for c in digest.hex()):
+        assert _hash_bytes(digest.hex().upper().encode()) is None
