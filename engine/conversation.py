@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from journal import JournalLockedError, JournalProtocol, ReadOnlyJournalError, StoredEvent
+from journal import JournalLockedError, JournalProtocol, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
@@ -98,21 +98,25 @@ class Conversation:
         return self.builder.state()
 
     def save_snapshot_if_due(self) -> bool:
-        """Save the state as the conversation's snapshot (``engine.snapshots``) when
-        ``SNAPSHOT_AFTER`` or more events were written since this writer's last one.
+        """Save the conversation's snapshot (``engine.snapshots``) when ``SNAPSHOT_AFTER``
+        or more events were written since this writer's last one.
 
         The loops call it when a run ends, so the next open (``resume``, ``send``,
-        ``show``) reads the state instead of refolding the run. A cache: a journal
-        that is locked by another writer or read-only is left alone. Returns whether
-        it saved.
+        ``show``) reads the state instead of refolding the run. The state saved is
+        folded from the journal (``refresh_snapshot``), exactly what an open would
+        fold, never this writer's in-memory one. A cache: a journal that is locked by
+        another writer or read-only, or a state that cannot be encoded, is left
+        alone. Returns whether it saved.
         """
         if self._staged or self.last_seq - self.snapshot_seq < snapshots.SNAPSHOT_AFTER:
             return False
         try:
-            snapshots.save_snapshot(self.journal, self.id, self.builder)
-        except (JournalLockedError, ReadOnlyJournalError):
+            saved = snapshots.refresh_snapshot(self.journal, self.id)
+        except JournalLockedError:
             return False
-        self.snapshot_seq = self.last_seq
+        if saved is None:
+            return False
+        self.snapshot_seq = saved.seq
         return True
 
     def append(self, *events: Event,

@@ -58,6 +58,7 @@ __all__ = [
     "ToolStarted",
     "TurnLimitReached",
     "UserMessage",
+    "check_json_data",
     "decode_event",
     "encode_event",
     "register_upcaster",
@@ -479,6 +480,18 @@ def with_valid_unicode(event: Event) -> Event:
         return event
     fields = tuple(sorted({*event.replaced, *updates}))
     return msgspec.structs.replace(event, replaced=fields, **updates)
+
+
+def check_json_data(value: Any) -> None:
+    """Raise ``TypeError`` unless ``value`` (builtins) encodes as an event's JSON does
+    (:func:`encode_event`: sorted keys, so every object key must be a string).
+
+    >>> check_json_data({"a": [1, 2.5, None]})
+    >>> check_json_data({1: "one"})
+    Traceback (most recent call last):
+    TypeError: Only dicts with str keys are supported when `order` is not `None`
+    """
+    _encoder.encode(value)
 
 
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:

@@ -43,7 +43,7 @@ from itertools import chain
 
 import msgspec
 
-from journal import JournalLockedError, JournalProtocol, ProjectionMismatch, Snapshot, StoredEvent
+from journal import JournalError, JournalProtocol, ProjectionMismatch, Snapshot, StoredEvent, TurnlogError
 
 from .errors import ConversationNotFound
 from .state import ConversationState, StateBuilder, fold_stored
@@ -55,6 +55,7 @@ __all__ = [
     "encode_state",
     "open_builder",
     "open_state",
+    "refresh_snapshot",
     "save_snapshot",
     "snapshot_kind",
 ]
@@ -120,7 +121,10 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
     From the snapshot when one holds (its seq at or before ``to_seq``), folding the
     events after it; else from the whole lineage. ``builder.seq`` is the last own
     seq folded: state and seq come from the same rows, so no writer committing
-    meanwhile can make the seq newer than the state. Raises ``ConversationNotFound``.
+    meanwhile can make the seq newer than the state. An open of the whole
+    conversation that folded ``SNAPSHOT_AFTER`` events or more saves a new snapshot
+    (:func:`save_snapshot`); one up to an earlier seq never replaces it with an
+    older one. Raises ``ConversationNotFound``.
     """
     opened = _open(journal, conversation_id, to_seq)
     return opened if isinstance(opened, StateBuilder) else StateBuilder(opened)
@@ -133,8 +137,18 @@ def open_state(journal: JournalProtocol, conversation_id: str,
     return opened.state() if isinstance(opened, StateBuilder) else opened
 
 
-def _open(journal: JournalProtocol, conversation_id: str,
-          to_seq: int | None) -> StateBuilder | ConversationState:
+def refresh_snapshot(journal: JournalProtocol, conversation_id: str) -> Snapshot | None:
+    """Save the conversation's state at its last event, folded from the journal (the
+    snapshot and the events after it): what any later open would fold, never a
+    writer's in-memory state. ``None`` when nothing was saved (see :func:`save_snapshot`)
+    or the snapshot already is at the last event."""
+    opened = _open(journal, conversation_id, None, save=False)
+    return save_snapshot(journal, conversation_id, opened) if isinstance(opened, StateBuilder) \
+        else None
+
+
+def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
+          save: bool = True) -> StateBuilder | ConversationState:
     folded = [0]
     saved = _from_snapshot(journal, conversation_id, to_seq)
     if saved is None:
@@ -149,11 +163,8 @@ def _open(journal: JournalProtocol, conversation_id: str,
         builder = fold_stored(_counted(chain([first], rows), folded), StateBuilder(saved))
     if not builder.seq:
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
-    if folded[0] >= SNAPSHOT_AFTER and builder.seq > base and not journal.readonly:
-        try:
-            save_snapshot(journal, conversation_id, builder)
-        except JournalLockedError:  # a cache: another writer holds the file, keep going
-            pass
+    if save and to_seq is None and folded[0] >= SNAPSHOT_AFTER and builder.seq > base:
+        save_snapshot(journal, conversation_id, builder)
     return builder
 
 
@@ -169,10 +180,24 @@ def _from_snapshot(journal: JournalProtocol, conversation_id: str,
 
 
 def save_snapshot(journal: JournalProtocol, conversation_id: str,
-                  builder: StateBuilder) -> Snapshot:
-    """Save the builder's state as the conversation's snapshot at ``builder.seq``."""
-    return journal.write_snapshot(conversation_id, snapshot_kind(), builder.seq,
-                                  encode_state(builder.state()))
+                  builder: StateBuilder) -> Snapshot | None:
+    """Save the builder's state as the conversation's snapshot at ``builder.seq``.
+
+    A cache, so never an error: ``None`` when it was not saved — a read-only journal,
+    one another writer holds locked or that refuses the write, or a state MessagePack
+    cannot hold (an integer beyond 64 bits in a tool's result, say); the next open
+    then folds the events.
+    """
+    if journal.readonly:
+        return None
+    try:
+        data = encode_state(builder.state())
+    except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
+        return None
+    try:
+        return journal.write_snapshot(conversation_id, snapshot_kind(), builder.seq, data)
+    except JournalError:
+        return None
 
 
 def check_snapshots(journal: JournalProtocol,
@@ -189,8 +214,13 @@ def check_snapshots(journal: JournalProtocol,
         if snapshot is None:
             continue
         saved = decode_state(snapshot.data)
-        folded = fold_stored(journal.lineage(conversation_id, snapshot.seq)).state()
-        if saved is None:
+        try:
+            folded = fold_stored(journal.lineage(conversation_id, snapshot.seq)).state()
+        except TurnlogError as exc:  # the chain check names the event; say why here
+            folded, problem = None, str(exc)
+        if folded is None:
+            reason = f"cannot be checked: its events no longer fold ({problem})"
+        elif saved is None:
             reason = "its bytes are not a conversation state"
         elif saved != folded:
             fields = [f for f in ConversationState.__struct_fields__

@@ -65,6 +65,7 @@ from .events import (
     ToolCompleted,
     ToolStarted,
     TurnLimitReached,
+    check_json_data,
     with_valid_unicode,
 )
 from .executor import ToolExecution
@@ -559,7 +560,7 @@ class Step:
         data = outcome.data
         try:
             data = msgspec.to_builtins(data) if data is not None else None
-            msgspec.json.encode(valid_unicode(data)[0])  # invalid Unicode: replaced below
+            check_json_data(valid_unicode(data)[0])  # invalid Unicode: replaced below
         except (TypeError, ValueError) as exc:
             outcome = ToolExecution(success=False, error=f"result is not JSON data: {exc}",
                                     duration_ms=outcome.duration_ms, source=outcome.source)

@@ -317,3 +317,22 @@ def test_replay_of_a_chat_whose_failed_run_was_followed_by_a_new_run(journal):
     loop.send("chat", "again")  # a new run's turn 1: not a retry
     assert types(journal, "chat").count("model_requested") == 2
     assert replay(journal, "chat").ok
+
+
+def test_a_tool_result_with_a_key_that_is_no_string_is_a_failed_call_not_a_crash(journal):
+    # JSON objects have string keys; the journal encodes events with sorted keys and
+    # refuses others, so the step's check uses the same rule and records a failure
+    from engine.providers.scripted import ScriptedProvider
+    from engine.tools import ToolRegistry, tool
+
+    @tool
+    def lookup(a: int) -> object:
+        """Return a dict keyed by numbers."""
+        return {1: "one"}
+
+    script = [{"tool_calls": [{"name": "lookup", "arguments": {"a": 1}}]}, {"text": "done"}]
+    result = Loop(journal, ScriptedProvider(script), ToolRegistry([lookup])).start(
+        "go", conversation_id="c")
+    assert result.status == "completed"
+    [completed] = payloads(journal, "c", "tool_completed")
+    assert completed["success"] is False and "result is not JSON data" in completed["error"]

@@ -310,3 +310,79 @@ def test_a_run_that_writes_many_events_ends_by_saving_a_snapshot(tmp_path, monke
         monkeypatch.setattr(journal, "lineage", lambda *a: pytest.fail("refolded the history"))
         loop.provider = ScriptedProvider([{"text": "again"}])
         assert loop.send("c", "more").final_content == "again"  # opened from the snapshot
+
+
+def _tool_run(journal, result, turns: int = 12):
+    """A loop run of ``turns`` calls of a tool that returns ``{"v": result}``."""
+    import engine.loop
+    from engine.providers.scripted import ScriptedProvider
+    from engine.tools import ToolRegistry, tool
+
+    @tool
+    def lookup(a: int) -> object:
+        """Return the value under test."""
+        return {"v": result}
+
+    script = [{"tool_calls": [{"name": "lookup", "arguments": {"a": t}}]} for t in range(turns)]
+    loop = engine.loop.Loop(journal, ScriptedProvider([*script, {"text": "done"}]),
+                            ToolRegistry([lookup]))
+    return loop.start("go", conversation_id="c", max_turns=100)
+
+
+@pytest.mark.usefixtures("both_loops")
+def test_a_state_msgpack_cannot_hold_is_never_saved_and_never_fails_a_run_or_an_open(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 40)
+    with Journal(tmp_path / "j.db", extensions=[VIEWS_EXTENSION]) as journal:
+        assert _tool_run(journal, 2**64 + 1).status == "completed"  # beyond MessagePack's ints
+        assert journal.read_snapshot("c", snapshot_kind()) is None
+        assert Conversation.open(journal, "c").state == _full_fold(journal)
+        assert load_state(journal, "c").tool_execution_results[-1].data == {"v": 2**64 + 1}
+        assert save_snapshot(journal, "c", open_builder(journal, "c")) is None
+        assert journal.verify().ok
+
+
+@pytest.mark.usefixtures("both_loops")
+def test_a_run_ends_by_saving_the_fold_of_its_stored_events_not_its_live_state(
+        tmp_path, monkeypatch):
+    # the live state holds nan; the journal's JSON stores null, as every later open reads it
+    monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 40)
+    with Journal(tmp_path / "j.db", extensions=[VIEWS_EXTENSION]) as journal:
+        assert _tool_run(journal, float("nan")).status == "completed"
+        saved = journal.read_snapshot("c", snapshot_kind())
+        assert saved.seq == journal.last_seq("c")
+        assert decode_state(saved.data) == _full_fold(journal)
+        assert journal.verify().ok
+
+
+def test_an_open_up_to_an_earlier_seq_never_replaces_the_snapshot(monkeypatch):
+    monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 8)
+    journal = _journal(_long(6))
+    open_builder(journal, "c")
+    head = journal.read_snapshot("c", snapshot_kind())
+    assert head.seq == journal.last_seq("c")
+    for upto in (head.seq - 1, 12, 3):
+        assert load_state(journal, "c", upto) == _full_fold(journal, "c", upto)
+        assert journal.read_snapshot("c", snapshot_kind()) == head
+    Conversation.start(journal, ConversationStarted(
+        conversation_id="f", provider="scripted", model="m",
+        fork=ForkRef(conversation_id="c", seq=12, hash=journal.hash_at("c", 12))))
+    assert journal.read_snapshot("c", snapshot_kind()) == head
+
+
+def test_verify_reports_a_snapshot_whose_events_no_longer_decode_instead_of_raising(tmp_path):
+    path = tmp_path / "j.db"
+    with Journal(path, extensions=[VIEWS_EXTENSION]) as journal:
+        Conversation.start(journal, (events := _long(3))[0], rest=events[1:])
+        save_snapshot(journal, "c", open_builder(journal, "c"))
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER events_refuse_update")
+    conn.execute("""UPDATE events SET payload = '{"type":"model_responded"}' WHERE seq = 4""")
+    conn.commit()
+    conn.close()
+    with Journal(path, extensions=[VIEWS_EXTENSION]) as journal:
+        report = journal.verify()
+    assert not report.ok and report.first_bad.seq == 4
+    [found] = [m for m in report.projections if m.object == "snapshots"]
+    assert "cannot be checked: its events no longer fold" in found.reason
+    assert "seq 4" in found.reason
