@@ -174,8 +174,8 @@ def _from_snapshot(journal: JournalProtocol, conversation_id: str,
     if snapshot is None or (to_seq is not None and snapshot.seq > to_seq):
         return None
     state = decode_state(snapshot.data)
-    if state is None or state.seq != snapshot.seq:
-        return None
+    if state is None or state.seq != snapshot.seq or state.conversation_id != conversation_id:
+        return None  # not a state, or another conversation's (a row copied over)
     return state
 
 

@@ -386,3 +386,24 @@ def test_verify_reports_a_snapshot_whose_events_no_longer_decode_instead_of_rais
     [found] = [m for m in report.projections if m.object == "snapshots"]
     assert "cannot be checked: its events no longer fold" in found.reason
     assert "seq 4" in found.reason
+
+
+def test_a_snapshot_copied_from_another_conversation_is_never_used(tmp_path):
+    path = tmp_path / "j.db"
+    with Journal(path) as journal:
+        for cid in ("c", "d"):
+            events = _long(3)
+            events[0] = ConversationStarted(conversation_id=cid, provider="scripted", model="m",
+                                            max_turns=10**6)
+            events[-1] = ToolCompleted(call_id="c3", name="add", success=True, content=cid)
+            Conversation.start(journal, events[0], rest=events[1:])
+        save_snapshot(journal, "c", open_builder(journal, "c"))
+    conn = sqlite3.connect(path)  # d's row gets c's state, with d's own seq and hash
+    conn.execute("INSERT INTO snapshots SELECT 'd', s.kind, s.seq, e.hash, s.data FROM snapshots s "
+                 "JOIN events e ON e.stream_id = 'd' AND e.seq = s.seq")
+    conn.commit()
+    conn.close()
+    with Journal(path) as journal:
+        assert journal.read_snapshot("d", snapshot_kind()) is not None
+        assert load_state(journal, "d") == _full_fold(journal, "d")
+        assert load_state(journal, "d").conversation_id == "d"
