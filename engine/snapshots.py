@@ -43,7 +43,14 @@ from itertools import chain
 
 import msgspec
 
-from journal import JournalError, JournalProtocol, ProjectionMismatch, Snapshot, StoredEvent, TurnlogError
+from journal import (
+    JournalError,
+    JournalProtocol,
+    ProjectionMismatch,
+    Snapshot,
+    StoredEvent,
+    TurnlogError,
+)
 
 from .errors import ConversationNotFound
 from .state import ConversationState, StateBuilder, fold_stored
@@ -143,8 +150,9 @@ def refresh_snapshot(journal: JournalProtocol, conversation_id: str) -> Snapshot
     writer's in-memory state. ``None`` when nothing was saved (see :func:`save_snapshot`)
     or the snapshot already is at the last event."""
     opened = _open(journal, conversation_id, None, save=False)
-    return save_snapshot(journal, conversation_id, opened) if isinstance(opened, StateBuilder) \
-        else None
+    if not isinstance(opened, StateBuilder):
+        return None
+    return save_snapshot(journal, conversation_id, opened)
 
 
 def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
