@@ -23,6 +23,7 @@ from pathlib import Path
 
 from engine.audit import EXTENSIONS
 from journal import Journal, NewEvent
+from tests.old_journals import as_schema_2
 
 
 def build(path: Path, events: int) -> None:
@@ -34,21 +35,6 @@ def build(path: Path, events: int) -> None:
             batch = [NewEvent("note", 1, f'{{"n":{i},"text":"event {i} of stream {s}"}}')
                      for i in range(per)]
             journal.append(f"stream-{s:05d}", batch, 0)
-
-
-def as_schema_2(path: Path) -> None:
-    """The hashes as turnlog stored them before schema 3: hex text."""
-    conn = sqlite3.connect(path)
-    [trigger] = conn.execute(
-        "SELECT sql FROM sqlite_master WHERE name = 'events_refuse_update'").fetchone()
-    conn.execute("DROP TRIGGER events_refuse_update")
-    conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
-    conn.execute(trigger)
-    conn.execute("UPDATE snapshots SET hash = lower(hex(hash))")
-    conn.execute("UPDATE _turnlog_meta SET value = '2' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.execute("VACUUM")
-    conn.close()
 
 
 def raw_rebuild(path: Path) -> float:
@@ -93,7 +79,7 @@ def main() -> None:
         else:
             build(path, args.events)
         as_schema_2(path)
-        before = os.path.getsize(path)
+        before = vacuumed_size(path)
         twin = Path(tmp) / "twin.db"
         source, target = sqlite3.connect(path), sqlite3.connect(twin)
         source.backup(target)

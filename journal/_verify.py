@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ._hashing import GENESIS_HASH, hash_encoded
 from ._lineage import find_loop
-from ._statements import hex_of
+from ._statements import hex_of, statements
 from ._types import BadEvent, Head, VerifyReport
 
 __all__ = [
@@ -126,11 +126,11 @@ class _SqliteChains:
         self.conn = conn
         self.expected_types = COMPACT_TYPES if compact else TEXT_TYPES
         columns = _chain_columns(compact)
-        hash_ = hex_of("hash", compact)
         self._all = f"SELECT {columns} FROM events ORDER BY stream_id, seq"
         self._segment = f"SELECT {columns} FROM events WHERE stream_id = ? AND seq <= ? ORDER BY seq"
-        self._hash_at = f"SELECT {hash_} FROM events WHERE stream_id = ? AND seq = ?"
-        self._hash_bytes = f"SELECT CAST({hash_} AS BLOB) FROM events WHERE stream_id = ? AND seq = ?"
+        self._hash_at = statements(compact).hash_at
+        self._hash_bytes = (f"SELECT CAST({hex_of('hash', compact)} AS BLOB) FROM events "
+                            "WHERE stream_id = ? AND seq = ?")
 
     def all_rows(self) -> Iterable[tuple]:
         return self.conn.execute(self._all)
@@ -244,8 +244,7 @@ def _check(source: ChainSource, rows: Iterable[tuple]) -> tuple[int, BadEvent | 
             current, expected_seq = raw_sid, 1
             name = _name(raw_sid)
             if type(raw_sid) is not bytes or name is None:
-                return checked + 1, BadEvent(_shown(raw_sid), 1,
-                                             _type_problem(types, source.expected_types))
+                return checked + 1, BadEvent(_shown(raw_sid), 1, _type_problem(types, expected_types))
             prev, start_reason = _chain_start(source, name)
         checked += 1
         if types != expected_types or not _utf8(type_, recorded_at, payload, prev_hash, stored):

@@ -10,24 +10,9 @@ from pathlib import Path
 
 from engine.audit import EXTENSIONS
 from journal import Journal
+from tests.old_journals import as_schema_2
 
 from .conftest import turnlog
-
-
-def _as_schema_2(path: Path) -> None:
-    """Store the hashes as turnlog did before schema 3: 64-character hex text."""
-    conn = sqlite3.connect(path)
-    try:
-        [trigger] = conn.execute("SELECT sql FROM sqlite_master "
-                                 "WHERE name = 'events_refuse_update'").fetchone()
-        conn.execute("DROP TRIGGER events_refuse_update")
-        conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
-        conn.execute(trigger)
-        conn.execute("UPDATE snapshots SET hash = lower(hex(hash))")
-        conn.execute("UPDATE _turnlog_meta SET value = '2' WHERE key = 'schema_version'")
-        conn.commit()
-    finally:
-        conn.close()
 
 
 def _stored(path: Path) -> tuple[str, list]:
@@ -58,7 +43,7 @@ def test_an_engine_journal_of_schema_2_reads_the_same_before_and_after_it_migrat
     conversation = first["conversation_id"]
     now = _outputs(db, conversation)
 
-    _as_schema_2(db)
+    as_schema_2(db)
     assert _stored(db) == ("2", [("text",)])
     assert _outputs(db, conversation) == now  # read as it is, never migrated
     assert _stored(db) == ("2", [("text",)])

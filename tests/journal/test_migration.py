@@ -19,7 +19,9 @@ from journal import (
     event_hash,
 )
 
-from .conftest import events, file_digest, write_old_journal
+from tests.old_journals import write_old_journal
+
+from .conftest import events, file_digest
 
 
 def _install(db, from_version: int) -> None:

@@ -19,7 +19,9 @@ from journal import (
     Snapshot,
 )
 
-from .conftest import event, events, raw_rows, write_old_journal
+from tests.old_journals import write_old_journal
+
+from .conftest import event, events, raw_rows
 
 
 def test_a_written_snapshot_reads_back_with_the_events_hash(journal):

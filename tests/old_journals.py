@@ -1,0 +1,72 @@
+"""Journals as turnlog stored them before schema 3 (hashes as 64-character hex text).
+
+Shared by the migration tests and ``bench/migrate_bench.py``; no pytest here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from journal import Extension, NewEvent
+from journal._hashing import GENESIS_HASH
+from journal._rows import chain_rows
+from journal._schema import APPLICATION_ID, MIGRATIONS
+
+__all__ = ["as_schema_2", "write_old_journal"]
+
+
+def write_old_journal(
+    path: Path,
+    version: int,
+    appends: list[tuple[str, list[NewEvent], tuple[str, int] | None]],
+    extensions: tuple[Extension, ...] = (),
+) -> None:
+    """A journal as turnlog wrote it at core schema ``version`` (< 3: hashes as hex text).
+
+    Its schema is made by the real migration steps up to ``version``, then
+    ``extensions`` are installed; each append (``stream_id, events, parent``) starts
+    a stream, chained as ``Journal.append`` chains it, at a fixed time.
+    """
+    conn = sqlite3.connect(path)
+    db = Database(conn)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db["_turnlog_meta"].create({"key": str, "value": str}, pk="key")
+    for step_version, step in MIGRATIONS:
+        if step_version <= version:
+            step(db)
+    db["_turnlog_meta"].insert({"key": "schema_version", "value": str(version)})
+    for ext in extensions:
+        ext.migrate(db, 0)
+        db["_turnlog_meta"].insert({"key": f"ext:{ext.name}", "value": str(ext.version)})
+    for stream_id, new, parent in appends:
+        prev = GENESIS_HASH
+        if parent is not None:
+            prev = conn.execute("SELECT hash FROM events WHERE stream_id = ? AND seq = ?",
+                                parent).fetchone()[0]
+            conn.execute("INSERT INTO stream_links VALUES (?, ?, ?)", (stream_id, *parent))
+        rows = chain_rows(prev, stream_id, 0, new, "2025-01-01T00:00:00.000000Z")
+        conn.executemany(
+            "INSERT INTO events (stream_id, seq, type, version, recorded_at, payload, prev_hash, "
+            "hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+
+
+def as_schema_2(path: Path) -> None:
+    """Turn a current journal's hashes back into the hex text of schema 2, in place."""
+    conn = sqlite3.connect(path)
+    try:
+        [trigger] = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'events_refuse_update'").fetchone()
+        conn.execute("DROP TRIGGER events_refuse_update")
+        conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
+        conn.execute(trigger)
+        conn.execute("UPDATE snapshots SET hash = lower(hex(hash))")
+        conn.execute("UPDATE _turnlog_meta SET value = '2' WHERE key = 'schema_version'")
+        conn.commit()
+    finally:
+        conn.close()
