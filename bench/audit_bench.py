@@ -34,9 +34,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.conversation import Conversation
-from engine.events import (
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -49,9 +49,9 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.messages import Text, ToolCall, Usage
-from engine.audit.views import EXTENSIONS
-from journal import Journal
+from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.journal import Journal
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-20250514"),
@@ -172,7 +172,7 @@ def main() -> None:
         return run
 
     def subprocess_audit() -> None:
-        subprocess.run([sys.executable, "-m", "engine.cli", "audit", "--db", str(path), "--json"],
+        subprocess.run([sys.executable, "-m", "turnlog.engine.cli", "audit", "--db", str(path), "--json"],
                        check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
     baseline()  # warm the page cache for everyone alike

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.conversation import Conversation, load_state
-from engine.events import (
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.events import (
     ConversationStarted,
     ModelRequested,
     ModelResponded,
@@ -28,8 +28,8 @@ from engine.events import (
     UserMessage,
     decode_event,
 )
-from engine.messages import Text, ToolCall
-from journal import Journal
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.journal import Journal
 
 
 def build(path: Path, n_events: int) -> None:

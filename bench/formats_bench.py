@@ -18,11 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.conversation import Conversation
-from engine.state import fold_stored
-from engine.formats.exporter import export_conversation, lineage_events
-from engine.formats.importer import import_entries, read_transcript
-from journal import Journal
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.state import fold_stored
+from turnlog.engine.formats.exporter import export_conversation, lineage_events
+from turnlog.engine.formats.importer import import_entries, read_transcript
+from turnlog.journal import Journal
 
 
 def transcript(turns: int) -> list[dict]:

@@ -20,8 +20,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from journal import Journal, NewEvent
-from journal._schema import MIGRATIONS
+from turnlog.journal import Journal, NewEvent
+from turnlog.journal._schema import MIGRATIONS
 from sqlite_utils import Database
 
 PAYLOAD = '{"role":"assistant","text":"The weather in Paris is sunny, 21 degrees.","turn":3}'

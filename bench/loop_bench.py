@@ -57,13 +57,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.aloop import AsyncLoop
-from engine.loop import Loop
-from engine.messages import Text, ToolCall, Usage
-from engine.providers._stream import StreamDelta
-from engine.providers.base import ModelRequest, ModelResponse
-from engine.tools import tool
-from journal import Journal
+from turnlog.engine.aloop import AsyncLoop
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.providers._stream import StreamDelta
+from turnlog.engine.providers.base import ModelRequest, ModelResponse
+from turnlog.engine.tools import tool
+from turnlog.journal import Journal
 
 
 @tool(effect="read_only")
@@ -171,7 +171,7 @@ def run_concurrent(path: Path, turns: int, n: int = 20) -> dict:
 
 def run_floor(source: Path, path: Path, turns: int) -> dict:
     """The durable-commit floor: ``source``'s event rows, two per ``BEGIN IMMEDIATE … COMMIT``."""
-    from journal._schema import _EVENTS_V1
+    from turnlog.journal._schema import _EVENTS_V1
 
     with sqlite3.connect(str(source)) as src:
         rows = src.execute("SELECT * FROM events ORDER BY position").fetchall()

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.audit import EXTENSIONS
-from journal import Journal, NewEvent
+from turnlog.engine.audit import EXTENSIONS
+from turnlog.journal import Journal, NewEvent
 from tests.old_journals import as_schema_2
 
 

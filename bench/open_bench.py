@@ -23,11 +23,11 @@ from pathlib import Path
 
 from fold_bench import build
 
-from engine.conversation import Conversation, load_state
-from engine.events import ModelRequested, ModelResponded, ToolCompleted, ToolStarted
-from engine.messages import Text, ToolCall
-from engine.snapshots import snapshot_kind
-from journal import Journal
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.events import ModelRequested, ModelResponded, ToolCompleted, ToolStarted
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.snapshots import snapshot_kind
+from turnlog.journal import Journal
 
 
 def median_ms(fn, repeat: int = 5) -> float:

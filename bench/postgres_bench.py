@@ -45,15 +45,15 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.loop import Loop  # noqa: E402
-from engine.messages import Text, ToolCall, Usage  # noqa: E402
-from engine.providers.base import ModelRequest, ModelResponse  # noqa: E402
-from engine.tools import tool  # noqa: E402
-from engine.state import fold_stored  # noqa: E402
-from engine.audit.views import EXTENSIONS  # noqa: E402
-from journal import ConcurrencyError, Journal, NewEvent, StoredEvent  # noqa: E402
-from journal._copy import copy_streams  # noqa: E402
-from journal._pg_schema import MIGRATIONS  # noqa: E402
+from turnlog.engine.loop import Loop  # noqa: E402
+from turnlog.engine.messages import Text, ToolCall, Usage  # noqa: E402
+from turnlog.engine.providers.base import ModelRequest, ModelResponse  # noqa: E402
+from turnlog.engine.tools import tool  # noqa: E402
+from turnlog.engine.state import fold_stored  # noqa: E402
+from turnlog.engine.audit.views import EXTENSIONS  # noqa: E402
+from turnlog.journal import ConcurrencyError, Journal, NewEvent, StoredEvent  # noqa: E402
+from turnlog.journal._copy import copy_streams  # noqa: E402
+from turnlog.journal._pg_schema import MIGRATIONS  # noqa: E402
 
 PAYLOAD = '{"role":"assistant","text":"The weather in Paris is sunny, 21 degrees.","turn":3}'
 EVENT = NewEvent("model_responded", 1, PAYLOAD)

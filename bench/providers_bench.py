@@ -19,9 +19,9 @@ import time
 
 import msgspec
 
-from engine.events import ToolSpec
-from engine.messages import Message, Text, ToolCall, ToolResult
-from engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
+from turnlog.engine.events import ToolSpec
+from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
 
 MODULES = {"anthropic": anthropic, "openai": openai, "gemini": gemini,
            "openai-responses": openai_responses}

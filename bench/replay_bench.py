@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fold_bench import build  # noqa: E402
-from engine.state import fold_stored  # noqa: E402
-from journal import Journal  # noqa: E402
-from replay import fork, rebuild  # noqa: E402
-from replay.deterministic import replay  # noqa: E402
+from turnlog.engine.state import fold_stored  # noqa: E402
+from turnlog.journal import Journal  # noqa: E402
+from turnlog.replay import fork, rebuild  # noqa: E402
+from turnlog.replay.deterministic import replay  # noqa: E402
 
 
 def best(fn, repeat: int = 5) -> float:
@@ -46,13 +46,13 @@ def record_turns(journal: Journal, turns: int, driver: str) -> str:
     script = [{"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
               for i in range(turns - 1)] + [{"text": "done"}]
     if driver == "mini":
-        from engine.events import ConversationStarted, ToolSpec
-        from engine.providers.scripted import ScriptedProvider
+        from turnlog.engine.events import ConversationStarted, ToolSpec
+        from turnlog.engine.providers.scripted import ScriptedProvider
         from tests.replay import miniloop
         started = ConversationStarted(conversation_id="long", provider="scripted", model="m",
                                       max_turns=turns + 1, tools=(ToolSpec(name="add"),))
         return miniloop.record(journal, started, ["go"], ScriptedProvider(script))
-    from replay.driver import record_scripted
+    from turnlog.replay.driver import record_scripted
     return record_scripted(journal, "long", ["go"], script, max_turns=turns + 1)
 
 

@@ -32,10 +32,10 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from bench.audit_bench import _conversation, generate
-from engine.conversation import Conversation
-from engine.audit.views import EXTENSIONS
-from journal import Journal
-from replay.view import create_app, render_report
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.journal import Journal
+from turnlog.replay.view import create_app, render_report
 
 
 def long_conversation(path: Path, turns: int) -> str:

@@ -3,8 +3,8 @@
 The journal (``journal``) stores hashed envelopes; this package gives them
 meaning. Everything public is importable from here::
 
-    from engine import Loop, ScriptedProvider, tool
-    from journal import Journal
+    from turnlog.engine import Loop, ScriptedProvider, tool
+    from turnlog.journal import Journal
 
     @tool
     def add(a: float, b: float) -> dict:

@@ -5,9 +5,9 @@ Same constructor, same events, same results as ``engine.loop.Loop``; ``start``,
 conversations at once::
 
     >>> import asyncio
-    >>> from journal import Journal
-    >>> from engine.providers.scripted import ScriptedProvider
-    >>> from engine.demo import demo_tools
+    >>> from turnlog.journal import Journal
+    >>> from turnlog.engine.providers.scripted import ScriptedProvider
+    >>> from turnlog.engine.demo import demo_tools
     >>> loop = AsyncLoop(Journal(":memory:"), ScriptedProvider([{"text": "hi"}]), demo_tools())
     >>> async def main():
     ...     return await asyncio.gather(*(loop.start("hello", conversation_id=f"c{i}")

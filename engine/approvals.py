@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from journal import ConcurrencyError
+from turnlog.journal import ConcurrencyError
 
 from .canonical import digest
 from .duplicates import call_key
@@ -36,7 +36,7 @@ from .events import ApprovalDecided, ApprovalRequested, ToolSpec, encode_event
 from .messages import ToolCall
 
 if TYPE_CHECKING:
-    from journal import Journal
+    from turnlog.journal import Journal
 
 __all__ = ["AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError", "NeedsApproval",
            "NotAwaitingApprovalError", "UnknownCallError", "approved_call", "arguments_hash",

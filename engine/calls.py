@@ -16,7 +16,7 @@ transcript importers; external runners):
   ``invalid``, so the loop refuses it as invalid arguments and tells the
   model, instead of one value being dropped::
 
-    >>> from engine.messages import ToolCall
+    >>> from turnlog.engine.messages import ToolCall
     >>> parts = assign_call_ids((ToolCall(id="x", name="add"), ToolCall(id="x", name="add")))
     >>> [(p.id, p.provider_id) for p in parts]
     [('x', None), ('x_2', 'x')]

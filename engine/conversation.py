@@ -7,8 +7,8 @@ events; if the lifecycle refuses any of them, or another writer got there
 first (``ConcurrencyError``), nothing is written and the state is reloaded
 from the journal.
 
->>> from journal import Journal
->>> from engine.events import ConversationStarted, UserMessage
+>>> from turnlog.journal import Journal
+>>> from turnlog.engine.events import ConversationStarted, UserMessage
 >>> j = Journal(":memory:")
 >>> c = Conversation.start(j, ConversationStarted(conversation_id="c1", provider="scripted", model="m"))
 >>> _ = c.append(UserMessage.of("hi"))
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from journal import JournalLockedError, JournalProtocol, StoredEvent
+from turnlog.journal import JournalLockedError, JournalProtocol, StoredEvent
 
 from .errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event

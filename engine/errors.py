@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from journal.errors import (
+from turnlog.journal.errors import (
     ConcurrencyError,
     CorruptEventError,
     JournalError,

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from journal import NewEvent
+from turnlog.journal import NewEvent
 
 from .canonical import valid_unicode
 from .errors import CorruptEventError, InvalidEventError

@@ -3,9 +3,9 @@
 ``Loop`` drives a conversation from whatever its journal says is next, so the
 same code starts a run, continues a chat and resumes after a crash::
 
-    >>> from journal import Journal
-    >>> from engine.providers.scripted import ScriptedProvider
-    >>> from engine.demo import demo_tools
+    >>> from turnlog.journal import Journal
+    >>> from turnlog.engine.providers.scripted import ScriptedProvider
+    >>> from turnlog.engine.demo import demo_tools
     >>> loop = Loop(Journal(":memory:"), ScriptedProvider([
     ...     {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
     ...     {"text": "2 + 3 = 5."}]), demo_tools())
@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from typing import Any
 
-from journal import ConcurrencyError, Journal, StoredEvent
+from turnlog.journal import ConcurrencyError, Journal, StoredEvent
 
 from .approvals import decide
 from .conversation import Conversation

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from journal import Journal, StoredEvent
+from turnlog.journal import Journal, StoredEvent
 
 from .conversation import load_state
 from .events import ConversationStarted, decode_event

@@ -56,7 +56,7 @@ def _message_bytes(message: Any) -> bytes:
 class RequestDigest:
     """Digests successive requests of one conversation, hashing each message once.
 
-    >>> from engine.messages import Message, Text
+    >>> from turnlog.engine.messages import Message, Text
     >>> m = Message(role="user", parts=(Text(text="hi"),))
     >>> r = ModelRequest(model="x", messages=(m,))
     >>> RequestDigest().digest(r) == r.digest()

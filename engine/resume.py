@@ -20,8 +20,8 @@ tool name and canonical arguments). It never uses the conversation's id
 (an exported conversation imported under another id keeps its keys, so it
 replays) nor the provider's call id (it changes between attempts)::
 
-    >>> from engine.messages import ToolCall
-    >>> from engine.state import ConversationState
+    >>> from turnlog.engine.messages import ToolCall
+    >>> from turnlog.engine.state import ConversationState
     >>> s = ConversationState(request_digest="ab", response_id="r1", turn_count=2,
     ...                       last_tool_calls=(ToolCall(id="x", name="add", arguments={"a": 1}),))
     >>> idempotency_key(s, s.last_tool_calls[0]) == idempotency_key(
@@ -35,7 +35,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from journal import Journal
+    from turnlog.journal import Journal
 
 from .duplicates import call_key
 from .events import RunInterrupted

@@ -20,9 +20,9 @@ A snapshot is written when an open had to fold at least :data:`SNAPSHOT_AFTER`
 events past the last one, on a writable journal: opening a long conversation
 twice folds it once.
 
->>> from journal import Journal
->>> from engine.conversation import Conversation
->>> from engine.events import ConversationStarted, UserMessage
+>>> from turnlog.journal import Journal
+>>> from turnlog.engine.conversation import Conversation
+>>> from turnlog.engine.events import ConversationStarted, UserMessage
 >>> j = Journal(":memory:")
 >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
 >>> _ = c.append(UserMessage.of("hi"))
@@ -43,7 +43,7 @@ from itertools import chain
 
 import msgspec
 
-from journal import (
+from turnlog.journal import (
     JournalError,
     JournalProtocol,
     ProjectionMismatch,

@@ -478,7 +478,7 @@ class Journal:
         event at ``seq``, :class:`ReadOnlyJournalError` on a read-only handle. One
         statement, durable like an append; events are never touched.
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("s", [NewEvent("x", 1, "{}")] * 2, 0)
         >>> j.write_snapshot("s", "counter", 2, b"2").seq

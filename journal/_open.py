@@ -62,7 +62,7 @@ def open_journal(target: str | os.PathLike[str], **options: Any) -> JournalProto
     for both, ``synchronous`` for SQLite, ``max_connections`` and ``timeout`` for
     PostgreSQL.
 
-    >>> from journal import Journal
+    >>> from turnlog.journal import Journal
     >>> with Journal.open("sqlite:///:memory:") as j:
     ...     type(j).__name__, j.path
     ('Journal', ':memory:')

@@ -38,7 +38,7 @@ class JournalProtocol(Protocol):
     its seq 1 chains to the parent's hash there, and its history (:meth:`lineage`)
     is the parent's prefix followed by its own events. Nothing is ever rewritten.
 
-    >>> from journal import Journal, NewEvent
+    >>> from turnlog.journal import Journal, NewEvent
     >>> j: JournalProtocol = Journal(":memory:")
     >>> [e.seq for e in j.append("s", [NewEvent("note", 1, "{}")], expected_seq=0)]
     [1]
@@ -81,7 +81,7 @@ class JournalProtocol(Protocol):
         on a stream's first append makes it a fork. Exactly
         ``append_many([(stream_id, events, expected_seq, parent)])[0]``.
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("note", 1, '{"n":1}')], 0)
         >>> [e.seq for e in j.append("b", [NewEvent("note", 1, "{}")], 0, parent=("a", 1))]
@@ -102,7 +102,7 @@ class JournalProtocol(Protocol):
         Returns what :meth:`append` would return, per item. The backend's append hooks
         (:attr:`~journal.Extension.on_append` for SQLite) run in the same transaction.
 
-        >>> from journal import Journal, NewEvent, StreamAppend
+        >>> from turnlog.journal import Journal, NewEvent, StreamAppend
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("x", 1, "{}")], 0)
         >>> a, b = j.append_many([("a", [NewEvent("y", 1, "{}")], 1),
@@ -112,7 +112,7 @@ class JournalProtocol(Protocol):
         >>> j.append_many([("a", [NewEvent("y", 1, "{}")], 2),  # doctest: +ELLIPSIS
         ...                ("b", [NewEvent("z", 1, "{}")], 0)])
         Traceback (most recent call last):
-        journal.errors.ConcurrencyError: append to stream 'b' in :memory:: expected seq 0, ...
+        turnlog.journal.errors.ConcurrencyError: append to stream 'b' in :memory:: expected seq 0, ...
         >>> j.last_seq("a")
         2
         """
@@ -132,7 +132,7 @@ class JournalProtocol(Protocol):
         Oldest first, or newest first with ``reverse``; at most ``limit`` (an int >= 0,
         else :class:`~journal.InvalidReadError`). An unknown stream reads as empty.
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("s", [NewEvent("x", 1, f'{{"n":{n}}}') for n in range(5)], 0)
         >>> [e.seq for e in j.read("s", 2, 4)], [e.seq for e in j.read("s", reverse=True, limit=2)]
@@ -143,7 +143,7 @@ class JournalProtocol(Protocol):
     def last_event(self, stream_id: str) -> StoredEvent | None:
         """The stream's newest event; ``None`` for a stream without events (as ``read`` is empty).
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("s", [NewEvent("x", 1, "{}"), NewEvent("y", 1, "{}")], 0)
         >>> j.last_event("s").type, j.last_event("nobody")
@@ -164,7 +164,7 @@ class JournalProtocol(Protocol):
 
         For followers: remember the last position seen and pass it back.
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("x", 1, "{}"), NewEvent("y", 1, "{}")], 0)
         >>> [e.type for e in j.read_all(types={"y"})], [e.position for e in j.read_all(until=1)]
@@ -179,7 +179,7 @@ class JournalProtocol(Protocol):
     def ancestry(self, stream_id: str, to_seq: int | None = None) -> list[Segment]:
         """``[(stream, up to seq), ...]`` of a stream's history, root first, itself last.
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("a", [NewEvent("x", 1, "{}")] * 3, 0)
         >>> _ = j.append("b", [NewEvent("x", 1, "{}")], 0, parent=("a", 2))
@@ -226,7 +226,7 @@ class JournalProtocol(Protocol):
         the stream has no event at ``seq``); :class:`~journal.ReadOnlyJournalError` on a
         read-only handle; bad arguments :class:`~journal.InvalidAppendError`.
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("s", [NewEvent("x", 1, "{}")], 0)
         >>> j.write_snapshot("s", "k", 1, b"state").hash == j.hash_at("s", 1)
@@ -250,7 +250,7 @@ class JournalProtocol(Protocol):
         ``progress(n)``, when given, is called now and then with how many more events
         were checked, for a progress bar (the whole journal has :meth:`last_position`).
 
-        >>> from journal import Journal, NewEvent
+        >>> from turnlog.journal import Journal, NewEvent
         >>> j = Journal(":memory:")
         >>> _ = j.append("s", [NewEvent("x", 1, "{}")] * 3, 0)
         >>> ticks = []

@@ -2,7 +2,7 @@
 
 The engine never imports this package; it builds on ``engine`` and ``journal``::
 
-    from replay import diff, fork, rebuild, replay, replay_all, swap
+    from turnlog.replay import diff, fork, rebuild, replay, replay_all, swap
 
 - ``rebuild(journal, id, at_seq)``: state at any seq, forks included, nothing copied;
 - ``fork(journal, id, at_seq, ...)``: a new conversation continuing another;

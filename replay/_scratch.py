@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from journal import Journal, StoredEvent, StreamAppend
+from turnlog.journal import Journal, StoredEvent, StreamAppend
 
 __all__ = ["ScratchJournal"]
 

@@ -1,7 +1,7 @@
 """``turnlog replay``, ``turnlog fork`` and ``turnlog diff`` (see docs/cli.md).
 
 Registered on the ``turnlog`` group lazily by name (``engine.cli``) and through
-the ``turnlog.commands`` entry point (``replay = "replay.cli:COMMANDS"``), so
+the ``turnlog.commands`` entry point (``replay = "turnlog.replay.cli:COMMANDS"``), so
 the engine never imports replay at import time.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from engine.choices import load_tools, make_provider, open_tools
-from engine.cli._common import (
+from turnlog.engine.choices import load_tools, make_provider, open_tools
+from turnlog.engine.cli._common import (
     CLIError,
     colour,
     command_hint,
@@ -196,9 +196,9 @@ def fork(conversation_id: str, at_seq: int, provider: str | None, model: str | N
                                 provider=provider, model=model, system=system, message=message)
         result = None
         if run:
-            from engine.loop import Loop
+            from turnlog.engine.loop import Loop
 
-            from engine.cli.run import resume_hint, run_interruptible
+            from turnlog.engine.cli.run import resume_hint, run_interruptible
 
             loop = Loop(journal, chosen, tools)
             result = run_interruptible(journal, fid, lambda: loop.resume(fid), resume_hint(

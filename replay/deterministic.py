@@ -27,8 +27,8 @@ from typing import Any
 
 import msgspec
 
-from engine.errors import ConversationNotFound
-from engine.events import (
+from turnlog.engine.errors import ConversationNotFound
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -39,7 +39,7 @@ from engine.events import (
     decode_event,
     encode_event,
 )
-from journal import Journal, NewEvent, StoredEvent, StreamAppend
+from turnlog.journal import Journal, NewEvent, StoredEvent, StreamAppend
 
 from ._scratch import ScratchJournal
 from .driver import loop_driver

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from engine.duplicates import call_key
-from engine.events import (
+from turnlog.engine.duplicates import call_key
+from turnlog.engine.events import (
     ConversationStarted,
     ModelFailed,
     ModelResponded,
@@ -31,8 +31,8 @@ from engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from engine.messages import Thinking, ToolCall, Usage, text_of
-from journal import Journal
+from turnlog.engine.messages import Thinking, ToolCall, Usage, text_of
+from turnlog.journal import Journal
 
 from .rebuild import lineage_events, rebuild
 

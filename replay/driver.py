@@ -23,20 +23,20 @@ from typing import Any
 
 import msgspec
 
-from engine.conversation import Conversation
-from engine.directives import Directives
-from engine.events import (
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.directives import Directives
+from turnlog.engine.events import (
     ApprovalDecided,
     ConversationStarted,
     ToolCallRejected,
     ToolCompleted,
     ToolStarted,
 )
-from engine.executor import ToolExecution
-from engine.loop import Loop
-from engine.messages import ToolCall
-from engine.tools import Tool, ToolContext, ToolRegistry
-from journal import Journal
+from turnlog.engine.executor import ToolExecution
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
+from turnlog.journal import Journal
 
 from .errors import RunPaused
 from .rebuild import user_runs_of
@@ -225,8 +225,8 @@ def _drive_deciding(loop: Any, conv: Conversation, scratch: Any, conversation_id
 def record_scripted(journal: Journal, conversation_id: str, prompts: Sequence[str],
                     script: Any, *, max_turns: int = 8) -> str:
     """Record a conversation with the loop, the scripted provider and the demo tools."""
-    from engine.demo import demo_tools
-    from engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.demo import demo_tools
+    from turnlog.engine.providers.scripted import ScriptedProvider
 
     loop = Loop(journal, ScriptedProvider(script), demo_tools())
     loop.start(prompts[0], conversation_id=conversation_id, max_turns=max_turns)

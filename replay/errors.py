@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import EngineError
+from turnlog.engine.errors import EngineError
 
 __all__ = ["Divergence", "ForkPointError", "RecordingError", "ReplayError", "RunPaused"]
 

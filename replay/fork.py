@@ -6,9 +6,9 @@ the parent, the seq and the parent's hash there; the journal chains the
 fork's first event to that hash, so ``verify`` checks the fork against its
 parent. Storage is O(the fork's own events)::
 
-    >>> from journal import Journal
-    >>> from engine.conversation import Conversation
-    >>> from engine.events import ConversationStarted, UserMessage
+    >>> from turnlog.journal import Journal
+    >>> from turnlog.engine.conversation import Conversation
+    >>> from turnlog.engine.events import ConversationStarted, UserMessage
     >>> j = Journal(":memory:")
     >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
     >>> _ = c.append(UserMessage.of("hi"))
@@ -23,11 +23,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from engine.conversation import Conversation, load_state
-from engine.errors import ConversationExistsError, InvalidTransition
-from engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
-from engine.state import StateBuilder
-from journal import Journal
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.errors import ConversationExistsError, InvalidTransition
+from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
+from turnlog.engine.state import StateBuilder
+from turnlog.journal import Journal
 
 from .errors import ForkPointError
 from .rebuild import lineage_events, rebuild

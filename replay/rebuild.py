@@ -5,9 +5,9 @@ parent and fork seq; its history is the parent's lineage up to that seq, then
 its own events. ``rebuild`` folds exactly that (``Journal.lineage``), so a
 fork of a fork of a 100,000-event conversation costs one fold and no copy::
 
-    >>> from journal import Journal
-    >>> from engine.conversation import Conversation
-    >>> from engine.events import ConversationStarted, UserMessage
+    >>> from turnlog.journal import Journal
+    >>> from turnlog.engine.conversation import Conversation
+    >>> from turnlog.engine.events import ConversationStarted, UserMessage
     >>> j = Journal(":memory:")
     >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
     >>> _ = c.append(UserMessage.of("hi"))
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from engine.conversation import load_state
-from engine.errors import CorruptEventError
-from engine.events import ConversationStarted, Event, UserMessage, decode_event
-from engine.state import ConversationState
-from journal import Journal, StoredEvent
+from turnlog.engine.conversation import load_state
+from turnlog.engine.errors import CorruptEventError
+from turnlog.engine.events import ConversationStarted, Event, UserMessage, decode_event
+from turnlog.engine.state import ConversationState
+from turnlog.journal import Journal, StoredEvent
 
 from .errors import ReplayError
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from engine import errors as engine_errors
-from engine.duplicates import call_key
-from engine.events import (
+from turnlog.engine import errors as engine_errors
+from turnlog.engine.duplicates import call_key
+from turnlog.engine.events import (
     ApprovalDecided,
     ConversationStarted,
     ModelFailed,
@@ -29,10 +29,10 @@ from engine.events import (
     RunInterrupted,
     ToolCompleted,
 )
-from engine.messages import ToolCall
-from engine.providers.base import ModelRequest, ModelResponse
-from engine.request_digest import RequestDigest
-from journal import Journal
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.providers.base import ModelRequest, ModelResponse
+from turnlog.engine.request_digest import RequestDigest
+from turnlog.journal import Journal
 
 from .errors import Divergence, RecordingError
 from .rebuild import lineage_events, own_events, rebuild

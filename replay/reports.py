@@ -26,8 +26,8 @@ from typing import Any
 import msgspec
 from sqlite_utils import Database
 
-from journal import Extension, Journal, JournalError, JournalProtocol, connect_readonly
-from journal._open import is_postgres, shown_url
+from turnlog.journal import Extension, Journal, JournalError, JournalProtocol, connect_readonly
+from turnlog.journal._open import is_postgres, shown_url
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
@@ -137,7 +137,7 @@ def _write(path: str, report: ReplayReport) -> None:
 def _write_postgres(url: str, rows: list[dict[str, Any]]) -> None:
     """Insert ``rows`` into ``replay_reports`` of the PostgreSQL journal at ``url``, in one
     transaction (the table is installed through the journal's migration path first)."""
-    from engine.audit.dialects import PgConnection
+    from turnlog.engine.audit.dialects import PgConnection
 
     where = shown_url(url)
     columns = list(_COLUMNS)

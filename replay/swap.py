@@ -34,10 +34,10 @@ from typing import Any
 
 import msgspec
 
-from engine.errors import ConversationExistsError
-from engine.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
-from engine.texts import refusal_message
-from journal import Journal
+from turnlog.engine.errors import ConversationExistsError
+from turnlog.engine.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
+from turnlog.engine.texts import refusal_message
+from turnlog.journal import Journal
 
 from .errors import ReplayError
 from .rebuild import lineage_events, rebuild, user_runs_of

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from engine.conversation import Conversation
-from engine.duplicates import call_key
-from engine.events import (
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.duplicates import call_key
+from turnlog.engine.events import (
     ConversationStarted,
     ModelResponded,
     Refusal,
@@ -25,12 +25,12 @@ from engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from engine.executor import ToolExecution
-from engine.loop import Loop
-from engine.messages import ToolCall
-from engine.texts import refusal_message
-from engine.tools import Tool, ToolContext, ToolRegistry
-from journal import Journal
+from turnlog.engine.executor import ToolExecution
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.texts import refusal_message
+from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
+from turnlog.journal import Journal
 
 from .errors import ReplayError
 from .rebuild import lineage_events

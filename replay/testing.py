@@ -4,7 +4,7 @@ Strategies (need ``hypothesis``; importing them without it raises an
 ``ImportError`` that says how to install it)::
 
     from hypothesis import given
-    from replay.testing import conversations, tool_calls, arguments
+    from turnlog.replay.testing import conversations, tool_calls, arguments
 
     @given(conversations(policy=DuplicatePolicy(rule="window", window=3)))
     def test_my_rule(events):
@@ -19,7 +19,7 @@ others run (``tool_started`` + ``tool_completed``, sometimes failing).
 Replaying recorded runs in CI: add the plugin and point it at journals::
 
     # conftest.py
-    pytest_plugins = ["replay.testing"]
+    pytest_plugins = ["turnlog.replay.testing"]
 
     # test_recorded.py
     def test_recorded_run_replays(turnlog_conversation):
@@ -39,7 +39,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from engine.events import (
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -59,11 +59,11 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.calls import assign_call_ids
-from engine.messages import Image, Text, Thinking, ToolCall, Usage
-from engine.state import StateBuilder
-from engine.texts import duplicate_message, result_content
-from journal import Journal
+from turnlog.engine.calls import assign_call_ids
+from turnlog.engine.messages import Image, Text, Thinking, ToolCall, Usage
+from turnlog.engine.state import StateBuilder
+from turnlog.engine.texts import duplicate_message, result_content
+from turnlog.journal import Journal
 
 __all__ = [
     "RecordedConversation",
@@ -79,7 +79,7 @@ __all__ = [
     "tool_calls",
 ]
 
-_HINT = ("replay.testing's strategies need hypothesis: pip install hypothesis "
+_HINT = ("turnlog.replay.testing's strategies need hypothesis: pip install hypothesis "
          "(or pip install 'turnlog[test]')")
 
 

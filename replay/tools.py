@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from engine.approvals import arguments_hash
-from engine.duplicates import call_key
-from engine.errors import ToolError
-from engine.events import (
+from turnlog.engine.approvals import arguments_hash
+from turnlog.engine.duplicates import call_key
+from turnlog.engine.errors import ToolError
+from turnlog.engine.events import (
     ApprovalRequested,
     Refusal,
     RejectReason,
@@ -23,9 +23,9 @@ from engine.events import (
     ToolCompleted,
     ToolSpec,
 )
-from engine.executor import ToolExecution
-from engine.messages import ToolCall
-from engine.tools import Tool, ToolContext, ToolRegistry
+from turnlog.engine.executor import ToolExecution
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
 
 from .errors import ReplayError
 from .recorded import Recording

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from journal import Journal
+from turnlog.journal import Journal
 
 # Timing is not behaviour: on a loaded 2-core CI machine a property test's
 # example may take longer than hypothesis' 200 ms default deadline. Benchmarks

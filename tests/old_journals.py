@@ -10,10 +10,10 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from journal import Extension, NewEvent
-from journal._hashing import GENESIS_HASH
-from journal._rows import chain_rows
-from journal._schema import APPLICATION_ID, MIGRATIONS
+from turnlog.journal import Extension, NewEvent
+from turnlog.journal._hashing import GENESIS_HASH
+from turnlog.journal._rows import chain_rows
+from turnlog.journal._schema import APPLICATION_ID, MIGRATIONS
 
 __all__ = ["as_schema_2", "write_old_journal"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from tests.fakeapi import FakeAPI, reply
 
-from engine.events import ToolSpec
-from engine.messages import Message, Text, ToolCall, ToolResult, tool_calls_of
-from engine.providers import ModelRequest, get_provider
+from turnlog.engine.events import ToolSpec
+from turnlog.engine.messages import Message, Text, ToolCall, ToolResult, tool_calls_of
+from turnlog.engine.providers import ModelRequest, get_provider
 
 KEYS = {"anthropic": "sk-ant-test-KEY-5b1d7e", "openai": "sk-test-KEY-93a0c4",
         "gemini": "AIza-test-KEY-77f2e1", "openai-responses": "sk-test-KEY-r3sp0n"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from journal import Journal
+from turnlog.journal import Journal
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPTS = sorted(EXAMPLES.glob("*.py"))

@@ -7,17 +7,15 @@ import pkgutil
 
 import pytest
 
-import engine
-import journal
-import replay
 import turnlog
+engine, journal, replay = (importlib.import_module(f"turnlog.{name}") for name in ("engine", "journal", "replay"))
 
 MODULES = sorted({
     info.name
     for package in (engine, journal, replay, turnlog)
     for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
     if not info.name.rsplit(".", 1)[-1].startswith("_") and not info.name.endswith("__main__")
-} | {"engine", "journal", "replay", "turnlog"})
+} | {"turnlog.engine", "turnlog.journal", "turnlog.replay", "turnlog"})
 
 
 def _isort(name: str) -> tuple[int, str]:

@@ -21,7 +21,7 @@ pytest plugin.
 
 from __future__ import annotations
 
-from engine import (
+from turnlog.engine import (
     AlreadyDecidedError,
     ApprovalDecided,
     ApprovalError,
@@ -132,7 +132,7 @@ from engine import (
     tool,
     validate_tool_call,
 )
-from journal import (
+from turnlog.journal import (
     APPLICATION_ID,
     GENESIS_HASH,
     SCHEMA_VERSION,
@@ -170,7 +170,7 @@ from journal import (
     load_heads,
     walk_ancestry,
 )
-from replay import (
+from turnlog.replay import (
     ConversationDiff,
     Divergence,
     ForkPointError,
@@ -349,7 +349,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``PostgresJournal`` on first use (from :mod:`journal`): importing turnlog never imports psycopg."""
     if name == "PostgresJournal":
-        import journal
+        from turnlog import journal
 
         return journal.PostgresJournal
     raise AttributeError(f"module 'turnlog' has no attribute {name!r}")

@@ -11,8 +11,8 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.duplicates import DuplicatePredicate, check_duplicate
-from engine.events import (
+from turnlog.engine.duplicates import DuplicatePredicate, check_duplicate
+from turnlog.engine.events import (
     ConversationStarted,
     DuplicatePolicy,
     ModelRequested,
@@ -20,8 +20,8 @@ from engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from engine.messages import ToolCall
-from engine.state import StateBuilder
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.state import StateBuilder
 
 from .testing import argument_dicts, changed_forms, equivalent_forms, same_arguments
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from replay.testing import (
+from turnlog.replay.testing import (
     RecordedConversation,
     arguments,
     conversations,
@@ -91,7 +91,7 @@ COMPATIBILITY_TWINS = (
 
 
 def _st():
-    from replay.testing import _st as load
+    from turnlog.replay.testing import _st as load
 
     return load()
 

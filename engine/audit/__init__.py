@@ -12,7 +12,7 @@ viewer's reader (``queries``).
 The command line, the viewer and the report call only the names below (no SQL
 outside this package)::
 
-    >>> from engine.audit import AuditQuery, audit, connect_readonly  # doctest: +SKIP
+    >>> from turnlog.engine.audit import AuditQuery, audit, connect_readonly  # doctest: +SKIP
     >>> conn = connect_readonly("turnlog.db")                          # doctest: +SKIP
     >>> audit(conn, AuditQuery(tool="search"))["tools"]                # doctest: +SKIP
 """

@@ -136,7 +136,7 @@ class PgConnection:
     def __init__(self, conn: Any, where: str) -> None:
         import psycopg
 
-        from journal._pg import translate
+        from turnlog.journal._pg import translate
 
         self._translate = translate
         self._error = psycopg.Error
@@ -148,7 +148,7 @@ class PgConnection:
         """A new autocommit connection to ``url`` (``where``: the URL as messages show it)."""
         import psycopg
 
-        from journal._pg import translate
+        from turnlog.journal._pg import translate
 
         try:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=10)

@@ -12,7 +12,7 @@ grouped queries over ``conversations``, ``model_calls`` and ``tool_calls``
 (see ``engine.audit.views``) does the work, scoped by a temporary table of the
 conversations the filters select.
 
->>> from engine.audit.views import connect_readonly  # doctest: +SKIP
+>>> from turnlog.engine.audit.views import connect_readonly  # doctest: +SKIP
 >>> audit(connect_readonly("turnlog.db"), AuditQuery(provider="openai"))["conversations"]  # doctest: +SKIP
 12
 """

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from journal import walk_ancestry
+from turnlog.journal import walk_ancestry
 
 from .figures import STATUSES
 from .dialects import PgConnection, ReadConnection, dialect_of

@@ -21,7 +21,7 @@ its own. A call with no entry in effect is *unpriced* (``None``), never zero.
 
 >>> table = PriceTable.parse('[[prices]]\\nprovider="p"\\nmodel="m"\\nsince=2025-01-01\\n'
 ...                          'input=1\\noutput=2', "example")
->>> from engine.messages import Usage
+>>> from turnlog.engine.messages import Usage
 >>> table.cost("p", "m", "2025-06-01", Usage(input_tokens=1_000_000, output_tokens=500_000))
 2.0
 >>> table.cost("p", "m", "2024-12-31", Usage(input_tokens=10)) is None
@@ -78,7 +78,7 @@ class PriceTable:
     @classmethod
     def default(cls) -> PriceTable:
         """The table shipped with turnlog."""
-        text = resources.files("engine.audit").joinpath(DEFAULT_PRICES).read_text("utf-8")
+        text = resources.files("turnlog.engine.audit").joinpath(DEFAULT_PRICES).read_text("utf-8")
         return cls.parse(text, f"turnlog's default {DEFAULT_PRICES}")
 
     @classmethod

@@ -37,7 +37,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from journal import JournalError, ProjectionMismatch
+from turnlog.journal import JournalError, ProjectionMismatch
 
 from .dialects import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from journal import Journal
+from turnlog.journal import Journal
 
 from .sql import SOURCES
 from .timeline import entries

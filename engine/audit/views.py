@@ -35,9 +35,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
-import journal
-from journal import Extension, ProjectionMismatch
-from journal._open import is_postgres, shown_url
+from turnlog import journal
+from turnlog.journal import Extension, ProjectionMismatch
+from turnlog.journal._open import is_postgres, shown_url
 
 from ..snapshots import check_snapshots
 from . import projections

@@ -23,8 +23,8 @@ from ._common import Interrupted
 __all__ = ["ORIENTATION", "cli", "main"]
 
 #: Commands that live above the engine, by name -> the module whose ``COMMANDS`` holds them.
-_LAZY = {"diff": "replay.cli", "fork": "replay.cli", "replay": "replay.cli",
-         "report": "replay.view.cli", "view": "replay.view.cli"}
+_LAZY = {"diff": "turnlog.replay.cli", "fork": "turnlog.replay.cli", "replay": "turnlog.replay.cli",
+         "report": "turnlog.replay.view.cli", "view": "turnlog.replay.view.cli"}
 
 #: What ``turnlog`` alone prints.
 ORIENTATION = """\

@@ -15,8 +15,8 @@ from typing import IO, Any
 import click
 import msgspec
 
-from journal import Journal, JournalProtocol, TurnlogError
-from journal._open import is_postgres, sqlite_path
+from turnlog.journal import Journal, JournalProtocol, TurnlogError
+from turnlog.journal._open import is_postgres, sqlite_path
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
            "db_option", "emit", "fail", "journal_for", "json_option", "open_journal", "problem",
@@ -69,7 +69,7 @@ def open_journal(path: str, *, must_exist: bool = False,
         file = sqlite_path(path)
         if file != ":memory:" and not os.path.exists(file):
             raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
-    from engine.audit import EXTENSIONS  # the engine's SQL views, when present
+    from turnlog.engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
     return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
 

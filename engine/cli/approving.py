@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from engine.approvals import decide
-from engine.conversation import load_state
+from turnlog.engine.approvals import decide
+from turnlog.engine.conversation import load_state
 
 from ._common import (
     CLIError,

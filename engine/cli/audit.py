@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from engine.audit import (
+from turnlog.engine.audit import (
     STATUSES,
     AuditQuery,
     PriceTable,

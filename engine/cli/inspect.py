@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from engine.audit import (
+from turnlog.engine.audit import (
     STATUSES,
     UNFINISHED,
     ReadConnection,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from engine.conversation import require_conversation
-from journal import BadEvent, Head, JournalProtocol, dump_heads, load_heads
+from turnlog.engine.conversation import require_conversation
+from turnlog.journal import BadEvent, Head, JournalProtocol, dump_heads, load_heads
 
 from ._common import (
     colour,

@@ -8,15 +8,15 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from engine.choices import PROVIDERS, make_provider, open_tools
-from engine.conversation import load_state
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.loop import Loop, new_conversation_id
-from engine.providers.scripted import ScriptedProvider
-from engine.result import RunResult, result_of
-from engine.resume import record_interruption
-from engine.retry import RetryPolicy
-from journal import Journal
+from turnlog.engine.choices import PROVIDERS, make_provider, open_tools
+from turnlog.engine.conversation import load_state
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.loop import Loop, new_conversation_id
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.result import RunResult, result_of
+from turnlog.engine.resume import record_interruption
+from turnlog.engine.retry import RetryPolicy
+from turnlog.journal import Journal
 
 from ._common import (
     CLIError,

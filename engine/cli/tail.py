@@ -8,7 +8,7 @@ import time
 
 import click
 
-from engine.audit import appends_waiter, connect_readonly, events_after, last_position
+from turnlog.engine.audit import appends_waiter, connect_readonly, events_after, last_position
 
 from ._common import db_option, journal_for, json_option, translate_errors
 from ._timeline import timeline

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from engine.formats.detect import FORMATS
-from engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
-from engine.formats.otlp import send_otlp, traces_url
-from engine.formats.importer import import_file
+from turnlog.engine.formats.detect import FORMATS
+from turnlog.engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
+from turnlog.engine.formats.otlp import send_otlp, traces_url
+from turnlog.engine.formats.importer import import_file
 
 from ._common import (
     CLIError,

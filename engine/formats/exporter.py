@@ -1,7 +1,7 @@
 """Export a conversation: provider request messages, turnlog JSONL, Data Machine text, Markdown.
 
->>> from journal import Journal
->>> from engine.formats.importer import import_entries
+>>> from turnlog.journal import Journal
+>>> from turnlog.engine.formats.importer import import_entries
 >>> j = Journal(":memory:")
 >>> _ = import_entries(j, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
 ...                    conversation_id="c1")
@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from journal import Journal
+from turnlog.journal import Journal
 
 from ..conversation import load_state
 from ..events import ConversationStarted, Event, decode_event

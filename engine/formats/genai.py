@@ -41,8 +41,8 @@ Message content only on request (``content=True``): ``gen_ai.input.messages``,
 and ``gen_ai.tool.call.result`` on tool spans, each a JSON string in the
 conventions' JSON shapes (span attributes hold no nested maps).
 
-    >>> from engine.events import ConversationStarted, UserMessage, ModelRequested, ModelResponded
-    >>> from engine.messages import Text
+    >>> from turnlog.engine.events import ConversationStarted, UserMessage, ModelRequested, ModelResponded
+    >>> from turnlog.engine.messages import Text
     >>> spans = GenAISpans("c1")
     >>> for at, e in enumerate([ConversationStarted(conversation_id="c1", provider="openai", model="m"),
     ...                         UserMessage.of("hi"),

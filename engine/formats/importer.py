@@ -1,6 +1,6 @@
 """Import a transcript — any supported format, mixed entries allowed — as one conversation.
 
->>> from journal import Journal
+>>> from turnlog.journal import Journal
 >>> j = Journal(":memory:")
 >>> r = import_entries(j, [
 ...     {"role": "user", "content": "draft 5 claims", "timestamp": "2025-08-27T21:40:00.000Z"},
@@ -40,7 +40,7 @@ from typing import Any
 
 import msgspec
 
-from journal import Journal, StreamNotFoundError
+from turnlog.journal import Journal, StreamNotFoundError
 
 from ..conversation import Conversation
 from ..canonical import valid_unicode
@@ -485,7 +485,7 @@ def _with_response_usage(events: list[Event], envelope: dict[str, Any]) -> list[
     raw, wire = envelope.get("usage"), envelope.get("wire")
     if not isinstance(raw, dict) or wire not in PROVIDER_FORMATS:
         return events
-    reader = importlib.import_module(f"engine.providers.{wire.replace('-', '_')}")
+    reader = importlib.import_module(f"turnlog.engine.providers.{wire.replace('-', '_')}")
     usage = reader.map_usage(raw)
     last = max((i for i, e in enumerate(events) if type(e) is ModelResponded), default=None)
     if last is None or events[last].usage != Usage():

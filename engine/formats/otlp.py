@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from journal import Journal, StoredEvent
+from turnlog.journal import Journal, StoredEvent
 
 from ..errors import EngineError
 from ..events import Event

@@ -2,7 +2,7 @@
 
 The pure functions map in both directions and are reused by import/export:
 
->>> from engine.messages import Message, Text
+>>> from turnlog.engine.messages import Message, Text
 >>> body = map_request(ModelRequest(model="claude-x", system="Be brief.",
 ...     messages=(Message(role="user", parts=(Text(text="hi"),)),)))
 >>> body["system"], body["messages"]

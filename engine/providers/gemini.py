@@ -4,7 +4,7 @@
 in the ``x-goog-api-key`` header (never in the URL, so it cannot leak into
 logs or error messages).
 
->>> from engine.messages import Message, Text
+>>> from turnlog.engine.messages import Message, Text
 >>> map_messages("Be brief.", [Message(role="user", parts=(Text(text="hi"),))])
 ({'parts': [{'text': 'Be brief.'}]}, [{'role': 'user', 'parts': [{'text': 'hi'}]}])
 

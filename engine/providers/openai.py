@@ -1,6 +1,6 @@
 """OpenAI Chat Completions adapter (official ``openai`` SDK).
 
->>> from engine.messages import Message, ToolCall
+>>> from turnlog.engine.messages import Message, ToolCall
 >>> msg = map_messages("", [Message(role="assistant", parts=(
 ...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
 >>> msg["content"], msg["tool_calls"][0]["function"]

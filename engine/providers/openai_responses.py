@@ -5,7 +5,7 @@ items: user and assistant ``message`` items, ``function_call`` items and
 ``function_call_output`` items. Unlike Chat Completions, this wire keeps the
 order of an assistant's text and calls.
 
->>> from engine.messages import Message, Text, ToolCall
+>>> from turnlog.engine.messages import Message, Text, ToolCall
 >>> [i.get("type", i.get("role")) for i in map_messages("", [
 ...     Message(role="user", parts=(Text(text="hi"),)),
 ...     Message(role="assistant", parts=(Text(text="Let me add."),

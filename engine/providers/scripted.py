@@ -119,7 +119,7 @@ def load_script(source: str | Path | dict[str, Any] | list[dict[str, Any]]) -> l
 class ScriptedProvider:
     """A provider that plays back a script. ``name`` is ``scripted``.
 
-    >>> from engine.messages import Message
+    >>> from turnlog.engine.messages import Message
     >>> p = ScriptedProvider([{"text": "hello"}])
     >>> p.complete(ModelRequest(model="m", messages=(Message(role="user"),))).parts
     (Text(text='hello'),)

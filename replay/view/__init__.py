@@ -8,7 +8,7 @@ self-contained HTML report of one conversation. It lives above ``replay``
 because it shows diffs; it needs the ``view`` extra (``pip install
 'turnlog[view]'``), which only these commands import::
 
-    from replay.view import create_app, render_report
+    from turnlog.replay.view import create_app, render_report
     app = create_app("turnlog.db")          # an ASGI app, e.g. for uvicorn.run(app)
     html = render_report("turnlog.db", "c-1a2b")
 
@@ -37,4 +37,4 @@ def __getattr__(name: str) -> Any:
         from .report import render_report
 
         return render_report
-    raise AttributeError(f"module 'replay.view' has no attribute {name!r}")
+    raise AttributeError(f"module 'turnlog.replay.view' has no attribute {name!r}")

@@ -20,9 +20,9 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from engine.audit import AuditQuery, ListQuery, PriceTable, Reader, parse_since
-from engine.errors import BadFilterError, ConversationNotFound
-from journal import TurnlogError
+from turnlog.engine.audit import AuditQuery, ListQuery, PriceTable, Reader, parse_since
+from turnlog.engine.errors import BadFilterError, ConversationNotFound
+from turnlog.journal import TurnlogError
 
 from ..diff import diff
 from .charts import by_day, hbars
@@ -179,7 +179,7 @@ def create_app(path: str, prices: PriceTable | None = None, *, poll: float = 0.5
     with Reader(path, prices):  # a missing or foreign file fails here, not on the first page
         pass
     routes = _App(path, prices or PriceTable.default(), poll, live_for)
-    static = resources.files("replay.view").joinpath("static")
+    static = resources.files("turnlog.replay.view").joinpath("static")
     app = Starlette(routes=[
         Route("/", routes.conversations),
         Route("/conversation", routes.conversation),

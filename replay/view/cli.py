@@ -15,7 +15,7 @@ from types import ModuleType
 
 import click
 
-from engine.cli._common import CLIError, db_option, journal_for, translate_errors
+from turnlog.engine.cli._common import CLIError, db_option, journal_for, translate_errors
 
 __all__ = ["COMMANDS", "report", "view"]
 

@@ -54,7 +54,7 @@ def _pretty(text: str) -> str:
 
 def environment() -> Environment:
     """The Jinja2 environment over ``replay/view/templates`` (autoescape on for every template)."""
-    env = Environment(loader=PackageLoader("replay.view", "templates"), autoescape=True,
+    env = Environment(loader=PackageLoader("turnlog.replay.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(money=money, when=when, ms=_ms, pretty=_pretty,
                        num=lambda v: "-" if v is None else f"{v:,}")
@@ -64,7 +64,7 @@ def environment() -> Environment:
 
 def asset(name: str) -> str:
     """The text of a static asset shipped in ``replay/view/static``."""
-    return resources.files("replay.view").joinpath("static", name).read_text("utf-8")
+    return resources.files("turnlog.replay.view").joinpath("static", name).read_text("utf-8")
 
 
 def script_hash(text: str) -> str:

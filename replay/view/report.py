@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.audit import PriceTable, Reader
+from turnlog.engine.audit import PriceTable, Reader
 
 from .render import asset, environment, script_hash
 

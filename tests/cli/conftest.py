@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = Path(sys.executable).parent / "turnlog"
 #: The command line that starts turnlog: the console script, else ``python -m engine.cli``.
-TURNLOG = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "engine.cli"]
+TURNLOG = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "turnlog.engine.cli"]
 
 
 def env(**extra: str) -> dict[str, str]:

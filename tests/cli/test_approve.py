@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.journal import Journal
 
 from .conftest import turnlog, write_script
 

@@ -71,8 +71,8 @@ def test_export_to_an_unwritable_path_is_one_line_and_exit_2(tmp_path, db):
 def test_demo_exits_1_when_its_run_fails(db, monkeypatch):
     from click.testing import CliRunner
 
-    import engine.cli.run as run_module
-    from engine.cli import cli
+    import turnlog.engine.cli.run as run_module
+    from turnlog.engine.cli import cli
 
     monkeypatch.setattr(run_module, "DEMO_SCRIPT", {"turns": [{"error": {"type": "server"}}]})
     result = CliRunner().invoke(cli, ["demo", "--db", str(db)])
@@ -245,13 +245,13 @@ def test_python_m_engine_cli_lists_replay_fork_and_diff_without_the_entry_point(
     from .conftest import ROOT
 
     code = ("import importlib.metadata as m; m.entry_points = lambda **kw: []\n"
-            "from engine.cli import cli; cli(['--help'], prog_name='turnlog')")
+            "from turnlog.engine.cli import cli; cli(['--help'], prog_name='turnlog')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, env=env(), timeout=120)
     listed = out.stdout.split("Commands:", 1)[1]
     for name in ("replay", "fork", "diff", "run", "ls"):
         assert f"\n  {name} " in listed, name
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "fork", "--help"],
+    out = subprocess.run([sys.executable, "-m", "turnlog.engine.cli", "fork", "--help"],
                          capture_output=True, text=True, cwd=ROOT, env=env(), timeout=120)
     assert out.returncode == 0 and "--at" in out.stdout
 

@@ -83,13 +83,13 @@ def test_ls_show_and_audit_say_interrupted_until_resume_finishes_it(tmp_path, db
 
 
 def test_the_view_and_the_state_agree_on_interrupted_also_for_a_fork(tmp_path):
-    from engine.conversation import Conversation, load_state
-    from engine.events import ConversationStarted, UserMessage
-    from engine.audit.listing import list_conversations
-    from engine.resume import record_interruption
-    from engine.audit.views import EXTENSIONS, connect_readonly
-    from journal import Journal
-    from replay import fork
+    from turnlog.engine.conversation import Conversation, load_state
+    from turnlog.engine.events import ConversationStarted, UserMessage
+    from turnlog.engine.audit.listing import list_conversations
+    from turnlog.engine.resume import record_interruption
+    from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
+    from turnlog.journal import Journal
+    from turnlog.replay import fork
 
     path = tmp_path / "j.db"
     with Journal(path, extensions=EXTENSIONS) as journal:
@@ -109,7 +109,7 @@ def test_the_view_and_the_state_agree_on_interrupted_also_for_a_fork(tmp_path):
 
 def test_a_journal_with_the_older_views_reads_interrupted_and_verifies_until_migrated(
         tmp_path, db):
-    from engine.audit.views import _PREVIOUS
+    from turnlog.engine.audit.views import _PREVIOUS
 
     _interrupt_a_slow_run(tmp_path, db, "slow")
     conn = sqlite3.connect(db)  # what a journal written before this change holds

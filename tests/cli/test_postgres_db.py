@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from engine.cli import cli
+from turnlog.engine.cli import cli
 from tests.pgcluster import fresh_url
 
 

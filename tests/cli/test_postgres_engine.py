@@ -21,13 +21,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.audit.sql import EVENTS
-from engine.audit import AuditQuery, audit
-from engine.cli import cli
-from engine.audit.listing import appends_waiter, events_after, last_position
-from engine.audit.dialects import POSTGRES, SQLITE, pg_placeholders
-from engine.audit.views import connect_readonly, views
-from journal import Journal
+from turnlog.engine.audit.sql import EVENTS
+from turnlog.engine.audit import AuditQuery, audit
+from turnlog.engine.cli import cli
+from turnlog.engine.audit.listing import appends_waiter, events_after, last_position
+from turnlog.engine.audit.dialects import POSTGRES, SQLITE, pg_placeholders
+from turnlog.engine.audit.views import connect_readonly, views
+from turnlog.journal import Journal
 from tests.pgcluster import fresh_url
 
 runner = CliRunner()
@@ -170,7 +170,7 @@ def test_placeholders_change_only_outside_string_literals(sql):
 
 _APPENDER = """
 import sys, time
-from journal import Journal, NewEvent
+from turnlog.journal import Journal, NewEvent
 with Journal.open(sys.argv[1]) as j:
     j.append("from-another-process", [NewEvent("note", 1, "{}")], 0)
     print(time.time(), flush=True)

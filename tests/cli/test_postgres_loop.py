@@ -11,8 +11,8 @@ import time
 
 from click.testing import CliRunner
 
-from engine.cli import cli
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.journal import Journal
 from tests.cli.conftest import TURNLOG, env, write_script
 from tests.pgcluster import fresh_url
 

@@ -24,7 +24,7 @@ class Terminal(io.StringIO):
 
 
 def test_the_helper_draws_a_bar_on_a_terminal_and_moves_it():
-    from engine.cli._common import progress
+    from turnlog.engine.cli._common import progress
 
     err = Terminal()
     with progress(4, label="checking", file=err) as bar:
@@ -35,7 +35,7 @@ def test_the_helper_draws_a_bar_on_a_terminal_and_moves_it():
 
 
 def test_the_helper_takes_a_length_known_only_later():
-    from engine.cli._common import progress
+    from turnlog.engine.cli._common import progress
 
     err = Terminal()
     with progress(None, label="importing", file=err) as bar:
@@ -46,7 +46,7 @@ def test_the_helper_takes_a_length_known_only_later():
 
 @pytest.mark.parametrize("kwargs", [{}, {"as_json": True}, {"show": False}])
 def test_the_helper_is_silent_when_piped_with_json_or_told_so(kwargs):
-    from engine.cli._common import progress
+    from turnlog.engine.cli._common import progress
 
     err = io.StringIO() if not kwargs else Terminal()
     with progress(3, label="x", file=err, **kwargs) as bar:
@@ -57,7 +57,7 @@ def test_the_helper_is_silent_when_piped_with_json_or_told_so(kwargs):
 
 
 def test_show_forces_the_bar(capsys):
-    from engine.cli._common import progress
+    from turnlog.engine.cli._common import progress
 
     err = Terminal()
     with progress(2, label="forced", show=True, file=err) as bar:
@@ -146,10 +146,10 @@ def test_on_a_terminal_each_long_command_draws_the_bar(journal_with_runs, tmp_pa
 
 
 def test_the_library_reports_progress_to_the_end(tmp_path):
-    from engine.audit import audit, audit_steps
-    from engine.formats.importer import import_file
-    from engine.audit.views import EXTENSIONS, connect_readonly
-    from journal import Journal
+    from turnlog.engine.audit import audit, audit_steps
+    from turnlog.engine.formats.importer import import_file
+    from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
+    from turnlog.journal import Journal
 
     db = tmp_path / "j.db"
     heard: list[tuple[int, int]] = []

@@ -7,7 +7,7 @@ import re
 import click
 import pytest
 
-from engine.cli import cli
+from turnlog.engine.cli import cli
 
 from .conftest import ROOT, turnlog
 

@@ -8,8 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from engine.audit import EXTENSIONS
-from journal import Journal
+from turnlog.engine.audit import EXTENSIONS
+from turnlog.journal import Journal
 from tests.old_journals import as_schema_2
 
 from .conftest import turnlog

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from journal import Journal
+from turnlog.journal import Journal
 from tests.fakeapi import Reply, reply
 
 from .conftest import turnlog

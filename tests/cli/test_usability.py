@@ -3,6 +3,8 @@ the scripted provider's per-turn cost, the interruption marker's law, ``import t
 
 from __future__ import annotations
 
+import importlib
+
 import json
 import re
 
@@ -48,7 +50,7 @@ def test_ls_has_a_header_times_counts_newest_first_and_filters(tmp_path, db):
 def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
     import sys
 
-    from engine.cli._common import colour
+    from turnlog.engine.cli._common import colour
 
     class Tty:
         def isatty(self) -> bool:
@@ -92,7 +94,7 @@ def test_diff_cuts_both_columns_and_marks_the_cut(db, tmp_path):
 
 
 def test_signature_only_thinking_says_so_instead_of_printing_nothing():
-    from engine.cli._timeline import timeline
+    from turnlog.engine.cli._timeline import timeline
 
     events = [{"seq": 4, "type": "model_responded", "payload": {
         "turn": 1, "parts": [{"type": "thinking", "text": "", "signature": "abc"},
@@ -103,7 +105,7 @@ def test_signature_only_thinking_says_so_instead_of_printing_nothing():
 
 
 def test_timeline_cuts_long_text_on_a_word_boundary():
-    from engine.cli._timeline import timeline
+    from turnlog.engine.cli._timeline import timeline
 
     text = "alpha " * 100
     line = timeline([{"seq": 2, "type": "user_message",
@@ -112,17 +114,17 @@ def test_timeline_cuts_long_text_on_a_word_boundary():
 
 
 def test_audit_prints_every_cost_the_same_way():
-    from engine.cli.audit import money
+    from turnlog.engine.cli.audit import money
 
     assert [money(v) for v in (None, 0, 0.00001, 0.0001, 1234.5)] == [
         "unpriced", "0", "<0.0001", "0.0001", "1,234.5000"]
 
 
 def test_the_scripted_provider_encodes_each_message_once_per_run_not_per_turn(monkeypatch):
-    import engine.providers.scripted as scripted
-    from engine.demo import demo_tools
-    from engine.loop import Loop
-    from journal import Journal
+    import turnlog.engine.providers.scripted as scripted
+    from turnlog.engine.demo import demo_tools
+    from turnlog.engine.loop import Loop
+    from turnlog.journal import Journal
 
     encoded = []
     real = scripted._encode
@@ -140,11 +142,11 @@ def test_the_scripted_provider_encodes_each_message_once_per_run_not_per_turn(mo
 # the interruption marker: recorded anywhere a run is unfinished, it changes nothing ---------
 
 def _recorded_events():
-    from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-    from engine.events import decode_event
-    from engine.loop import Loop
-    from engine.providers.scripted import ScriptedProvider
-    from journal import Journal
+    from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+    from turnlog.engine.events import decode_event
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.journal import Journal
 
     j = Journal(":memory:")
     Loop(j, ScriptedProvider(DEMO_SCRIPT), demo_tools()).start(DEMO_PROMPT, conversation_id="d")
@@ -156,8 +158,8 @@ EVENTS = _recorded_events()
 
 @given(st.sets(st.integers(min_value=1, max_value=len(EVENTS) - 1)))
 def test_run_interrupted_markers_leave_the_folded_state_unchanged(positions):
-    from engine.events import RunInterrupted
-    from engine.state import StateBuilder
+    from turnlog.engine.events import RunInterrupted
+    from turnlog.engine.state import StateBuilder
 
     plain, marked = StateBuilder(), StateBuilder()
     for i, event in enumerate(EVENTS):
@@ -171,10 +173,8 @@ def test_run_interrupted_markers_leave_the_folded_state_unchanged(positions):
 
 
 def test_import_turnlog_is_the_one_public_import():
-    import engine
-    import journal
-    import replay
     import turnlog
+    engine, journal, replay = (importlib.import_module(f"turnlog.{name}") for name in ("engine", "journal", "replay"))
 
     def isort(name: str) -> tuple[int, str]:
         return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
@@ -197,7 +197,7 @@ def test_replay_of_an_imported_conversation_says_an_imported(tmp_path, db):
 
 
 def test_load_heads_reads_the_plain_heads_lines(tmp_path):
-    from journal import Head, load_heads
+    from turnlog.journal import Head, load_heads
 
     path = tmp_path / "heads.txt"
     path.write_text(f"a  1  {'0' * 64}\n\nb 22 {'f' * 64}\n")

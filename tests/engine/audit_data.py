@@ -6,10 +6,10 @@ so tests can compute the expected figures independently from the raw events.
 
 from __future__ import annotations
 
-from journal import Journal
+from turnlog.journal import Journal
 
-from engine.conversation import Conversation
-from engine.events import (
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -24,7 +24,7 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.messages import Text, ToolCall, Usage
+from turnlog.engine.messages import Text, ToolCall, Usage
 
 PRICES = """
 currency = "USD"

@@ -13,8 +13,9 @@ import asyncio
 
 import pytest
 
-import engine.loop
-from engine.aloop import AsyncLoop
+import turnlog.engine.loop
+from turnlog import engine
+from turnlog.engine.aloop import AsyncLoop
 
 
 class BlockingAsyncLoop(AsyncLoop):

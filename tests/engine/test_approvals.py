@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.approvals import (
+from turnlog.engine.approvals import (
     AlreadyDecidedError,
     ApprovalMismatchError,
     NotAwaitingApprovalError,
@@ -18,11 +18,11 @@ from engine.approvals import (
     arguments_hash,
     decide,
 )
-from engine.events import ToolStarted
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from engine.tools import tool
-from journal import Journal
+from turnlog.engine.events import ToolStarted
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.tools import tool
+from turnlog.journal import Journal
 
 
 def make_pay(ran):
@@ -125,12 +125,12 @@ def test_a_call_not_awaiting_approval_is_refused(journal):
 def test_a_changed_call_is_refused(journal):
     loop, _, _ = paused(journal, 500)
     conv_row = rows(journal, "approval_requested")[0]
-    from engine.conversation import Conversation
+    from turnlog.engine.conversation import Conversation
 
     conv = Conversation.open(journal, "c1")
     conv.builder.approvals["call_1_1"] = conv.builder.approvals["call_1_1"].__class__(
         call_id="call_1_1", name="pay", arguments_hash="0" * 64, spec_hash=conv_row["spec_hash"])
-    import engine.conversation as conversation_module
+    import turnlog.engine.conversation as conversation_module
 
     real_open = conversation_module.Conversation.open
     conversation_module.Conversation.open = classmethod(lambda cls, j, cid: conv)
@@ -148,7 +148,7 @@ def test_crash_between_decision_and_execution_runs_once(journal):
     loop.decide("c1", "call_1_1", True, "ann")
     # a resume that died after tool_started: the side-effecting call is not run again
     conv_loop = Loop(journal, ScriptedProvider(script(500)), [make_pay(ran)])
-    from engine.conversation import Conversation
+    from turnlog.engine.conversation import Conversation
 
     conv = Conversation.open(journal, "c1")
     conv.append(ToolStarted(call_id="call_1_1", name="pay", arguments={"amount": 500}))
@@ -190,7 +190,7 @@ def test_approve_from_another_process_then_resume(tmp_path):
     ran = []
     loop = Loop(journal, ScriptedProvider(script(500)), [make_pay(ran)])
     loop.start("pay", conversation_id="c1")
-    code = (f"import sys; from journal import Journal; from engine.approvals import decide; "
+    code = (f"import sys; from turnlog.journal import Journal; from turnlog.engine.approvals import decide; "
             f"decide(Journal({str(path)!r}), 'c1', 'call_1_1', True, 'ann')")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert loop.resume("c1").status == "completed" and ran == [500]
@@ -229,7 +229,7 @@ def test_no_executed_call_differs_from_its_approved_hash(amounts, choices, edits
 # --- deterministic replay covers approvals -----------------------------------------------
 
 def replays(journal) -> bool:
-    from replay import replay
+    from turnlog.replay import replay
 
     result = replay(journal, "c1", collect=True)
     assert result.ok, result.divergence

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.approvals import decide
-from engine.audit import AuditQuery, audit
-from engine.cli import cli
-from engine.conversation import load_state
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from engine.tools import tool
-from engine.audit.views import connect_readonly
-from journal import Journal
+from turnlog.engine.approvals import decide
+from turnlog.engine.audit import AuditQuery, audit
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import load_state
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.tools import tool
+from turnlog.engine.audit.views import connect_readonly
+from turnlog.journal import Journal
 
 runner = CliRunner()
 
@@ -160,7 +160,7 @@ def test_the_viewer_shows_each_calls_approval_and_the_audit_page_the_figures(rec
     pytest.importorskip("starlette")  # the 'view' extra: installed by the test extra
     from starlette.testclient import TestClient
 
-    from replay.view import create_app
+    from turnlog.replay.view import create_app
 
     path, _ = recorded
     # a decision by a hostile name renders as text
@@ -184,10 +184,10 @@ def test_the_viewer_shows_each_calls_approval_and_the_audit_page_the_figures(rec
 
 
 def test_a_call_answered_without_a_decision_no_longer_waits_in_the_view_or_the_state(tmp_path):
-    from engine.conversation import Conversation
-    from engine.events import (ApprovalRequested, ConversationStarted, ModelRequested,
+    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.events import (ApprovalRequested, ConversationStarted, ModelRequested,
                                ModelResponded, ToolCompleted, UserMessage)
-    from engine.messages import ToolCall
+    from turnlog.engine.messages import ToolCall
 
     db = str(tmp_path / "j.db")
     asked = ApprovalRequested(call_id="a", name="t", arguments_hash="h", spec_hash="s")

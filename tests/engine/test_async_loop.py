@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from engine import AsyncLoop
-from engine.tools import tool
-from replay import replay
+from turnlog.engine import AsyncLoop
+from turnlog.engine.tools import tool
+from turnlog.replay import replay
 from tests.fakeapi import FakeAPI, reply
 from tests.providerkit import make_provider
 

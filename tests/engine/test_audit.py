@@ -16,12 +16,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.audit.sql import EVENTS
-from engine.audit import AuditQuery, audit, parse_since
-from engine.cli import cli
-from engine.conversation import Conversation, load_state
-from engine.errors import BadFilterError, PriceTableError
-from engine.events import (
+from turnlog.engine.audit.sql import EVENTS
+from turnlog.engine.audit import AuditQuery, audit, parse_since
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.errors import BadFilterError, PriceTableError
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -34,10 +34,10 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.messages import Opaque, Text, ToolCall, Usage
-from engine.audit.prices import PriceTable
-from engine.audit.views import EXTENSIONS, connect_readonly
-from journal import Journal
+from turnlog.engine.messages import Opaque, Text, ToolCall, Usage
+from turnlog.engine.audit.prices import PriceTable
+from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
+from turnlog.journal import Journal
 from tests.engine.audit_data import PRICES, build
 
 
@@ -432,9 +432,9 @@ def test_an_empty_journal_audits_to_zeros_not_an_error(db_path):
 
 
 def test_an_imported_cassette_and_a_responses_run_are_priced_as_their_vendor(tmp_path):
-    from engine.audit import PriceTable
-    from engine.formats.importer import import_file
-    from engine.messages import Usage
+    from turnlog.engine.audit import PriceTable
+    from turnlog.engine.formats.importer import import_file
+    from turnlog.engine.messages import Usage
 
     prices = PriceTable.default()
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)

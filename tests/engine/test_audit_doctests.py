@@ -12,6 +12,6 @@ MODULES = ["dialects", "prices"]
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_hold(name):
-    module = importlib.import_module(f"engine.audit.{name}")
+    module = importlib.import_module(f"turnlog.engine.audit.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -7,18 +7,18 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.calls import assign_call_ids
-from engine.conversation import load_state
-from engine.demo import demo_tools
-from engine.duplicates import call_key
-from engine.events import DuplicatePolicy, Refusal, RejectReason, ToolCallRejected
-from engine.loop import Loop
-from engine.messages import Message, Text, ToolCall, ToolResult
-from engine.providers import openai as openai_wire
-from engine.providers._common import plan_history
-from engine.providers.scripted import ScriptedProvider
-from engine.state import fold_stored
-from replay import replay
+from turnlog.engine.calls import assign_call_ids
+from turnlog.engine.conversation import load_state
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.duplicates import call_key
+from turnlog.engine.events import DuplicatePolicy, Refusal, RejectReason, ToolCallRejected
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.providers import openai as openai_wire
+from turnlog.engine.providers._common import plan_history
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.state import fold_stored
+from turnlog.replay import replay
 from turnlog.testing import tool_call_lists
 
 
@@ -85,7 +85,7 @@ def test_assigned_ids_are_unique_new_and_keep_the_provider_id(calls, taken):
 
 @given(tool_call_lists(names=st.just("add"), min_size=1, max_size=5))
 def test_every_call_of_a_response_gets_one_answer_whatever_its_ids(tmp_path_factory, calls):
-    from journal import Journal
+    from turnlog.journal import Journal
 
     script = [{"tool_calls": [{"id": c.id, "name": "add", "arguments": {"a": i, "b": 1}}
                               for i, c in enumerate(calls)]}, {"text": "ok"}]

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from turnlog import testing as shipped
 
-from engine.canonical import canonical_json
-from engine.errors import InvalidEventError
+from turnlog.engine.canonical import canonical_json
+from turnlog.engine.errors import InvalidEventError
 
 arguments = shipped.arguments(max_size=5)
 json_values = shipped.json_values(max_leaves=12)

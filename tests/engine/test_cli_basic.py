@@ -9,10 +9,10 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.conversation import Conversation
-from engine.events import ConversationStarted, UserMessage
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.events import ConversationStarted, UserMessage
+from turnlog.journal import Journal
 
 
 @pytest.fixture

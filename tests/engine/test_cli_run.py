@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.journal import Journal
 
 
 def invoke(*args):
@@ -91,12 +91,12 @@ def test_unknown_tools_module_is_bad_usage(db_path, script):
 
 
 def test_tools_from_module_attr(db_path, script):
-    out = invoke("run", "hi", "--script", script, "--tools", "engine.demo:demo_tools",
+    out = invoke("run", "hi", "--script", script, "--tools", "turnlog.engine.demo:demo_tools",
                  "--db", db_path, "--json")
     # a plain function is registered as a tool: the demo tools are then unknown to the model
     assert out.exit_code == 0
-    out = invoke("run", "hi", "--script", script, "--tools", "engine.demo:get_weather",
-                 "--tools", "engine.demo:add", "--db", db_path, "--json")
+    out = invoke("run", "hi", "--script", script, "--tools", "turnlog.engine.demo:get_weather",
+                 "--tools", "turnlog.engine.demo:add", "--db", db_path, "--json")
     assert json.loads(out.output)["status"] == "completed"
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.conversation import Conversation, load_state
-from engine.events import ConversationStarted, ModelFailed, ModelRequested, UserMessage
-from journal import ConcurrencyError, Journal, StoredEvent
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.events import ConversationStarted, ModelFailed, ModelRequested, UserMessage
+from turnlog.journal import ConcurrencyError, Journal, StoredEvent
 
 
 def request(turn: int = 1) -> ModelRequested:

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from turnlog import testing as shipped
 
-from engine.conversation import Conversation, load_state
-from engine.errors import InvalidTransition
-from engine.events import (
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.errors import InvalidTransition
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -25,10 +25,10 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.machine import Lifecycle
-from engine.messages import Text, ToolCall
-from engine.state import StateBuilder, fold_stored, reduce
-from journal import Journal
+from turnlog.engine.machine import Lifecycle
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.state import StateBuilder, fold_stored, reduce
+from turnlog.journal import Journal
 
 arguments = shipped.arguments(max_size=5)
 events = shipped.events()

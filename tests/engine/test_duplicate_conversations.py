@@ -16,13 +16,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from engine.events import DuplicatePolicy
-from engine.loop import Loop
-from engine.messages import Text, ToolCall
-from engine.providers.base import ModelResponse
-from engine.tools import tool
-from journal import Journal
-from replay.fork import fork, message_fork_points
+from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.providers.base import ModelResponse
+from turnlog.engine.tools import tool
+from turnlog.journal import Journal
+from turnlog.replay.fork import fork, message_fork_points
 from turnlog.testing import equivalent_forms, same_arguments
 
 
@@ -222,7 +222,7 @@ TestConversations = Conversations.TestCase
 def test_the_escalation_counts_refusals_since_the_users_last_message():
     # found by the state machine under bench/mutation.py's profile: a fork whose message joins
     # the parent's run (after a refused duplicate) carried that refusal into the new count
-    from engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.providers.scripted import ScriptedProvider
 
     journal = Journal(":memory:")
     call = {"tool_calls": [{"name": "search", "arguments": {}}]}

@@ -7,9 +7,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.canonical import canonical_json
-from engine.demo import demo_tools
-from engine.events import (
+from turnlog.engine.canonical import canonical_json
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.events import (
     ConversationStarted,
     DuplicatePolicy,
     ModelRequested,
@@ -17,11 +17,11 @@ from engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from engine.loop import run
-from engine.messages import ToolCall
-from engine.providers.scripted import ScriptedProvider
-from engine.state import StateBuilder
-from journal import Journal
+from turnlog.engine.loop import run
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.state import StateBuilder
+from turnlog.journal import Journal
 from turnlog import testing as shipped
 
 arguments = shipped.arguments(max_size=5)
@@ -135,7 +135,7 @@ def test_volatile_keys_are_left_out_and_exempt_tools_never_refused(name, args, d
        data=st.data())
 def test_through_the_loop_a_repeat_is_refused_and_a_changed_call_runs(args, data):
     """The loop's decision equals the rule's, and every call still gets one answer."""
-    @__import__("engine.tools", fromlist=["tool"]).tool
+    @__import__("turnlog.engine.tools", fromlist=["tool"]).tool
     def probe(city: int = 0, x: int = 0, y: int = 0) -> dict:
         """Probe."""
         return {"ok": True}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import InvalidTransition
-from engine.events import (
+from turnlog.engine.errors import InvalidTransition
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationStarted,
     ForkRef,
@@ -17,9 +17,9 @@ from engine.events import (
     ToolStarted,
     UserMessage,
 )
-from engine.machine import Lifecycle as L
-from engine.messages import Text, ToolCall
-from engine.state import StateBuilder, fold
+from turnlog.engine.machine import Lifecycle as L
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.state import StateBuilder, fold
 
 START = ConversationStarted(conversation_id="c", provider="p", model="m")
 
@@ -162,7 +162,7 @@ def test_each_pending_call_is_started_once_and_answered_once_the_last_one_ending
 
 
 def test_approval_is_asked_once_for_a_pending_call_that_has_not_started():
-    from engine.events import ApprovalRequested
+    from turnlog.engine.events import ApprovalRequested
 
     def ask(call_id: str) -> ApprovalRequested:
         return ApprovalRequested(call_id=call_id, name="t", arguments_hash="a", spec_hash="s")
@@ -177,13 +177,13 @@ def test_approval_is_asked_once_for_a_pending_call_that_has_not_started():
 
 
 def _ask(call_id: str):
-    from engine.events import ApprovalRequested
+    from turnlog.engine.events import ApprovalRequested
 
     return ApprovalRequested(call_id=call_id, name="t", arguments_hash="a", spec_hash="s")
 
 
 def _decide(call_id: str, decision: str = "approve"):
-    from engine.events import ApprovalDecided
+    from turnlog.engine.events import ApprovalDecided
 
     return ApprovalDecided(call_id=call_id, decision=decision, approver="ann",
                            decided_at="2026-01-01T00:00:00Z", arguments_hash="a")

@@ -7,18 +7,18 @@ import logging
 
 import pytest
 
-from engine.conversation import Conversation, load_state
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.errors import ConversationNotFound, RunnerError, TranscriptLockContention
-from engine.events import ConversationStarted, DuplicatePolicy, ToolCompleted, UserMessage
-from engine.executor import ToolExecution
-from engine.loop import Loop, run
-from engine.messages import Message, Text, ToolCall, ToolResult
-from engine.providers.scripted import ScriptedProvider
-from engine.result import result_of
-from engine.runners import RunnerResult
-from engine.tools import ToolRegistry, tool
-from journal import Journal
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.errors import ConversationNotFound, RunnerError, TranscriptLockContention
+from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ToolCompleted, UserMessage
+from turnlog.engine.executor import ToolExecution
+from turnlog.engine.loop import Loop, run
+from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.result import result_of
+from turnlog.engine.runners import RunnerResult
+from turnlog.engine.tools import ToolRegistry, tool
+from turnlog.journal import Journal
 
 # the loop suite runs on Loop and on AsyncLoop (tests/engine/conftest.py)
 pytestmark = pytest.mark.usefixtures("both_loops")
@@ -199,9 +199,9 @@ def test_an_unknown_tool_is_refused_naming_the_available_ones(journal):
 
 
 def test_a_cut_off_call_is_refused_as_cut_off():
-    from engine.messages import ToolCall as TC
-    from engine.providers.base import ModelResponse
-    from journal import Journal
+    from turnlog.engine.messages import ToolCall as TC
+    from turnlog.engine.providers.base import ModelResponse
+    from turnlog.journal import Journal
 
     class CutOff:
         name = "fake"
@@ -290,7 +290,7 @@ def test_exempt_tools_and_volatile_keys_relax_the_rule(journal):
 
 
 def test_a_custom_predicate_decides_duplicates(journal):
-    from engine.duplicates import register_predicate
+    from turnlog.engine.duplicates import register_predicate
 
     register_predicate("no_paris", lambda name, args, state: args.get("city") == "Paris")
     script = [{"tool_calls": [call("get_weather", city="London"), call("get_weather", city="Paris")]},
@@ -310,7 +310,7 @@ def test_pipeline_duplicate_message_tells_the_model_to_use_the_handler(journal):
 
 
 def test_directives_are_rendered_once_into_conversation_started(journal):
-    from engine.directives import Directives
+    from turnlog.engine.directives import Directives
 
     d = Directives()
     d.register("global", "id", lambda ctx: "You are turnlog.")
@@ -324,7 +324,7 @@ def test_directives_are_rendered_once_into_conversation_started(journal):
 
 
 def test_a_second_runner_on_the_same_conversation_gets_lock_contention(journal, db_path):
-    from journal import Journal
+    from turnlog.journal import Journal
 
     seen = []
     loop = Loop(journal, ScriptedProvider([{"tool_calls": [call("add", a=1, b=1)]}, {"text": "x"}]),
@@ -420,7 +420,7 @@ def test_recorded_request_digests_equal_the_requests_own_digest(journal):
 
 
 def test_starting_a_conversation_with_an_id_in_use_is_a_typed_error(journal):
-    from engine.errors import ConversationExistsError
+    from turnlog.engine.errors import ConversationExistsError
 
     loop = Loop(journal, ScriptedProvider([{"text": "a"}]))
     loop.start("hi", conversation_id="dup")
@@ -456,9 +456,9 @@ def test_staged_steps_are_written_before_each_outside_action(journal):
 
 
 def test_conversation_stage_and_flush_write_staged_events_in_one_transaction(journal, db_path):
-    from engine.errors import ConcurrencyError, InvalidTransition
-    from engine.events import ModelFailed, ModelRequested
-    from journal import Journal
+    from turnlog.engine.errors import ConcurrencyError, InvalidTransition
+    from turnlog.engine.events import ModelFailed, ModelRequested
+    from turnlog.journal import Journal
 
     conv = Conversation.start(journal, ConversationStarted(conversation_id="st", provider="p",
                                                            model="m"))

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.conversation import load_state
-from engine.demo import demo_tools
-from engine.errors import (
+from turnlog.engine.conversation import load_state
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.errors import (
     AuthenticationError,
     BadRequestError,
     EngineError,
@@ -20,13 +20,13 @@ from engine.errors import (
     RateLimitError,
     ServerError,
 )
-from engine.events import ModelFailed, ModelRequested
-from engine.loop import Loop
-from engine.providers.base import ModelResponse
-from engine.messages import Text
-from engine.retry import NO_RETRY, RetryPolicy
-from engine.state import StateBuilder
-from journal import Journal
+from turnlog.engine.events import ModelFailed, ModelRequested
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.base import ModelResponse
+from turnlog.engine.messages import Text
+from turnlog.engine.retry import NO_RETRY, RetryPolicy
+from turnlog.engine.state import StateBuilder
+from turnlog.journal import Journal
 
 # the loop suite runs on Loop and on AsyncLoop (tests/engine/conftest.py)
 pytestmark = pytest.mark.usefixtures("both_loops")
@@ -216,7 +216,7 @@ def _requested(builder: StateBuilder, attempt: int = 1) -> None:
 
 
 def _failed_turn() -> StateBuilder:
-    from engine.events import ConversationStarted, UserMessage
+    from turnlog.engine.events import ConversationStarted, UserMessage
 
     b = StateBuilder()
     b.apply(ConversationStarted(conversation_id="c", provider="p", model="m"))
@@ -245,7 +245,7 @@ def test_an_unnumbered_retry_from_an_older_journal_still_folds():
 
 
 def test_a_first_request_must_be_attempt_1():
-    from engine.events import ConversationStarted, UserMessage
+    from turnlog.engine.events import ConversationStarted, UserMessage
 
     b = StateBuilder()
     b.apply(ConversationStarted(conversation_id="c", provider="p", model="m"))
@@ -291,7 +291,7 @@ def test_a_bug_propagating_leaves_the_journal_as_it_was_after_the_request(tmp_pa
 # --- deterministic replay reproduces recorded retries ------------------------------------------
 
 def test_replay_reproduces_a_run_that_retried_then_succeeded(journal):
-    from replay import replay
+    from turnlog.replay import replay
 
     Loop(journal, Flaky(RateLimitError("slow", retry_after=2.0), ServerError("x", status=529)),
          demo_tools(), retry=policy()).start("hi", conversation_id="c")
@@ -300,7 +300,7 @@ def test_replay_reproduces_a_run_that_retried_then_succeeded(journal):
 
 
 def test_replay_reproduces_exhausted_retries_and_a_run_that_did_not_retry(journal):
-    from replay import replay
+    from turnlog.replay import replay
 
     Loop(journal, Flaky(*[ServerError("x", status=500)] * 3), demo_tools(),
          retry=policy(3)).start("hi", conversation_id="spent")
@@ -310,7 +310,7 @@ def test_replay_reproduces_exhausted_retries_and_a_run_that_did_not_retry(journa
 
 
 def test_replay_of_a_chat_whose_failed_run_was_followed_by_a_new_run(journal):
-    from replay import replay
+    from turnlog.replay import replay
 
     loop = Loop(journal, Flaky(ServerError("x", status=500)), demo_tools())
     loop.start("hi", conversation_id="chat")
@@ -322,8 +322,8 @@ def test_replay_of_a_chat_whose_failed_run_was_followed_by_a_new_run(journal):
 def test_a_tool_result_with_a_key_that_is_no_string_is_a_failed_call_not_a_crash(journal):
     # JSON objects have string keys; the journal encodes events with sorted keys and
     # refuses others, so the step's check uses the same rule and records a failure
-    from engine.providers.scripted import ScriptedProvider
-    from engine.tools import ToolRegistry, tool
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import ToolRegistry, tool
 
     @tool
     def lookup(a: int) -> object:

@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.demo import demo_tools
-from engine.loop import run
-from engine.providers import get_provider
+from turnlog.engine.cli import cli
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.loop import run
+from turnlog.engine.providers import get_provider
 from tests.fakeapi import fake_api, reply  # noqa: F401 - fake_api is a fixture
 
 REAL = ("anthropic", "openai", "openai-responses", "gemini")

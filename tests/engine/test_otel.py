@@ -10,11 +10,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.formats.exporter import export_data
-from engine.loop import Loop, run
-from engine.otel import OTelObserver
-from engine.providers.scripted import ScriptedProvider
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.formats.exporter import export_data
+from turnlog.engine.loop import Loop, run
+from turnlog.engine.otel import OTelObserver
+from turnlog.engine.providers.scripted import ScriptedProvider
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_a_failed_run_marks_its_root_and_a_run_that_never_ends_is_closed(journal
 
 
 def test_observing_never_changes_what_is_recorded(journal, tmp_path, tracing):
-    from journal import Journal
+    from turnlog.journal import Journal
 
     from ..conftest import FixedClock
 

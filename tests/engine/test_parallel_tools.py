@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from engine.errors import EngineError
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from engine.tools import tool
-from replay import replay
+from turnlog.engine.errors import EngineError
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.tools import tool
+from turnlog.replay import replay
 
 # every test runs on Loop and on AsyncLoop (tests/engine/conftest.py)
 pytestmark = pytest.mark.usefixtures("both_loops")

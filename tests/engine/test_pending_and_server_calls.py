@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from engine.audit.sql import EVENTS
-from engine.audit import AuditQuery, audit
-from engine.formats.importer import import_entries, import_file
-from engine.loop import run
-from engine.providers.scripted import ScriptedProvider
-from engine.tools import tool
-from engine.audit.views import EXTENSIONS, connect_readonly
-from journal import Journal
+from turnlog.engine.audit.sql import EVENTS
+from turnlog.engine.audit import AuditQuery, audit
+from turnlog.engine.formats.importer import import_entries, import_file
+from turnlog.engine.loop import run
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.tools import tool
+from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
+from turnlog.journal import Journal
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 
@@ -79,7 +79,7 @@ def test_a_run_interrupted_before_its_tools_ran_leaves_its_calls_pending(db_path
     assert report["tools"]["add"]["pending"] == report["tools"]["add"]["calls"] == 1
     assert report == _audit(db_path, EVENTS) | {"source": "projections"}
     with Journal(str(db_path), extensions=EXTENSIONS) as j:  # resumed: the call ran
-        from engine.loop import Loop
+        from turnlog.engine.loop import Loop
 
         Loop(j, ScriptedProvider(script[1:]), [add]).resume("r")
     assert [(c, o) for c, _n, o, _a in _view(db_path, "r")] == [(call_id, "succeeded")]

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.audit.projections import MODEL_CALLS, TOOL_CALLS, check, in_step
-from engine.audit.views import EXTENSIONS
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.engine.audit.projections import MODEL_CALLS, TOOL_CALLS, check, in_step
+from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.journal import Journal
 
 
 def invoke(*args):

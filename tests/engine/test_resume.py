@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.conversation import Conversation, load_state
-from engine.demo import demo_tools
-from engine.events import ConversationStarted, ModelRequested, ModelResponded, ToolStarted, UserMessage
-from engine.loop import Loop
-from engine.messages import ToolCall
-from engine.providers.scripted import ScriptedProvider
-from engine.resume import INTERRUPTED, idempotency_key
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.events import ConversationStarted, ModelRequested, ModelResponded, ToolStarted, UserMessage
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.resume import INTERRUPTED, idempotency_key
+from turnlog.journal import Journal
 
 #: the in-process resume rules run on Loop and on AsyncLoop (tests/engine/conftest.py)
 both_loops = pytest.mark.usefixtures("both_loops")
@@ -61,7 +61,7 @@ def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal
 
     class Spy:
         def execute(self, call, tool, context, validated):
-            from engine.executor import LocalExecutor
+            from turnlog.engine.executor import LocalExecutor
 
             keys.append(context.idempotency_key)
             return LocalExecutor().execute(call, tool, context, validated)
@@ -74,7 +74,7 @@ def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal
 
 
 def _state(**kw):
-    from engine.state import ConversationState
+    from turnlog.engine.state import ConversationState
 
     call = ToolCall(id=kw.pop("call_id", "call_1"), name="add", arguments=kw.pop("arguments",
                                                                                 {"a": 1, "b": 2}))
@@ -94,7 +94,7 @@ def test_idempotency_key_ignores_the_conversation_id_and_key_order():
 
 
 def test_two_equal_calls_in_one_response_get_different_keys():
-    from engine.state import ConversationState
+    from turnlog.engine.state import ConversationState
 
     calls = (ToolCall(id="x", name="add", arguments={"a": 1}),
              ToolCall(id="x_2", name="add", arguments={"a": 1}))
@@ -151,7 +151,7 @@ def _wait_for_stream(db: Path, cid: str, proc: subprocess.Popen) -> None:
 
 
 def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "turnlog.engine.cli", *args], env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -168,7 +168,7 @@ def test_sigkill_at_random_moments_then_resume_never_repeats_a_recorded_tool(tmp
         cid = f"crash-{trial}"
         args = ["run", "log the notes", "--script", str(script), "--tools", "demo", "--db", str(db),
                 "--id", cid, "--max-turns", "10"]
-        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", *args], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "turnlog.engine.cli", *args], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if trial % 5 == 0:  # sometimes kill during start-up, before anything is recorded
             time.sleep(rng.uniform(0.0, 0.3))

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.conversation import Conversation, load_state
-from engine.events import ConversationStarted, UserMessage
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.events import ConversationStarted, UserMessage
+from turnlog.journal import Journal
 from tests.engine.audit_data import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def test_tail_once_starts_at_the_end_by_default_and_at_a_given_position(sample):
 def test_tail_follows_events_another_process_appends(sample):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     follower = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "tail", "--db", str(sample), "--json",
+        [sys.executable, "-m", "turnlog.engine.cli", "tail", "--db", str(sample), "--json",
          "--from-position", "50", "--count", "3", "--timeout", "30", "--interval", "0.05"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from turnlog import testing as shipped
 
-import engine.snapshots as snapshots
-from engine.audit.views import VIEWS_EXTENSION
-from engine.conversation import Conversation, load_state
-from engine.events import (
+import turnlog.engine.snapshots as snapshots
+from turnlog.engine.audit.views import VIEWS_EXTENSION
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.events import (
     ApprovalDecided,
     ApprovalRequested,
     ConversationCompleted,
@@ -27,8 +27,8 @@ from engine.events import (
     ToolStarted,
     UserMessage,
 )
-from engine.messages import Text, ToolCall, Usage
-from engine.snapshots import (
+from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.snapshots import (
     check_snapshots,
     decode_state,
     encode_state,
@@ -36,8 +36,8 @@ from engine.snapshots import (
     save_snapshot,
     snapshot_kind,
 )
-from engine.state import fold_stored
-from journal import Journal
+from turnlog.engine.state import fold_stored
+from turnlog.journal import Journal
 from tests.pgcluster import fresh_url
 
 
@@ -249,7 +249,7 @@ def test_verify_reports_snapshot_bytes_that_are_no_state(tmp_path):
 def test_the_cli_verify_names_a_forged_snapshot(tmp_path):
     from click.testing import CliRunner
 
-    from engine.cli import cli
+    from turnlog.engine.cli import cli
 
     path = tmp_path / "j.db"
     with Journal(path, extensions=[VIEWS_EXTENSION]) as journal:
@@ -291,13 +291,13 @@ def _script(turns: int) -> list:
 
 @pytest.mark.usefixtures("both_loops")
 def test_a_run_that_writes_many_events_ends_by_saving_a_snapshot(tmp_path, monkeypatch):
-    import engine.loop  # its Loop is the async one in the "async" run (both_loops)
-    from engine.demo import demo_tools
-    from engine.providers.scripted import ScriptedProvider
+    import turnlog.engine.loop  # its Loop is the async one in the "async" run (both_loops)
+    from turnlog.engine.demo import demo_tools
+    from turnlog.engine.providers.scripted import ScriptedProvider
 
     monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 40)
     with Journal(tmp_path / "j.db") as journal:
-        loop = engine.loop.Loop(journal, ScriptedProvider(_script(3)), demo_tools())
+        loop = turnlog.engine.loop.Loop(journal, ScriptedProvider(_script(3)), demo_tools())
         loop.start("short", conversation_id="c", max_turns=100)
         assert journal.read_snapshot("c", snapshot_kind()) is None  # 15 events: not due
 
@@ -314,9 +314,9 @@ def test_a_run_that_writes_many_events_ends_by_saving_a_snapshot(tmp_path, monke
 
 def _tool_run(journal, result, turns: int = 12):
     """A loop run of ``turns`` calls of a tool that returns ``{"v": result}``."""
-    import engine.loop
-    from engine.providers.scripted import ScriptedProvider
-    from engine.tools import ToolRegistry, tool
+    import turnlog.engine.loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import ToolRegistry, tool
 
     @tool
     def lookup(a: int) -> object:
@@ -324,7 +324,7 @@ def _tool_run(journal, result, turns: int = 12):
         return {"v": result}
 
     script = [{"tool_calls": [{"name": "lookup", "arguments": {"a": t}}]} for t in range(turns)]
-    loop = engine.loop.Loop(journal, ScriptedProvider([*script, {"text": "done"}]),
+    loop = turnlog.engine.loop.Loop(journal, ScriptedProvider([*script, {"text": "done"}]),
                             ToolRegistry([lookup]))
     return loop.start("go", conversation_id="c", max_turns=100)
 

@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from engine.conversation import Conversation, load_state
-from engine.errors import ConversationNotFound, CorruptEventError, InvalidTransition
-from engine.events import (
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.errors import ConversationNotFound, CorruptEventError, InvalidTransition
+from turnlog.engine.events import (
     ConversationStarted,
     ModelRequested,
     ModelResponded,
@@ -16,9 +16,9 @@ from engine.events import (
     UserMessage,
     encode_event,
 )
-from engine.messages import Text, ToolCall
-from engine.state import ConversationState, fold, reduce
-from journal import GENESIS_HASH, event_hash
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.state import ConversationState, fold, reduce
+from turnlog.journal import GENESIS_HASH, event_hash
 
 START = ConversationStarted(conversation_id="c", provider="scripted", model="m")
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 import pytest
 
-from engine.errors import ToolError
-from engine.tools import ToolContext, ToolRegistry, tool
+from turnlog.engine.errors import ToolError
+from turnlog.engine.tools import ToolContext, ToolRegistry, tool
 
 
 @tool(effect="idempotent", display_name="Web Search")

@@ -7,13 +7,13 @@ import sqlite3
 import pytest
 from sqlite_utils import Database
 
-from engine.conversation import Conversation, load_state
-from engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
-from engine.messages import ToolCall
-from engine.audit.projections import in_step, rebuild
-from engine.audit import audit
-from engine.audit.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION, connect_readonly
-from journal import Journal
+from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.audit.projections import in_step, rebuild
+from turnlog.engine.audit import audit
+from turnlog.engine.audit.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION, connect_readonly
+from turnlog.journal import Journal
 from tests.engine.audit_data import build
 
 

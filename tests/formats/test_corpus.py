@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from engine.conversation import load_state
-from engine.errors import FormatError
-from engine.events import ModelResponded
-from engine.formats.cassette import _usage
-from engine.formats.exporter import export_conversation, export_data, lineage_events
-from engine.formats.importer import import_entries, import_file, read_transcript
-from engine.messages import ToolCall
-from journal import Journal
+from turnlog.engine.conversation import load_state
+from turnlog.engine.errors import FormatError
+from turnlog.engine.events import ModelResponded
+from turnlog.engine.formats.cassette import _usage
+from turnlog.engine.formats.exporter import export_conversation, export_data, lineage_events
+from turnlog.engine.formats.importer import import_entries, import_file, read_transcript
+from turnlog.engine.messages import ToolCall
+from turnlog.journal import Journal
 from tests.fakeapi import FakeAPI, reply
 from tests.formats.test_export_fakeapi import post
-from engine.providers.base import ModelRequest
+from turnlog.engine.providers.base import ModelRequest
 from tests.providerkit import make_provider
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
@@ -124,9 +124,9 @@ def test_a_real_transcript_imports_exports_and_swaps(path, fake):
 
 
 def test_responses_server_tool_calls_are_counted_apart_by_the_audit(tmp_path):
-    from engine.audit.sql import EVENTS
-    from engine.audit import audit
-    from engine.audit.views import EXTENSIONS, connect_readonly
+    from turnlog.engine.audit.sql import EVENTS
+    from turnlog.engine.audit import audit
+    from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
 
     db = str(tmp_path / "j.db")
     with Journal(db, extensions=EXTENSIONS) as journal:

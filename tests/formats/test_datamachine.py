@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from engine.events import (
+from turnlog.engine.events import (
     ConversationStarted,
     ModelResponded,
     ToolCallRejected,
@@ -13,7 +13,7 @@ from engine.events import (
     ToolSpec,
     UserMessage,
 )
-from engine.formats.datamachine import (
+from turnlog.engine.formats.datamachine import (
     Truncated,
     extract_tool_call,
     extract_tool_response,
@@ -23,9 +23,9 @@ from engine.formats.datamachine import (
     render_events,
     validate_tool_call,
 )
-from engine.messages import Text, ToolCall
-from engine.state import fold
-from engine.texts import duplicate_message, result_content
+from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.state import fold
+from turnlog.engine.texts import duplicate_message, result_content
 from turnlog import testing as shipped
 
 names = shipped.identifiers()

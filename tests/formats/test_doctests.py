@@ -13,6 +13,6 @@ MODULES = ["context", "datamachine", "detect", "exporter", "genai", "importer", 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_hold(name):
-    module = importlib.import_module(f"engine.formats.{name}")
+    module = importlib.import_module(f"turnlog.engine.formats.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

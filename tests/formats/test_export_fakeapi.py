@@ -8,10 +8,10 @@ import httpx
 import pytest
 from hypothesis import given, settings
 
-from engine.conversation import Conversation
-from engine.formats.exporter import export_data
-from engine.formats.importer import import_entries
-from journal import Journal
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.formats.exporter import export_data
+from turnlog.engine.formats.importer import import_entries
+from turnlog.journal import Journal
 from tests.fakeapi import FakeAPI, reply
 from tests.formats.test_context import MIXED
 from tests.formats.test_roundtrip import build, conversations

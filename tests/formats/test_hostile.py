@@ -7,10 +7,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import FormatError, TurnlogError
-from engine.formats.cassette import split_document
-from engine.formats.importer import import_entries, import_file, read_transcript
-from journal import Journal
+from turnlog.engine.errors import FormatError, TurnlogError
+from turnlog.engine.formats.cassette import split_document
+from turnlog.engine.formats.importer import import_entries, import_file, read_transcript
+from turnlog.journal import Journal
 from tests.conftest import FixedClock
 
 scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)

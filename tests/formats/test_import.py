@@ -8,19 +8,19 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.conversation import load_state
-from engine.errors import (
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import load_state
+from turnlog.engine.errors import (
     ConversationExistsError,
     FormatError,
     TranscriptOrderError,
     UnknownEntryError,
 )
-from engine.events import ModelResponded, ToolCallRejected, ToolCompleted, UserMessage
-from engine.formats.exporter import lineage_events
-from engine.formats.importer import import_entries, import_file
-from engine.messages import Image, Text, Thinking, ToolCall, ToolResult
-from engine.texts import duplicate_message
+from turnlog.engine.events import ModelResponded, ToolCallRejected, ToolCompleted, UserMessage
+from turnlog.engine.formats.exporter import lineage_events
+from turnlog.engine.formats.importer import import_entries, import_file
+from turnlog.engine.messages import Image, Text, Thinking, ToolCall, ToolResult
+from turnlog.engine.texts import duplicate_message
 from tests.formats.test_context import MIXED
 
 
@@ -303,13 +303,13 @@ def test_cli_export_then_import_as_a_subprocess(tmp_path, db_path):
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps(MIXED))
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    run = [sys.executable, "-m", "engine.cli", "--help"]
+    run = [sys.executable, "-m", "turnlog.engine.cli", "--help"]
     assert subprocess.run(run, env=env, capture_output=True).returncode == 0
     assert invoke("import", path, "--db", db_path, "--id", "m").exit_code == 0
     out = tmp_path / "m.jsonl"
     result = invoke("export", "m", "--db", db_path, "--format", "jsonl", "-o", out)
     assert result.exit_code == 0, result.output
-    again = subprocess.run([sys.executable, "-m", "engine.cli", "import", str(out), "--db",
+    again = subprocess.run([sys.executable, "-m", "turnlog.engine.cli", "import", str(out), "--db",
                             str(db_path), "--id", "m2", "--json"], env=env, capture_output=True,
                            text=True)
     assert again.returncode == 0, again.stderr
@@ -318,7 +318,7 @@ def test_cli_export_then_import_as_a_subprocess(tmp_path, db_path):
 
 
 def lineage_events_equal(db_path, a, b):
-    from journal import Journal
+    from turnlog.journal import Journal
 
     j = Journal(str(db_path))
     try:
@@ -351,9 +351,9 @@ def test_cli_export_writes_every_format_and_refuses_an_unknown_conversation(tmp_
 
 
 def test_conversation_start_with_rest_writes_all_events_in_one_transaction_or_none(journal):
-    from engine.conversation import Conversation
-    from engine.errors import InvalidTransition
-    from engine.events import ConversationStarted
+    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.errors import InvalidTransition
+    from turnlog.engine.events import ConversationStarted
 
     started = ConversationStarted(conversation_id="s", provider="p", model="m")
     bad = ToolCompleted(call_id="x", name="f", success=True, content="ok")

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.semconv._incubating.attributes import error_attributes, gen_ai_attributes
 
-from engine.cli import cli
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.errors import FormatError
-from engine.formats.exporter import export_conversation, export_data
-from engine.formats.otlp import OTLPError, send_otlp
-from engine.loop import Loop, run
-from engine.providers.scripted import ScriptedProvider
-from journal import Journal
+from turnlog.engine.cli import cli
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.errors import FormatError
+from turnlog.engine.formats.exporter import export_conversation, export_data
+from turnlog.engine.formats.otlp import OTLPError, send_otlp
+from turnlog.engine.loop import Loop, run
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.journal import Journal
 
 #: Every attribute the conventions define, by name (the semconv package's constants).
 KNOWN = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")} | {
@@ -195,7 +195,7 @@ def test_content_is_refused_for_formats_that_are_already_content(demo):
 
 
 def test_a_fork_is_its_own_trace_and_shares_no_span_ids_with_its_parent(demo):
-    from replay.fork import fork
+    from turnlog.replay.fork import fork
 
     fork(demo, "demo", 4, new_id="demo-fork")
     parent = spans(export_data(demo, "demo", "otlp"))

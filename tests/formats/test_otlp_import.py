@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from engine.conversation import load_state
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.errors import FormatError
-from engine.formats.exporter import export_conversation
-from engine.formats.importer import import_file
-from engine.loop import run
-from engine.messages import Text, ToolCall, ToolResult
-from engine.providers.scripted import ScriptedProvider
-from journal import Journal
+from turnlog.engine.conversation import load_state
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.errors import FormatError
+from turnlog.engine.formats.exporter import export_conversation
+from turnlog.engine.formats.importer import import_file
+from turnlog.engine.loop import run
+from turnlog.engine.messages import Text, ToolCall, ToolResult
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.journal import Journal
 
 
 def _kv(key, value):

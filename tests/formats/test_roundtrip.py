@@ -21,19 +21,19 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.conversation import Conversation
-from engine.events import (
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationStarted,
     ModelResponded,
     ToolCompleted,
     UserMessage,
 )
-from engine.formats.exporter import export_conversation, lineage_events
-from engine.formats.importer import import_entries, read_transcript
-from engine.messages import Text, ToolCall, text_of
-from engine.texts import result_content
-from journal import Journal
+from turnlog.engine.formats.exporter import export_conversation, lineage_events
+from turnlog.engine.formats.importer import import_entries, read_transcript
+from turnlog.engine.messages import Text, ToolCall, text_of
+from turnlog.engine.texts import result_content
+from turnlog.journal import Journal
 from turnlog import testing as shipped
 
 names = shipped.identifiers()

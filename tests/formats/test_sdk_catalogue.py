@@ -24,9 +24,9 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 import pytest
 from pydantic import TypeAdapter
 
-from engine.formats.exporter import export_data
-from engine.formats.importer import import_entries
-from journal import Journal
+from turnlog.engine.formats.exporter import export_data
+from turnlog.engine.formats.importer import import_entries
+from turnlog.journal import Journal
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
@@ -303,14 +303,14 @@ def test_a_sample_of_each_type_imports_and_goes_back_to_its_wire(name):
 def test_every_responses_input_item_type_of_the_sdk_is_one_turnlog_reads():
     from openai.types.responses import ResponseInputItemParam
 
-    from engine.providers._responses_items import ASSISTANT_ITEMS, ITEM_TYPES, USER_ITEMS
+    from turnlog.engine.providers._responses_items import ASSISTANT_ITEMS, ITEM_TYPES, USER_ITEMS
 
     assert _tags(ResponseInputItemParam) == ITEM_TYPES
     assert not ASSISTANT_ITEMS & USER_ITEMS
 
 
 def _responses_items() -> list[str]:
-    from engine.providers._responses_items import ASSISTANT_ITEMS, USER_ITEMS
+    from turnlog.engine.providers._responses_items import ASSISTANT_ITEMS, USER_ITEMS
 
     return sorted(ASSISTANT_ITEMS | USER_ITEMS)
 

@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.formats.detect import FORMATS
-from engine.events import ModelResponded, encode_event, with_valid_unicode
-from engine.formats.importer import import_entries
-from engine.providers import anthropic, gemini, openai, openai_responses
-from engine.providers._common import parse_body
-from journal import Journal, TurnlogError
+from turnlog.engine.formats.detect import FORMATS
+from turnlog.engine.events import ModelResponded, encode_event, with_valid_unicode
+from turnlog.engine.formats.importer import import_entries
+from turnlog.engine.providers import anthropic, gemini, openai, openai_responses
+from turnlog.engine.providers._common import parse_body
+from turnlog.journal import Journal, TurnlogError
 
 __all__ = ["ENTRY_SEEDS", "RESPONSE_SEEDS", "fuzz", "mutate"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from journal import Extension, Journal, JournalProtocol, NewEvent
-from replay._scratch import ScratchJournal
+from turnlog.journal import Extension, Journal, JournalProtocol, NewEvent
+from turnlog.replay._scratch import ScratchJournal
 from tests.pgcluster import fresh_url
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from journal import (
+from turnlog.journal import (
     ConcurrencyError,
     Extension,
     InvalidAppendError,

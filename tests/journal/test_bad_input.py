@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from journal import (
+from turnlog.journal import (
     SCHEMA_VERSION,
     ConcurrencyError,
     Extension,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 
-from journal import ConcurrencyError, Journal, NewEvent
+from turnlog.journal import ConcurrencyError, Journal, NewEvent
 
 WORKERS = 4
 EVENTS_PER_WORKER = 25

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from journal import (
+from turnlog.journal import (
     GENESIS_HASH,
     ConcurrencyError,
     EventNotFoundError,
@@ -410,7 +410,7 @@ def test_read_all_filters_by_upper_bound_and_types(journal):
 
 
 def test_fork_links_that_loop_are_refused_by_the_shared_ancestry_walk():
-    from journal._lineage import walk_ancestry
+    from turnlog.journal._lineage import walk_ancestry
 
     links = {"a": ("b", 1), "b": ("a", 1)}
     with pytest.raises(CorruptEventError, match="loop"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from journal import (
+from turnlog.journal import (
     ConcurrencyError,
     EventNotFoundError,
     InvalidAppendError,
@@ -210,7 +210,7 @@ def test_malformed_append_many_is_refused_before_anything_is_written(journal, ap
 
 
 def test_a_readonly_journal_refuses_append_many_naming_the_streams(tmp_path):
-    from journal import Journal
+    from turnlog.journal import Journal
 
     path = tmp_path / "j.db"
     Journal(path).close()

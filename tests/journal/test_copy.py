@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from journal import Journal, JournalError, NewEvent
-from journal._copy import copy_streams
+from turnlog.journal import Journal, JournalError, NewEvent
+from turnlog.journal._copy import copy_streams
 from tests.pgcluster import fresh_url
 
 from .conftest import FakeClock, event, events, raw_rows

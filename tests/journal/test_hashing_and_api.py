@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 
-import journal
-from journal import GENESIS_HASH, event_hash
+from turnlog import journal
+from turnlog.journal import GENESIS_HASH, event_hash
 
 FIELDS = ("0" * 64, "conv-1", 1, "user_message", 1, "2025-01-01T00:00:00.000000Z", '{"text":"hé"}')
 
@@ -60,7 +60,7 @@ def test_every_journal_error_is_a_turnlog_error_and_drawn_in_the_tree():
 def test_the_protocols_examples_hold():
     import doctest
 
-    from journal import _protocol
+    from turnlog.journal import _protocol
 
     result = doctest.testmod(_protocol)
     assert result.attempted >= 10 and result.failed == 0

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from journal import (
+from turnlog.journal import (
     Extension,
     Journal,
     NewEvent,
@@ -268,7 +268,7 @@ def test_an_old_journal_whose_events_table_was_replaced_is_refused_for_writing_u
 
 @given(digest=st.binary(min_size=32, max_size=32), other=st.binary(max_size=80))
 def test_only_a_hash_stored_as_its_lower_case_hex_is_converted(digest, other):
-    from journal._schema import _hash_bytes
+    from turnlog.journal._schema import _hash_bytes
 
     assert _hash_bytes(digest.hex().encode()) == digest
     converted = _hash_bytes(other)  # anything else is kept as it was (None)

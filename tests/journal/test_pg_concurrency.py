@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 
-from journal import ConcurrencyError, Journal, NewEvent
+from turnlog.journal import ConcurrencyError, Journal, NewEvent
 from tests.pgcluster import fresh_url
 
 HOSTS = 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from journal import BadEvent, CorruptEventError, Journal, StreamNotFoundError, event_hash
+from turnlog.journal import BadEvent, CorruptEventError, Journal, StreamNotFoundError, event_hash
 from tests.pgcluster import fresh_url
 
 from .conftest import FakeClock, events

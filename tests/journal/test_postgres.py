@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from journal import (
+from turnlog.journal import (
     ConcurrencyError,
     Journal,
     JournalConnectionError,
@@ -64,8 +64,9 @@ def test_the_sqlite_path_never_imports_psycopg(tmp_path):
     code = f"""
 import sys
 from click.testing import CliRunner
-import journal, engine, replay, turnlog
-from engine.cli import cli as main
+import turnlog.replay.cli
+from turnlog import journal
+from turnlog.engine.cli import cli as main
 with journal.Journal.open({str(tmp_path / 'j.db')!r}) as j:
     j.append("s", [journal.NewEvent("note", 1, "{{}}")], 0)
 runner = CliRunner()

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from journal import (
+from turnlog.engine.cli import cli
+from turnlog.journal import (
     Journal,
     JournalNotFoundError,
     NewEvent,
@@ -82,7 +82,7 @@ def test_read_commands_on_a_live_journal_change_no_file(demo_dir, tmp_path):
 _UNPRIVILEGED = """
 import json, sys
 from click.testing import CliRunner
-from engine.cli import cli
+from turnlog.engine.cli import cli
 out = {}
 for cmd in json.loads(sys.argv[1]):
     r = CliRunner().invoke(cli, cmd)
@@ -286,7 +286,7 @@ def _empty_sqlite_file(tmp_path: Path) -> bytes:
 def test_a_read_only_journal_is_read_in_a_read_only_directory(written):
     code = """
 import json, os, sys
-from journal import Journal
+from turnlog.journal import Journal
 with Journal(sys.argv[1], readonly=True) as j:
     print(json.dumps([j.verify("f").ok, [e.seq for e in j.lineage("f")], j.last_position()]))
 """

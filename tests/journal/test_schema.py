@@ -10,9 +10,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-import journal._schema
-import journal._sqlite
-from journal import (
+import turnlog.journal._schema
+import turnlog.journal._sqlite
+from turnlog import journal
+from turnlog.journal import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     Extension,

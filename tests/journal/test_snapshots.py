@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from journal import (
+from turnlog.journal import (
     SCHEMA_VERSION,
     EventNotFoundError,
     InvalidAppendError,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from journal import BadEvent, CorruptEventError, Journal, StreamNotFoundError, event_hash
+from turnlog.journal import BadEvent, CorruptEventError, Journal, StreamNotFoundError, event_hash
 
 from .conftest import events
 
@@ -339,7 +339,7 @@ def test_the_cli_repro_a_fork_whose_parent_was_edited_no_longer_verifies(tmp_pat
 
     from click.testing import CliRunner
 
-    from engine.cli import cli
+    from turnlog.engine.cli import cli
 
     db = str(tmp_path / "turnlog.db")
 

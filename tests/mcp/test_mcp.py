@@ -15,15 +15,15 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cli import cli
-from engine.conversation import load_state
-from engine.events import ToolSpec
-from engine.formats.exporter import export_data
-from engine.loop import Loop
-from engine.mcp import MCPError, MCPToolset, effect_of, tools_from_mcp
-from engine.providers.scripted import ScriptedProvider
-from journal import Journal
-from replay.deterministic import replay
+from turnlog.engine.cli import cli
+from turnlog.engine.conversation import load_state
+from turnlog.engine.events import ToolSpec
+from turnlog.engine.formats.exporter import export_data
+from turnlog.engine.loop import Loop
+from turnlog.engine.mcp import MCPError, MCPToolset, effect_of, tools_from_mcp
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.journal import Journal
+from turnlog.replay.deterministic import replay
 
 SERVER = Path(__file__).with_name("server.py")
 COMMAND = f"{sys.executable} {SERVER}"

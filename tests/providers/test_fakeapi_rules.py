@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from engine.errors import BadRequestError
-from engine.messages import Message, Text
+from turnlog.engine.errors import BadRequestError
+from turnlog.engine.messages import Message, Text
 from tests.fakeapi import reply
 from tests.fakerules import check_anthropic, check_gemini, check_openai
 from tests.providerkit import make_provider, request
@@ -146,7 +146,7 @@ def test_a_provider_surfaces_the_fakes_refusal_as_bad_request(fake_api):
 
 
 def test_running_out_of_script_is_a_clear_server_error(fake_api):
-    from engine.errors import ServerError
+    from turnlog.engine.errors import ServerError
 
     with pytest.raises(ServerError, match="no scripted anthropic reply left"):
         make_provider("anthropic", fake_api).complete(
@@ -183,7 +183,7 @@ def test_responses_rules_accept_a_well_formed_tool_turn():
 
 
 def test_the_fake_works_as_a_context_manager_and_gives_client_environment(monkeypatch):
-    from engine.providers import get_provider
+    from turnlog.engine.providers import get_provider
     from tests.fakeapi import FakeAPI
 
     with FakeAPI() as fake:

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.events import ToolSpec
-from engine.loop import Loop
-from engine.providers import get_provider
-from engine.providers._gemini_schema import gemini_schema, parameters_for
-from engine.providers.gemini import map_tools
-from engine.tools import tool
+from turnlog.engine.events import ToolSpec
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers import get_provider
+from turnlog.engine.providers._gemini_schema import gemini_schema, parameters_for
+from turnlog.engine.providers.gemini import map_tools
+from turnlog.engine.tools import tool
 from tests.fakeapi import reply
 from tests.fakerules import _gemini_schema_problem, check_gemini
 

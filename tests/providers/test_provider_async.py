@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from engine.errors import ProviderError, RateLimitError
-from engine.messages import Message, Text
+from turnlog.engine.errors import ProviderError, RateLimitError
+from turnlog.engine.messages import Message, Text
 from tests.fakeapi import error_reply, reply
 from tests.providerkit import make_provider, request
 

@@ -8,7 +8,7 @@ import pytest
 from tests.fakeapi import Reply, error_reply
 from tests.providerkit import KEYS, make_provider, request
 
-from engine.errors import (
+from turnlog.engine.errors import (
     AuthenticationError,
     BadRequestError,
     MalformedResponseError,
@@ -19,8 +19,8 @@ from engine.errors import (
     ServerError,
     UnknownProviderError,
 )
-from engine.messages import Message, Text
-from engine.providers import get_provider
+from turnlog.engine.messages import Message, Text
+from turnlog.engine.providers import get_provider
 
 NAMES = ["anthropic", "openai", "gemini", "openai-responses"]
 HISTORY = [Message(role="user", parts=(Text(text="hi"),))]

@@ -6,9 +6,9 @@ import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import MalformedResponseError
-from engine.messages import Part, Usage
-from engine.providers import ModelResponse, anthropic, gemini, openai, openai_responses
+from turnlog.engine.errors import MalformedResponseError
+from turnlog.engine.messages import Part, Usage
+from turnlog.engine.providers import ModelResponse, anthropic, gemini, openai, openai_responses
 from tests.fakeapi import reply
 
 MODULES = {"anthropic": anthropic, "openai": openai, "gemini": gemini,
@@ -94,7 +94,7 @@ def test_arbitrary_json_maps_or_fails_with_a_typed_error(name, body):
 @st.composite
 def mutated_transcripts(draw):
     """A valid wire conversation with a few values replaced or removed."""
-    from engine.messages import Message, Text, ToolCall, ToolResult
+    from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
 
     name = draw(st.sampled_from(sorted(MODULES)))
     neutral = [Message(role="user", parts=(Text(text="hi"),)),
@@ -120,8 +120,8 @@ def mutated_transcripts(draw):
 
 
 def _unmap(name, wire):
-    from engine.errors import FormatError
-    from engine.messages import Message
+    from turnlog.engine.errors import FormatError
+    from turnlog.engine.messages import Message
 
     try:
         if name == "openai":

@@ -14,8 +14,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
-from engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
+from turnlog.engine.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
+from turnlog.engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
 from turnlog.testing import json_values
 

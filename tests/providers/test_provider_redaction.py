@@ -12,13 +12,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cli import cli
-from engine.demo import demo_tools
-from engine.errors import MalformedResponseError, ProviderError
-from engine.loop import Loop
-from engine.providers import _common, _redact, get_provider
-from engine.providers._redact import MASK, MAX_DEPTH, Redactor, read_body
-from engine.retry import RetryPolicy
+from turnlog.engine.cli import cli
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.errors import MalformedResponseError, ProviderError
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers import _common, _redact, get_provider
+from turnlog.engine.providers._redact import MASK, MAX_DEPTH, Redactor, read_body
+from turnlog.engine.retry import RetryPolicy
 from tests.fakeapi import PROVIDERS, Reply, error_body, error_reply, reply
 
 KEY = "sk-live/echo+TEST_0123456789abcdefXYZ"
@@ -125,8 +125,8 @@ def test_the_cli_keeps_the_key_off_the_terminal_and_out_of_the_journal(fake_api,
 
 
 def _request():
-    from engine.messages import Message, Text
-    from engine.providers.base import ModelRequest
+    from turnlog.engine.messages import Message, Text
+    from turnlog.engine.providers.base import ModelRequest
 
     return ModelRequest(model="m", messages=(Message(role="user", parts=(Text(text="hi"),)),))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import MalformedResponseError
-from engine.messages import Image, Message, Opaque, Text, ToolCall, Usage
-from engine.providers import anthropic, gemini, openai
+from turnlog.engine.errors import MalformedResponseError
+from turnlog.engine.messages import Image, Message, Opaque, Text, ToolCall, Usage
+from turnlog.engine.providers import anthropic, gemini, openai
 from tests.fakeapi import reply
 
 MODULES = {"anthropic": anthropic, "openai": openai, "gemini": gemini}
@@ -186,8 +186,8 @@ PYDANTIC_SCHEMA = {  # what pydantic's model_json_schema() produces for a small 
 
 
 def test_gemini_tool_schemas_are_reduced_to_the_subset_gemini_accepts(fake_api):
-    from engine.events import ToolSpec
-    from engine.providers import ModelRequest
+    from turnlog.engine.events import ToolSpec
+    from turnlog.engine.providers import ModelRequest
     from tests.fakerules import check_gemini
     from tests.providerkit import make_provider
 
@@ -208,8 +208,8 @@ def test_gemini_tool_schemas_are_reduced_to_the_subset_gemini_accepts(fake_api):
 
 
 def test_responses_api_keeps_the_order_of_text_and_calls():
-    from engine.providers import openai_responses
-    from engine.messages import ToolResult
+    from turnlog.engine.providers import openai_responses
+    from turnlog.engine.messages import ToolResult
 
     msgs = [Message(role="user", parts=(Text(text="go"),)),
             Message(role="assistant", parts=(
@@ -230,8 +230,8 @@ def test_responses_api_keeps_the_order_of_text_and_calls():
 
 
 def test_responses_api_incomplete_and_failed_responses():
-    from engine.errors import ServerError
-    from engine.providers import openai_responses
+    from turnlog.engine.errors import ServerError
+    from turnlog.engine.providers import openai_responses
 
     body = reply("openai-responses", tool_calls=[("add", '{"a": 1, "b"')],
                  stop_reason="max_output_tokens")

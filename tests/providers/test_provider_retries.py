@@ -7,11 +7,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
-from engine.demo import demo_tools
-from engine.loop import Loop
-from engine.providers import get_provider
-from engine.retry import RetryPolicy
+from turnlog.engine.cli import cli
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers import get_provider
+from turnlog.engine.retry import RetryPolicy
 from tests.fakeapi import PROVIDERS, Reply, error_body, error_reply, reply
 
 
@@ -112,7 +112,7 @@ def test_turnlog_run_retries_by_default_and_retries_0_fails_at_once(fake_api, db
 
 
 def test_turnlog_resume_takes_retries_too(fake_api, db_path, monkeypatch):
-    from journal import Journal
+    from turnlog.journal import Journal
 
     for key, value in fake_api.env("openai", "env-key").items():
         monkeypatch.setenv(key, value)

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import RateLimitError, StreamInterrupted
-from engine.messages import Message, Text, Thinking, ToolCall
-from engine.providers._stream import (
+from turnlog.engine.errors import RateLimitError, StreamInterrupted
+from turnlog.engine.messages import Message, Text, Thinking, ToolCall
+from turnlog.engine.providers._stream import (
     CUT_BY_STREAM,
     AnthropicAssembler,
     GeminiAssembler,
@@ -187,7 +187,7 @@ _event_types = st.sampled_from([
     .flatmap(lambda d: _event_types.map(lambda t: {**d, "type": t})),
     _junk.filter(lambda v: isinstance(v, dict))), max_size=8))
 def test_malformed_stream_events_give_a_typed_error_never_a_crash(name, events):
-    from engine.errors import MalformedResponseError
+    from turnlog.engine.errors import MalformedResponseError
 
     assembler = ASSEMBLERS[name]()
     try:

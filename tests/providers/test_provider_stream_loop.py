@@ -14,15 +14,15 @@ import json
 import msgspec
 import pytest
 
-from engine.aloop import AsyncLoop
-from engine.audit import audit
-from engine.demo import demo_tools
-from engine.events import ModelFailed, decode_event
-from engine.loop import Loop
-from engine.messages import Text
-from engine.retry import RetryPolicy
-from engine.audit.views import connect_readonly
-from journal import Journal
+from turnlog.engine.aloop import AsyncLoop
+from turnlog.engine.audit import audit
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.events import ModelFailed, decode_event
+from turnlog.engine.loop import Loop
+from turnlog.engine.messages import Text
+from turnlog.engine.retry import RetryPolicy
+from turnlog.engine.audit.views import connect_readonly
+from turnlog.journal import Journal
 from tests.fakeapi import Reply, reply
 from tests.providerkit import make_provider
 

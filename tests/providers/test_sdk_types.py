@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.events import ToolSpec
-from engine.providers import anthropic, openai, openai_responses
-from engine.providers.base import ModelRequest
+from turnlog.engine.events import ToolSpec
+from turnlog.engine.providers import anthropic, openai, openai_responses
+from turnlog.engine.providers.base import ModelRequest
 from tests.providers.test_provider_properties import SETTINGS, messy_histories
 from tests.sdktypes import sdk_problem
 

@@ -7,10 +7,10 @@ import json
 import click
 from click.testing import CliRunner
 
-from engine.cli import cli as engine_cli
-from engine.conversation import Conversation
-from journal import Journal
-from replay.cli import COMMANDS
+from turnlog.engine.cli import cli as engine_cli
+from turnlog.engine.conversation import Conversation
+from turnlog.journal import Journal
+from turnlog.replay.cli import COMMANDS
 
 
 @click.group()

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.conversation import Conversation
-from engine.errors import ProviderError
-from engine.events import (
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.errors import ProviderError
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -27,10 +27,10 @@ from engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from engine.messages import ToolCall
-from engine.texts import duplicate_message, result_content
-from journal import Journal
-from replay.recorded import RecordedTools, request_of
+from turnlog.engine.messages import ToolCall
+from turnlog.engine.texts import duplicate_message, result_content
+from turnlog.journal import Journal
+from turnlog.replay.recorded import RecordedTools, request_of
 
 Tools = Callable[[ToolCall], tuple[bool, Any]]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from journal import Journal, TurnlogError
-from replay.reports import replay_all
+from turnlog.journal import Journal, TurnlogError
+from turnlog.replay.reports import replay_all
 
 _RESULTS: list[tuple[str, str, str]] = []
 

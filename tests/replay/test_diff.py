@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.events import (
+from turnlog.engine.events import (
     ConversationCompleted,
     ConversationStarted,
     ModelRequested,
@@ -11,9 +11,9 @@ from engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from engine.messages import Text, ToolCall, Usage
-from journal import Journal
-from replay import diff, fork
+from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.journal import Journal
+from turnlog.replay import diff, fork
 from tests.conftest import FixedClock
 from tests.replay.helpers import invoke, invoke_json, record
 
@@ -82,7 +82,7 @@ def test_pricing_gives_cost_deltas(journal):
 def test_a_fork_that_continues_differently_differs_only_after_the_fork_point(journal):
     record(journal, conversation("a"))
     fid = fork(journal, "a", 5, new_id="f")  # after the tool result
-    from engine.conversation import Conversation
+    from turnlog.engine.conversation import Conversation
     conv = Conversation.open(journal, fid)
     conv.append(ModelRequested(turn=2, digest="x", provider="openai", model="gpt"),
                 ModelResponded(turn=2, parts=(Text(text="Sunny!"),), provider="openai",
@@ -116,7 +116,7 @@ def test_cli_fork_bad_seq_and_unknown_id_exit_2_with_the_reason(db_path):
 
 
 def test_every_replay_command_has_help_with_an_example():
-    from replay.cli import COMMANDS
+    from turnlog.replay.cli import COMMANDS
     for command in COMMANDS:
         result = invoke(command.name, "--help")
         assert result.exit_code == 0 and "Example:" in result.stdout

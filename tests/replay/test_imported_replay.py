@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.formats.exporter import export_conversation
-from engine.formats.importer import import_entries, read_transcript
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from replay import fork, replay
-from replay.reports import replay_all
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.formats.exporter import export_conversation
+from turnlog.engine.formats.importer import import_entries, read_transcript
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.replay import fork, replay
+from turnlog.replay.reports import replay_all
 
 
 def _demo(journal, cid="c"):

@@ -7,16 +7,16 @@ from functools import partial
 import msgspec
 import pytest
 
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.directives import Directives
-from engine.duplicates import register_predicate
-from engine.events import DuplicatePolicy
-from engine.loop import Loop, run
-from engine.tools import tool
-from engine.providers.scripted import ScriptedProvider
-from replay import Divergence, fork, replay, replay_all, swap
-from replay.driver import loop_driver
-from replay.rebuild import own_events
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.directives import Directives
+from turnlog.engine.duplicates import register_predicate
+from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.loop import Loop, run
+from turnlog.engine.tools import tool
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.replay import Divergence, fork, replay, replay_all, swap
+from turnlog.replay.driver import loop_driver
+from turnlog.replay.rebuild import own_events
 
 
 def call(name, **arguments):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from engine.events import ConversationStarted
-from engine.providers.scripted import ScriptedProvider
-from journal import Journal
-from replay.reports import REPORTS_EXTENSION, REPORTS_TABLE, latest_report, replay_all
+from turnlog.engine.events import ConversationStarted
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.journal import Journal
+from turnlog.replay.reports import REPORTS_EXTENSION, REPORTS_TABLE, latest_report, replay_all
 from tests.replay import miniloop
 
 

@@ -7,15 +7,15 @@ from functools import partial
 
 import pytest
 
-from engine.demo import demo_tools
-from engine.errors import ConversationExistsError
-from engine.loop import run
-from engine.providers.scripted import ScriptedProvider
-from replay import diff, rebuild, replay
-from replay.driver import loop_driver
-from replay.errors import ReplayError
-from replay.rebuild import own_events
-from replay.swap import swap
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.errors import ConversationExistsError
+from turnlog.engine.loop import run
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.replay import diff, rebuild, replay
+from turnlog.replay.driver import loop_driver
+from turnlog.replay.errors import ReplayError
+from turnlog.replay.rebuild import own_events
+from turnlog.replay.swap import swap
 from tests.fakeapi import error_reply, reply
 from tests.providerkit import make_provider
 

@@ -1,4 +1,4 @@
-"""replay.testing: the strategies generate valid conversations; the pytest plugin replays journals."""
+"""turnlog.replay.testing: the strategies generate valid conversations; the pytest plugin replays journals."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
-from engine.events import ConversationStarted, DuplicatePolicy, ToolCallRejected, ToolCompleted
-from engine.state import fold
-from engine.canonical import canonical_json
-from replay.testing import arguments, conversations, tool_calls
+from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ToolCallRejected, ToolCompleted
+from turnlog.engine.state import fold
+from turnlog.engine.canonical import canonical_json
+from turnlog.replay.testing import arguments, conversations, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,8 +52,8 @@ def test_tool_calls_and_arguments_are_json_objects(call, args):
 
 
 def test_the_pytest_plugin_makes_one_test_per_recorded_conversation(tmp_path):
-    from journal import Journal
-    from engine.providers.scripted import ScriptedProvider
+    from turnlog.journal import Journal
+    from turnlog.engine.providers.scripted import ScriptedProvider
     from tests.replay import miniloop
     from tests.replay.test_replay_machinery import TURNS, started
 
@@ -61,7 +61,7 @@ def test_the_pytest_plugin_makes_one_test_per_recorded_conversation(tmp_path):
     with Journal(db) as journal:
         miniloop.record(journal, started("good"), ["hi"], ScriptedProvider(TURNS))
         miniloop.record(journal, started("other"), ["hi"], ScriptedProvider(TURNS[3:]))
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["replay.testing"]\n')
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["turnlog.replay.testing"]\n')
     (tmp_path / "test_runs.py").write_text(textwrap.dedent("""
         import os
         from tests.replay import miniloop

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from engine.tools import tool
-from engine.audit.views import EXTENSIONS
-from journal import Journal
-from replay import fork, replay_all, swap
+from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.tools import tool
+from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.journal import Journal
+from turnlog.replay import fork, replay_all, swap
 
 #: Markup that would run if any page or report failed to escape it.
 HOSTILE = ("<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from engine.tools import tool
-from engine.audit.views import EXTENSIONS
-from journal import Journal
-from replay.view import render_report
-from replay.view.render import href
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.tools import tool
+from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.journal import Journal
+from turnlog.replay.view import render_report
+from turnlog.replay.view.render import href
 
 from .browser import artifacts, chromium, server
 from .journal_data import HOSTILE_ID, VISIBLE

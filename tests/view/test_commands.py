@@ -10,14 +10,14 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import cli
+from turnlog.engine.cli import cli
 
 from ..cli.conftest import TURNLOG, env, turnlog
 from .conftest import digest
 
 
 def test_importing_the_cli_and_loading_the_commands_imports_no_web_stack():
-    code = ("import sys, click; from engine.cli import cli; ctx = click.Context(cli); "
+    code = ("import sys, click; from turnlog.engine.cli import cli; ctx = click.Context(cli); "
             "[cli.get_command(ctx, n) for n in cli.list_commands(ctx)]; "
             "print(sorted(m for m in ('starlette', 'uvicorn', 'jinja2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from engine.audit.prices import PriceTable
-from replay.view import create_app, render_report
-from replay.view.render import environment, href
+from turnlog.engine.audit.prices import PriceTable
+from turnlog.replay.view import create_app, render_report
+from turnlog.replay.view.render import environment, href
 
 from .journal_data import HOSTILE, HOSTILE_ID
 

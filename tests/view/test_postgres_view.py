@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from engine.cli import cli
-from engine.audit.queries import ListQuery, Reader
-from replay.view import create_app
+from turnlog.engine.cli import cli
+from turnlog.engine.audit.queries import ListQuery, Reader
+from turnlog.replay.view import create_app
 from tests.pgcluster import fresh_url
 
 

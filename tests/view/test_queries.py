@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.audit import AuditQuery, audit
-from engine.errors import BadFilterError, ConversationNotFound
-from engine.audit.prices import PriceTable
-from engine.audit.queries import ListQuery, Reader
-from engine.audit.views import connect_readonly
+from turnlog.engine.audit import AuditQuery, audit
+from turnlog.engine.errors import BadFilterError, ConversationNotFound
+from turnlog.engine.audit.prices import PriceTable
+from turnlog.engine.audit.queries import ListQuery, Reader
+from turnlog.engine.audit.views import connect_readonly
 
 PRICES = PriceTable.parse('[[prices]]\nprovider="scripted"\nmodel="*"\nsince=2020-01-01\n'
                           'input=3\noutput=15\ncached_input=0.3', "test prices")

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from engine.demo import demo_tools
-from engine.loop import Loop
-from engine.providers.scripted import ScriptedProvider
-from engine.audit.views import EXTENSIONS
-from journal import Journal
-from replay.view import create_app
-from replay.view.render import CSP, href
+from turnlog.engine.demo import demo_tools
+from turnlog.engine.loop import Loop
+from turnlog.engine.providers.scripted import ScriptedProvider
+from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.journal import Journal
+from turnlog.replay.view import create_app
+from turnlog.replay.view.render import CSP, href
 
 from .conftest import digest
 
