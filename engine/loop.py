@@ -133,7 +133,9 @@ class LoopBase:
     the partial parts (the run stops unfinished; ``resume`` sends again).
     ``approve`` names tools whose calls wait for a person's decision (recorded
     in ``conversation_started.approve`` of the conversations it starts; see
-    ``engine.approvals`` and ``decide``).
+    ``engine.approvals`` and ``decide``). ``prices`` (an
+    ``engine.audit.prices.Prices``; default genai-prices) prices each
+    response; the cost, its source and version are recorded with it.
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -145,7 +147,8 @@ class LoopBase:
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
                  refuse: RefusalHook | None = None, max_parallel_tools: int = 8,
-                 stream: bool = False, approve: Iterable[str] = ()) -> None:
+                 stream: bool = False, approve: Iterable[str] = (),
+                 prices: Any = None) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -169,6 +172,9 @@ class LoopBase:
         #: tools whose calls wait for a person's decision (``engine.approvals``)
         self.approve = tuple(sorted(set(approve)))
         self._digest = RequestDigest()
+        #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
+        #: default, genai-prices), recorded with it as ``model_responded.charge``
+        self.prices = prices
 
     def build_request(self, b: Any) -> ModelRequest:
         """The request for the next turn, from the live state (never re-read from the journal)."""

@@ -39,7 +39,7 @@ from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
 from ..messages import Usage
-from .prices import PriceTable, add_cost
+from .prices import Prices, PriceTable, add_cost
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
@@ -127,9 +127,9 @@ class Reader:
     foreign file. A reader belongs to the thread that opened it.
     """
 
-    def __init__(self, path: str, prices: PriceTable | None = None) -> None:
+    def __init__(self, path: str, prices: Prices | PriceTable | None = None) -> None:
         self.path = path
-        self.prices = prices or PriceTable.default()
+        self.prices = Prices.of(prices)
         # Without the engine's extensions, ``verify`` checks the hash chains alone (the
         # projections' recomputation is ``turnlog verify``'s and the audit's business).
         self.journal = Journal.open(path, readonly=True)

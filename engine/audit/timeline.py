@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..messages import Usage
-from .prices import PriceTable
+from .prices import Prices
 
 __all__ = ["entries"]
 
@@ -99,7 +99,7 @@ def _seconds(start: str | None, end: str | None) -> float | None:
 
 
 def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[str, Any],
-            prices: PriceTable) -> list[dict[str, Any]]:
+            prices: Prices) -> list[dict[str, Any]]:
     """Timeline entries of ``events`` (``(seq, type, recorded_at, payload)`` in seq order).
 
     ``started`` is the conversation's start payload (its provider and model
