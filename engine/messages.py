@@ -23,6 +23,7 @@ import msgspec
 
 __all__ = [
     "EXTRA",
+    "USAGE_COUNTS",
     "Image",
     "Message",
     "Opaque",
@@ -177,7 +178,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(**{name: getattr(self, name) + getattr(other, name)
-                        for name in _COUNTS})
+                        for name in USAGE_COUNTS})
 
     @property
     def total_tokens(self) -> int:
@@ -185,7 +186,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return self.input_tokens + self.output_tokens
 
 
-_COUNTS = tuple(name for name in Usage.__struct_fields__ if name != "raw")
+#: The token counts of a ``Usage`` (every field but ``raw``), in order.
+USAGE_COUNTS: tuple[str, ...] = tuple(name for name in Usage.__struct_fields__ if name != "raw")
 
 
 def _elide(value: Any) -> Any:

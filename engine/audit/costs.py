@@ -10,6 +10,7 @@ Unpriced calls make their sums unknown (``None``), never smaller.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -40,10 +41,9 @@ def call_cost(prices: Prices, provider: str, model: str, at: str, usage: Usage,
 
 def _calls_sql(d: Dialect, in_scope: str) -> str:
     j = d.json
-    started = ("(SELECT {x} FROM events s WHERE s.stream_id = e.stream_id AND s.seq = 1)")
     return f"""SELECT e.stream_id, e.seq, e.recorded_at,
-    coalesce(nullif({j('e.payload', '$.provider')}, ''), {started.format(x=j('s.payload', '$.provider'))}),
-    coalesce(nullif({j('e.payload', '$.model')}, ''), {started.format(x=j('s.payload', '$.model'))}),
+    {j('s.payload', '$.provider')}, {j('s.payload', '$.model')},
+    nullif({j('e.payload', '$.provider')}, ''), nullif({j('e.payload', '$.model')}, ''),
     {j('e.payload', '$.usage')}, {j('e.payload', '$.charge')},
     (SELECT count(*) FROM {d.each('e.payload', '$.parts', 'p')}
      WHERE {j('p.value', '$.type')} = 'tool_call') AS tool_calls,
@@ -57,28 +57,30 @@ def _calls_sql(d: Dialect, in_scope: str) -> str:
      WHERE q.type = 'model_requested' AND q.stream_id = e.stream_id
        AND {j('q.payload', '$.turn', 'number')} = {j('e.payload', '$.turn', 'number')}
        AND q.seq < e.seq) AS attempt
-FROM events AS e WHERE e.type = 'model_responded' {in_scope}
+FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1
+WHERE e.type = 'model_responded' {in_scope}
 ORDER BY e.stream_id, e.seq"""
 
 
 def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: bool = False,
-                 in_scope: str = "") -> dict[str, Any]:
+                 in_scope: str = "", params: Sequence[Any] = ()) -> dict[str, Any]:
     """The ``cost`` section of the audit report, over the responses ``in_scope`` selects
-    (a condition on ``e.stream_id``; empty: every conversation).
+    (a condition on ``e.stream_id`` with ``params``; empty: every conversation).
 
     Keys: ``currency``, ``prices`` (the source), ``total``, ``complete``,
     ``unpriced`` (provider, model and reason), ``by_provider_model``,
-    ``by_provider``, ``by_day``, ``conversations`` (the ``top`` most expensive,
+    ``by_provider``, ``by_day``, ``by_day_model`` (day, provider, model), ``conversations`` (the ``top`` most expensive,
     0: all), ``tool_turns`` (responses that called tools), ``duplicates``
     (the share of each response's cost spent on calls refused as duplicates),
     ``retried`` (responses to requests sent more than once), ``recorded``
     (responses priced at their recorded charge) and, with ``reprice``,
     ``repriced`` (the same calls at today's prices: total and per conversation).
     """
-    rows = conn.execute(_calls_sql(dialect_of(conn), in_scope)).fetchall()
+    rows = conn.execute(_calls_sql(dialect_of(conn), in_scope), tuple(params)).fetchall()
     per_pm: dict[tuple[str, str], float | None] = {}
     per_provider: dict[str, float | None] = {}
     per_day: dict[str, float | None] = {}
+    per_day_pm: dict[tuple[str, str, str], float | None] = {}
     per_conv: dict[str, float | None] = {}
     today_conv: dict[str, float | None] = {}
     unpriced: dict[tuple[str, str], str] = {}
@@ -86,23 +88,29 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     duplicates = {"responses": 0, "cost": 0.0}
     retried = {"responses": 0, "cost": 0.0}
     recorded_n = 0
-    for cid, _seq, at, provider, model, usage_json, charge_json, n_tools, n_dups, attempt in rows:
+    for (cid, _seq, at, provider, model, own_provider, own_model, usage_json, charge_json,
+         n_tools, n_dups, attempt) in rows:
+        # figures are by the conversation's provider and model, as every audit figure is;
+        # a response that names its own is priced as that one
         provider, model = provider or "", model or ""
+        priced = (own_provider or provider, own_model or model)
         usage = _usage.decode(_text(usage_json)) if usage_json else Usage()
         recorded = _charge.decode(_text(charge_json)) if charge_json else None
         now = None
         if reprice or recorded is None or recorded.amount is None:
-            now = prices.charge(provider, model, at, usage)
+            now = prices.charge(*priced, at, usage)
         if recorded is not None and recorded.amount is not None:
             cost, recorded_n = recorded.amount, recorded_n + 1
         else:
             assert now is not None
             cost = now.amount
             if cost is None:
-                unpriced.setdefault((provider, model), now.reason or "no price")
+                unpriced.setdefault(priced, now.reason or "no price")
         per_pm[(provider, model)] = add_cost(per_pm.get((provider, model), 0.0), cost)
         per_provider[provider] = add_cost(per_provider.get(provider, 0.0), cost)
         per_day[at[:10]] = add_cost(per_day.get(at[:10], 0.0), cost)
+        key = (at[:10], provider, model)
+        per_day_pm[key] = add_cost(per_day_pm.get(key, 0.0), cost)
         per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
         if reprice:
             assert now is not None
@@ -127,6 +135,8 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
                               for (p, m), v in sorted(per_pm.items())],
         "by_provider": [{"provider": p, "cost": _round(v)} for p, v in sorted(per_provider.items())],
         "by_day": [{"day": d, "cost": _round(v)} for d, v in sorted(per_day.items())],
+        "by_day_model": [{"day": d, "provider": p, "model": m, "cost": _round(v)}
+                         for (d, p, m), v in sorted(per_day_pm.items())],
         "conversations": [{"conversation_id": cid, "cost": _round(v)}
                           for cid, v in (ranked if top == 0 else ranked[:top])],
         "tool_turns": _rounded(tool_turns),

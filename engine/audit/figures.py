@@ -27,10 +27,9 @@ from typing import Any
 
 import msgspec
 
-from .sql import REQUESTED_TOOL, SOURCES, Source, events_source, requested_scope
+from .sql import REQUESTED_TOOL, SOURCES, Source, requested_scope
 from .dialects import ReadConnection, dialect_of
 from ..errors import BadFilterError
-from ..messages import Usage
 from .costs import cost_figures
 from .prices import Prices, PriceTable
 from .projections import check as check_projections
@@ -175,7 +174,8 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
         + (" AND tool = ?" if query.tool else ""), params))
     report["source"] = src.name
     report["cost"] = cost_figures(conn, prices, query.top, reprice=reprice,
-                                  in_scope="" if unfiltered else events_source(dialect).in_scope)
+                                  in_scope="" if unfiltered else "AND e.stream_id IN (SELECT "
+                                  f"conversation_id FROM {dialect.temp}.audit_scope)")
     report["divergences"] = _divergences(conn)
     report["filters"] = {k: v for k, v in msgspec.to_builtins(query).items() if k != "top"}
     report["projection_mismatches"] = None if mismatches is None else [
