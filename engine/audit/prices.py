@@ -63,6 +63,10 @@ _RATES = ("input", "cached_input", "output", "cache_write", "cache_write_1h")
 #: Provider names of turnlog's adapters -> the vendor whose price entries they share.
 VENDORS = {"openai-responses": "openai"}
 
+#: An override table's rate names -> genai-prices' token kinds (prices per million tokens).
+_KINDS = {"input": "input_mtok", "cached_input": "cache_read_mtok", "output": "output_mtok",
+          "cache_write": "cache_write_mtok", "cache_write_1h": "cache_write_1h_mtok"}
+
 #: turnlog's provider names -> genai-prices' provider ids, where they differ.
 _DATABASE_IDS = {"openai-responses": "openai", "gemini": "google"}
 
@@ -234,7 +238,7 @@ class Prices:
 
     ``charge`` prices one call; :func:`add_cost` sums. A call neither source
     knows is unpriced, with the reason, never free. The ``scripted`` provider
-    runs offline and costs nothing.
+    runs offline and costs nothing (unless the overrides price it).
     """
 
     def __init__(self, overrides: PriceTable | None = None, *, database: bool = True) -> None:
@@ -287,14 +291,14 @@ class Prices:
         the database prices it at that moment (its history, tiers and
         off-peak hours apply).
         """
-        if provider == "scripted":
-            return Charge(amount=0.0, source="scripted", priced_as="scripted/*")
         if self.overrides is not None:
             price = self.overrides.price(provider, model, when[:10])
             if price is not None:
                 return Charge(amount=self.overrides.cost(provider, model, when[:10], usage),
                               currency=self.currency, source="overrides", version=self.overrides.digest,
                               priced_as=f"{price.provider}/{price.model}")
+        if provider == "scripted":
+            return Charge(amount=0.0, source="scripted", priced_as="scripted/*")
         if not self.database:
             assert self.overrides is not None
             return Charge(currency=self.currency, source="overrides", version=self.overrides.digest,
@@ -365,7 +369,7 @@ class Prices:
                     per = 1_000_000 / self.overrides.per_tokens
                     rows.append({"provider": p, "model": m, "source": "overrides",
                                  "version": self.overrides.digest, "since": price.since,
-                                 "rates": {k: getattr(price, k) * per for k in _RATES}})
+                                 "rates": {_KINDS[k]: getattr(price, k) * per for k in _RATES}})
             if model is not None and rows:
                 return rows[:1]
         if not self.database:

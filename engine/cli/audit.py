@@ -201,4 +201,47 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-COMMANDS = [audit_command]
+@click.command("prices")
+@click.argument("model", required=False)
+@click.option("--provider", help="Only this provider's models (turnlog's name or genai-prices' id).")
+@click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
+              help="A price table (TOML) whose entries override or add to genai-prices'.")
+@click.option("--at", "when", help="The day or time to show prices for (default: now, UTC).")
+@json_option
+@translate_errors
+def prices_command(model: str | None, provider: str | None, prices_file: str | None,
+                   when: str | None, as_json: bool) -> None:
+    """What a model call would be charged per token kind, per million tokens, and from
+    which source and version.
+
+    With MODEL, the one entry a call of it is priced at (exit 1 if none: it
+    would be unpriced); without, every entry (narrow with --provider).
+
+    Example:
+
+        turnlog prices claude-sonnet-4-5 --provider anthropic
+    """
+    prices = Prices.load(prices_file)
+    rows = prices.rates(model, provider, when)
+    if as_json:
+        emit({"source": prices.source, "currency": prices.currency, "prices": rows})
+    else:
+        for row in rows:
+            click.echo(f"{row['provider']}/{row['model']}   {row['source']} {row['version']}"
+                       + (f"   since {row['since']}" if "since" in row else ""))
+            for kind, rate in row["rates"].items():
+                click.echo(f"  {kind:<24} {_rate(rate)}")
+    if model is not None and not rows:
+        found = prices.find(provider or "", model)
+        problem(f"unpriced: {found if isinstance(found, str) else model}")
+        fail(1)
+
+
+def _rate(rate: Any) -> str:
+    if isinstance(rate, dict):
+        return f"{rate['base']:g}" + "".join(f", above {t['above']:,} tokens {t['price']:g}"
+                                             for t in rate["tiers"])
+    return f"{rate:g}"
+
+
+COMMANDS = [audit_command, prices_command]

@@ -80,10 +80,18 @@ class StreamPrinter:
 
 
 def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
-          printer: StreamPrinter | None, approve: tuple[str, ...] = ()) -> Loop:
+          printer: StreamPrinter | None, approve: tuple[str, ...] = (),
+          prices: Any = None) -> Loop:
     return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
                 stream=printer is not None, observers=[printer] if printer else (),
-                approve=approve)
+                approve=approve, prices=prices)
+
+
+def _prices(path: str | None) -> Any:
+    """The prices a run records its costs at: genai-prices under the ``--prices`` file."""
+    from turnlog.engine.audit.prices import Prices  # the audit package is loaded only here
+
+    return Prices.load(path)
 
 
 def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None,
@@ -117,6 +125,9 @@ def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 
 
 def _tool_options(fn: Any) -> Any:
+    fn = click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
+                      help="A price table (TOML) over genai-prices' for the cost recorded "
+                           "with each model response (see turnlog prices).")(fn)
     fn = click.option("--approve", "approve", multiple=True, metavar="TOOL[,TOOL]",
                       callback=_tool_names,
                       help="Calls of these tools wait for a person's decision (turnlog "
@@ -186,7 +197,8 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
 def run(prompt: str, provider: str, model: str | None, script: str | None,
         tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
         mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
-        as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
+        as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
+        prices_file: str | None = None) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -197,12 +209,13 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
         turnlog run "Weather in Paris?" --script script.json --tools demo --json
     """
     chosen = make_provider(provider, model, script)
+    prices = _prices(prices_file)  # a bad price file is refused before the journal is opened
     cid = conversation_id or new_conversation_id()
     hint = resume_hint(cid, db_path, tool_specs, script, mcp)
     with open_tools(tool_specs, mcp) as tools, \
             journal_for(db_path, must_exist=False) as journal:
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, prices)
         if conversation_id and journal.last_seq(conversation_id):
             _check_continuable(journal, cid, db_path, tool_specs, script,
                                {"max_turns": max_turns, "mode": mode}, mcp)
@@ -225,7 +238,8 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
-           as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
+           as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
+           prices_file: str | None = None) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -235,6 +249,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
 
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
+    prices = _prices(prices_file)
     with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
         if state.finished:
@@ -247,7 +262,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
             return
         chosen = make_provider(provider or state.provider, model, script)
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, prices)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
                                    resume_hint(conversation_id, db_path, tool_specs, script,
                                                mcp))

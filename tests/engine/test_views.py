@@ -32,7 +32,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
     assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links", "snapshots",
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "3"
+    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "4"
 
 
 def _as_version_1(db_path) -> None:
