@@ -338,3 +338,27 @@ def test_a_price_table_alone_is_the_only_source():
                              'input=1\noutput=1\n', "t")
     charge = Prices.of(table).charge("openai", "gpt-4o", "2025-06-01", Usage(input_tokens=1))
     assert charge.amount is None and charge.reason == "openai/gpt-4o has no price in t on 2025-06-01"
+
+
+def test_the_viewers_dashboard_shows_the_cost_figures_and_why_a_model_is_unpriced(tmp_path):
+    from starlette.testclient import TestClient
+
+    from turnlog.replay.view.app import create_app
+
+    db, prices = tmp_path / "j.db", _table(tmp_path / "p.toml", 1.0, 0.0)
+    script = _script(tmp_path, [{"text": "hi", "usage": {"input_tokens": 1_000_000}}])
+    assert invoke("run", "hello", "--script", script, "--prices", prices, "--id", "s",
+                  "--db", db).exit_code == 0
+    with Journal(str(db), extensions=EXTENSIONS) as journal:
+        from turnlog.engine.conversation import Conversation
+        from turnlog.engine.events import ConversationStarted, ModelRequested, UserMessage
+
+        conv = Conversation.start(journal, ConversationStarted(
+            conversation_id="p", provider="openai", model="my-private-model"))
+        conv.append(UserMessage.of("hi"),
+                    ModelRequested(turn=1, digest="d", provider="openai", model="my-private-model"),
+                    ModelResponded(turn=1, parts=(), usage=Usage(input_tokens=5)))
+    page = TestClient(create_app(str(db))).get("/audit").text
+    assert "unpriced openai/my-private-model: openai/my-private-model is not in genai-prices" in page
+    assert "priced as recorded: 1 responses" in page
+    assert 'href="/conversation?id=s">s</a> 1.0000' in page
