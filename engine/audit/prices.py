@@ -42,6 +42,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import hashlib
+import threading
 import tomllib
 from decimal import Decimal
 from functools import cache
@@ -53,7 +54,8 @@ from ..errors import PriceTableError
 from ..events import Charge
 from ..messages import Usage
 
-__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version"]
+__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version",
+           "warm_up"]
 
 #: The price database turnlog prices calls from by default (a Python package).
 DATABASE = "genai-prices"
@@ -218,11 +220,27 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
     return None if total is None or cost is None else total + cost
 
 
+@cache
 def database_version() -> str:
     """The installed genai-prices release: the version a charge from the database records."""
     from importlib.metadata import version
 
     return version(DATABASE)
+
+
+_warming: list[threading.Thread] = []
+
+
+def warm_up() -> None:
+    """Start loading genai-prices' database in a background thread, once per process.
+
+    A live run calls this when its loop is built, so the load (about a second)
+    overlaps the first model call instead of following it.
+    """
+    if not _warming:
+        thread = threading.Thread(target=_snapshot, name="turnlog-prices", daemon=True)
+        _warming.append(thread)
+        thread.start()
 
 
 @cache
