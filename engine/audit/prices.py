@@ -290,7 +290,8 @@ class Prices:
 
     @property
     def source(self) -> str:
-        """What prices come from, for a report: ``genai-prices 0.2.3 + overrides FILE``."""
+        """What prices come from, for a report: ``genai-prices 0.2.3``, or
+        ``overrides FILE (sha256:…) over genai-prices 0.2.3``."""
         base = f"{DATABASE} {database_version()}"
         if self.overrides is None:
             return base
