@@ -15,6 +15,7 @@ from ._common import (
     command_hint,
     db_option,
     emit,
+    flag_pair,
     journal_for,
     json_option,
     translate_errors,
@@ -30,8 +31,8 @@ _PAST = {"approve": "approved", "deny": "denied"}
 @click.option("--call", "call_ids", multiple=True, metavar="CALL_ID",
               help="The waiting call to decide (repeatable).")
 @click.option("--all", "every", is_flag=True, help="Decide every call waiting for approval.")
-@click.option("--yes/--no", "approved", default=None,
-              help="Approve (the call runs on resume) or deny (the model is told).")
+@flag_pair("--yes/--no", "approved", default=None,
+           help="Approve (the call runs on resume) or deny (the model is told).")
 @click.option("--as", "approver", metavar="NAME", required=True, help="Who decides (recorded).")
 @click.option("--reason", help="Why (recorded; a denial's reason is shown to the model).")
 @click.option("--arguments", "edited", metavar="JSON",

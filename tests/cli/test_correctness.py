@@ -1,0 +1,86 @@
+"""Issue 25's correctness defects (items 10-22, 24), each reproduced as a user meets it:
+the installed console script in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import turnlog
+
+
+def _demo(db: Path) -> str:
+    out = turnlog("demo", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["conversation_id"]
+
+
+def _show(db: Path, cid: str) -> dict:
+    out = turnlog("show", cid, "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+# 10. an openai-responses export imports back ----------------------------------------------
+
+@pytest.mark.parametrize("forced", [(), ("--format", "openai-responses")])
+def test_an_openai_responses_export_imports_back(tmp_path, db, forced):
+    cid = _demo(db)
+    exported = tmp_path / "responses.json"
+    out = turnlog("export", cid, "--format", "openai-responses", "-o", exported, "--db", db)
+    assert out.returncode == 0, out.stderr
+    assert "model" not in json.loads(exported.read_text())  # the export has none
+    out = turnlog("import", exported, *forced, "--db", tmp_path / "back.db", "--json")
+    assert out.returncode == 0, out.stderr
+    back = json.loads(out.stdout)
+    assert back["formats"] == {"openai-responses": len(json.loads(exported.read_text())["input"])}
+    again = tmp_path / "again.json"
+    out = turnlog("export", back["conversation_id"], "--format", "openai-responses", "-o", again,
+                  "--db", tmp_path / "back.db")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(again.read_text()) == json.loads(exported.read_text())
+
+
+def test_an_orchestrator_entry_with_a_string_input_is_still_one(tmp_path, db):
+    entry = tmp_path / "orch.json"
+    entry.write_text(json.dumps({"input": "refine claim 1", "context": "patents"}))
+    out = turnlog("import", entry, "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["formats"] == {"orchestrator": 1}
+
+
+# 11. contradicting flags are refused ----------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (("approve", "c-1", "--all", "--yes", "--no", "--as", "alice"), "--yes and --no"),
+    (("approve", "c-1", "--all", "--no", "--yes", "--as", "alice"), "--yes and --no"),
+    (("tail", "--once", "--follow"), "--follow and --once"),
+])
+def test_both_halves_of_a_flag_pair_exit_2_and_write_nothing(db, args, words):
+    cid = _demo(db)
+    args = tuple(cid if a == "c-1" else a for a in args)
+    before = db.read_bytes()
+    out = turnlog(*args, "--db", db)
+    assert out.returncode == 2, out.stdout
+    assert words in out.stderr and "contradict" in out.stderr
+    assert db.read_bytes() == before
+
+
+# 12. a command that needs a journal never turns an empty file into one ------------------
+
+@pytest.mark.parametrize("args", [
+    ("replay", "--all"),
+    ("approve", "c-1", "--all", "--yes", "--as", "alice"),
+    ("resume", "c-1"),
+    ("fork", "c-1", "--at", "1"),
+])
+def test_an_empty_file_stays_empty(tmp_path, args):
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    out = turnlog(*args, "--db", empty)
+    assert out.returncode == 2, out.stdout
+    assert "empty file, not a turnlog journal" in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+    assert empty.stat().st_size == 0
