@@ -12,10 +12,12 @@ of its tools, usable wherever tools are, and closed with ``close()`` (or
 
 Each tool's ``ToolSpec`` is the server's: its name, description and input
 schema (recorded in the conversation's tool specs), ``server`` naming the
-server, and its effect class from the server's annotations —
-``readOnlyHint`` → ``read_only``; ``idempotentHint`` (and not
-``destructiveHint``) → ``idempotent``; ``destructiveHint`` or no hint →
-``side_effecting`` — so resume never blindly re-runs a destructive call.
+server, and its effect class from the server's annotations, read with the
+spec's defaults for a hint left out (``readOnlyHint`` false,
+``destructiveHint`` true, ``idempotentHint`` false): ``readOnlyHint`` →
+``read_only``; ``idempotentHint`` with ``destructiveHint: false`` →
+``idempotent``; anything else → ``side_effecting`` — so resume never blindly
+re-runs a destructive call, and a hint written out as its default changes nothing.
 
 A call is recorded like any tool call (``tool_started``/``tool_completed``):
 its data is ``{"server", "tool", "content", "structuredContent"?}``. An
@@ -55,18 +57,22 @@ class MCPError(EngineError):
 def effect_of(annotations: Any) -> ToolEffect:
     """The effect class an MCP tool's annotations claim (see the module doc).
 
+    A hint left out has the spec's default, so writing it out changes nothing:
+
     >>> class A:  # the SDK's ToolAnnotations, in short
     ...     read_only_hint = None; idempotent_hint = True; destructive_hint = None
-    >>> effect_of(A()), effect_of(None)
-    ('idempotent', 'side_effecting')
+    >>> class B(A):
+    ...     destructive_hint = False
+    >>> effect_of(A()), effect_of(B()), effect_of(None)
+    ('side_effecting', 'idempotent', 'side_effecting')
     """
-    if annotations is None:
-        return "side_effecting"
-    if getattr(annotations, "read_only_hint", None) is True:
+    def hint(name: str, default: bool) -> bool:
+        value = getattr(annotations, name, None)
+        return default if value is None else value is True
+
+    if hint("read_only_hint", False):
         return "read_only"
-    if getattr(annotations, "destructive_hint", None) is True:
-        return "side_effecting"
-    if getattr(annotations, "idempotent_hint", None) is True:
+    if hint("idempotent_hint", False) and not hint("destructive_hint", True):
         return "idempotent"
     return "side_effecting"
 
