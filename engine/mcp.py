@@ -36,9 +36,11 @@ and their results are served from the journal (``replay.tools``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import os
 import shlex
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -122,14 +124,19 @@ class MCPToolset(ToolRegistry):
         self.target = server
         self.timeout = timeout
         self.name = server
+        self._stderr: _StderrTail | None = None
         if server.startswith(("http://", "https://")):
             transport: Any = server
         else:
             words = shlex.split(server)
             if not words:
                 raise MCPError("--mcp: name a server as a command line or an http(s) URL")
-            transport = StdioServerParameters(command=words[0], args=words[1:],
-                                              env={**os.environ, **(env or {})})
+            from mcp.client.stdio import stdio_client
+
+            self._stderr = _StderrTail()
+            transport = stdio_client(StdioServerParameters(
+                command=words[0], args=words[1:], env={**os.environ, **(env or {})}),
+                errlog=self._stderr.file)
         self._client_type = Client
         self._transport = transport
         self._loop = asyncio.new_event_loop()
@@ -168,11 +175,19 @@ class MCPToolset(ToolRegistry):
                 await self._stop.wait()
         except BaseException as exc:  # a server that cannot start or dies: reported, never raised here
             if not self._ready.done():
-                self._ready.set_exception(MCPError(
-                    f"cannot use MCP server {self.target!r}: {_describe(exc)}"))
+                self._ready.set_exception(MCPError(self._start_failure(exc)))
             self._client = None
             if not isinstance(exc, Exception):
                 raise
+
+    def _start_failure(self, exc: BaseException) -> str:
+        """Why the server could not be used, with its last line on stderr when it wrote one."""
+        described = _describe(exc)
+        if _LOST in described:  # it went away before answering: it did not start
+            described = "it failed to start (it exited or closed the connection before answering)"
+        line = self._stderr.last_line() if self._stderr is not None else None
+        said = f"; its last stderr line: {line}" if line else ""
+        return f"cannot use MCP server {self.target!r}: {described}{said}"
 
     def _spec(self, tool: Any) -> ToolSpec:
         schema = dict(tool.input_schema or {"type": "object", "properties": {}})
@@ -222,6 +237,8 @@ class MCPToolset(ToolRegistry):
         self._thread.join(10)
         if not self._thread.is_alive():
             self._loop.close()
+        if self._stderr is not None:
+            self._stderr.close()
 
     def __enter__(self) -> MCPToolset:
         return self
@@ -231,6 +248,42 @@ class MCPToolset(ToolRegistry):
 
 
 _LOST = "the connection to the server was lost"
+
+
+class _StderrTail:
+    """A stdio server's stderr: passed through to ours line by line, its last lines kept."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w")
+        self._lines: collections.deque[str] = collections.deque(maxlen=20)
+        self._reader = threading.Thread(target=self._pump, args=(os.fdopen(read, "rb"),),
+                                        name="turnlog-mcp-stderr", daemon=True)
+        self._reader.start()
+
+    def _pump(self, pipe: Any) -> None:
+        with pipe:
+            for raw in pipe:
+                line = raw.decode("utf-8", "replace")
+                self._lines.append(line.rstrip())
+                try:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                except (OSError, ValueError):  # our stderr is gone: keep draining
+                    pass
+
+    def last_line(self) -> str | None:
+        """The server's last non-blank stderr line (read what it wrote before it exited)."""
+        if not self.file.closed:
+            self.file.close()  # the server holds its own copy; EOF comes when it has gone
+        self._reader.join(2)
+        return next((line for line in reversed(self._lines) if line.strip()), None)
+
+    def close(self) -> None:
+        """Stop passing stderr through once the server is gone."""
+        if not self.file.closed:
+            self.file.close()
+        self._reader.join(2)
 
 
 def _call_errors() -> tuple[type[BaseException], ...]:

@@ -4,6 +4,7 @@ the installed console script in a subprocess."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,41 @@ def test_an_empty_file_stays_empty(tmp_path, args):
     assert "empty file, not a turnlog journal" in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
     assert empty.stat().st_size == 0
+
+
+# 13, 14. an MCP server that dies at start: said so, with its last stderr line; no file left --
+
+def test_an_mcp_server_that_dies_at_start_is_named_with_its_last_stderr_line(tmp_path, db):
+    server = tmp_path / "server.py"
+    server.write_text("import sys\nprint('loading', file=sys.stderr)\n"
+                      "print(\"ModuleNotFoundError: No module named 'fastmcp'\", file=sys.stderr)\n"
+                      "sys.exit(3)\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "hi"}]}))
+    out = turnlog("run", "hi", "--script", script, "--mcp", f"{sys.executable} {server}",
+                  "--db", db, TURNLOG_MCP_TIMEOUT="240")
+    assert out.returncode == 2, out.stdout
+    error = out.stderr.strip().splitlines()[-1]
+    assert "failed to start" in error and "while the call ran" not in error
+    assert error.endswith("its last stderr line: ModuleNotFoundError: No module named 'fastmcp'")
+    assert "loading" in out.stderr  # the server's stderr still reaches the user
+    assert sorted(tmp_path.iterdir()) == sorted([server, script])  # no journal file
+
+
+# 15. --tools MODULE:ATTR finds a module in the current directory, as python -m does ----------
+
+def test_tools_from_a_module_in_the_current_directory(tmp_path):
+    (tmp_path / "mytools.py").write_text(
+        "from turnlog.engine.tools import tool\n\n\n@tool\ndef shout(text: str) -> str:\n"
+        "    \"\"\"Shout it.\"\"\"\n    return text.upper()\n\n\nTOOLS = [shout]\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]}, {"text": "done"}]}))
+    out = turnlog("run", "go", "--script", "s.json", "--tools", "mytools:TOOLS", "--db", "t.db",
+                  "--id", "c", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (done,) = [e for e in _show(tmp_path / "t.db", "c")["events"] if e["type"] == "tool_completed"]
+    assert done["payload"]["success"] is True and "HI" in done["payload"]["content"]
+    out = turnlog("run", "go", "--script", "s.json", "--tools", "nomodule:TOOLS", "--db", "t.db",
+                  cwd=tmp_path)
+    assert out.returncode == 2 and "No module named 'nomodule'" in out.stderr
