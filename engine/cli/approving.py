@@ -89,12 +89,18 @@ def _edited(edited: str | None, call_ids: tuple[str, ...], approved: bool) -> An
     if not approved or len(call_ids) != 1:
         raise CLIError("--arguments goes with --yes and exactly one --call")
     try:
-        value = json.loads(edited)
+        value = json.loads(edited, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
+        raise CLIError(f"--arguments is not JSON: {exc}") from None
+    except ValueError as exc:  # NaN, Infinity: Python reads them, JSON has no such numbers
         raise CLIError(f"--arguments is not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise CLIError("--arguments must be a JSON object")
     return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 COMMANDS = [approve]

@@ -123,3 +123,55 @@ def test_tools_from_a_module_in_the_current_directory(tmp_path):
     out = turnlog("run", "go", "--script", "s.json", "--tools", "nomodule:TOOLS", "--db", "t.db",
                   cwd=tmp_path)
     assert out.returncode == 2 and "No module named 'nomodule'" in out.stderr
+
+
+# 22. approve --arguments refuses what is not JSON; NaN is never stored as null ---------------
+
+def _paused(tmp_path: Path, db: Path) -> None:
+    script = tmp_path / "pay.json"
+    script.write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"text": "done"}]}))
+    out = turnlog("run", "add", "--script", script, "--tools", "demo", "--approve", "add",
+                  "--id", "c1", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["awaiting_approval"] == ["call_1_1"]
+
+
+@pytest.mark.parametrize("arguments", ['{"a": NaN, "b": 3}', '{"a": Infinity, "b": 3}',
+                                       '{"a": -Infinity, "b": 3}'])
+def test_approve_refuses_arguments_that_are_not_json(tmp_path, db, arguments):
+    _paused(tmp_path, db)
+    before = db.read_bytes()
+    out = turnlog("approve", "c1", "--call", "call_1_1", "--yes", "--as", "alice",
+                  "--arguments", arguments, "--db", db)
+    assert out.returncode == 2, out.stdout
+    assert "--arguments is not JSON" in out.stderr and "not a JSON number" in out.stderr
+    assert db.read_bytes() == before
+    assert [e["type"] for e in _show(db, "c1")["events"]][-1] == "approval_requested"
+
+
+def test_decide_refuses_non_finite_arguments_in_python(tmp_path, db):
+    from turnlog.engine.approvals import ApprovalError, decide
+    from turnlog.journal import Journal
+
+    _paused(tmp_path, db)
+    with Journal(db) as journal:
+        last = journal.last_seq("c1")
+        with pytest.raises(ApprovalError, match="not JSON data: NaN"):
+            decide(journal, "c1", "call_1_1", True, "alice", arguments={"a": float("nan"), "b": 3})
+        assert journal.last_seq("c1") == last
+
+
+def test_a_tool_result_holding_nan_is_a_failed_result_not_null(tmp_path):
+    (tmp_path / "nantool.py").write_text(
+        "from turnlog.engine.tools import tool\n\n\n@tool\ndef measure() -> dict:\n"
+        "    \"\"\"Measure.\"\"\"\n    return {\"value\": float(\"nan\")}\n\n\nTOOLS = [measure]\n")
+    (tmp_path / "s.json").write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "measure", "arguments": {}}]}, {"text": "done"}]}))
+    out = turnlog("run", "go", "--script", "s.json", "--tools", "nantool:TOOLS", "--db", "n.db",
+                  "--id", "c", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (done,) = [e["payload"] for e in _show(tmp_path / "n.db", "c")["events"]
+               if e["type"] == "tool_completed"]
+    assert done["success"] is False and done.get("data") is None
+    assert "not JSON data: NaN and Infinity are not JSON numbers" in done["error"]
