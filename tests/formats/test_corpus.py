@@ -143,3 +143,45 @@ def test_responses_server_tool_calls_are_counted_apart_by_the_audit(tmp_path):
         {"kind": "mcp_call", "tool": "ask_question", "calls": 1},
         {"kind": "web_search_call", "tool": "web_search_call", "calls": 6}]
     assert by_projection["tools"] == {}  # none of them is a client tool turnlog ran
+
+
+def _results(journal: Journal, cid: str) -> tuple[list[tuple[str, bool]], list[str], list[str]]:
+    """(tool_completed (name, success)s, rejected call names, pending call names)."""
+    from turnlog.engine.events import ToolCallRejected, ToolCompleted
+
+    events = lineage_events(journal, cid)
+    done = [(e.name, e.success) for e in events if type(e) is ToolCompleted]
+    rejected = [e.name for e in events if type(e) is ToolCallRejected]
+    return done, rejected, [c.name for c in load_state(journal, cid).pending_calls]
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.name not in REFUSED],
+                         ids=[p.name for p in FILES if p.name not in REFUSED])
+def test_an_export_never_invents_a_result_for_a_call_that_has_none(path):
+    """Issue 25, 21: a pending call is exported with a placeholder result (every API refuses an
+    unanswered call); importing the export leaves it pending, never a recorded result."""
+    journal = Journal(":memory:")
+    import_file(journal, path, conversation_id="c")
+    before = _results(journal, "c")
+    for wire in WIRES:
+        entries, envelope = read_transcript(export_conversation(journal, "c", wire).encode())
+        import_entries(journal, entries, conversation_id=wire, envelope=envelope)
+        assert _results(journal, wire) == before, wire
+
+
+def test_a_placeholder_before_more_history_is_an_unrecorded_call_not_a_result():
+    from turnlog.engine.events import ToolCallRejected, ToolCompleted
+    from turnlog.engine.texts import UNANSWERED
+
+    journal = Journal(":memory:")
+    import_entries(journal, [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function",
+         "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": UNANSWERED},
+        {"role": "assistant", "content": "I could not find out."}], conversation_id="c")
+    events = lineage_events(journal, "c")
+    assert not [e for e in events if type(e) is ToolCompleted]
+    (rejected,) = [e for e in events if type(e) is ToolCallRejected]
+    assert (rejected.call_id, rejected.reason, rejected.content) == ("a", "unrecorded", UNANSWERED)
+    assert load_state(journal, "c").status == "completed"
