@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnlog.journal import ConcurrencyError
+from turnlog.journal._rows import format_timestamp
 
 from .canonical import digest
 from .duplicates import call_key
@@ -152,7 +153,7 @@ def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, 
         chosen_hash = arguments_hash(call.name, chosen)
         event = ApprovalDecided(
             call_id=call_id, decision="approve" if approve else "deny", approver=approver,
-            reason=reason, decided_at=(clock or (lambda: datetime.now(UTC)))().isoformat(),
+            reason=reason, decided_at=format_timestamp((clock or (lambda: datetime.now(UTC)))()),
             arguments=arguments, arguments_hash=chosen_hash)
         encode_event(event)
     except InvalidEventError as exc:
