@@ -175,3 +175,73 @@ def test_a_tool_result_holding_nan_is_a_failed_result_not_null(tmp_path):
                if e["type"] == "tool_completed"]
     assert done["success"] is False and done.get("data") is None
     assert "not JSON data: NaN and Infinity are not JSON numbers" in done["error"]
+
+
+# 21. an export never turns a call with no result into a result --------------------------------
+
+@pytest.mark.parametrize("wire", ["openai", "openai-responses", "anthropic", "gemini"])
+def test_a_call_waiting_for_approval_is_exported_and_imported_back_as_pending(tmp_path, db, wire):
+    _paused(tmp_path, db)
+    exported = tmp_path / f"{wire}.json"
+    out = turnlog("export", "c1", "--format", wire, "-o", exported, "--db", db)
+    assert out.returncode == 0, out.stderr
+    out = turnlog("import", exported, "--id", "back", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["status"] == "active"
+    events = _show(db, "back")["events"]
+    assert [e["type"] for e in events if e["type"].startswith("tool_")] == []
+    assert [e["type"] for e in events][-1] == "model_responded"
+
+
+# 17. one timestamp format: the journal's --------------------------------------------------------
+
+def test_the_approvals_view_has_one_timestamp_format(tmp_path, db):
+    import re
+    import sqlite3
+
+    _paused(tmp_path, db)
+    out = turnlog("approve", "c1", "--all", "--yes", "--as", "alice", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    stamp = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+    assert stamp.fullmatch(json.loads(out.stdout)["decisions"][0]["decided_at"])
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        (requested, decided), = conn.execute("SELECT requested_at, decided_at FROM approvals")
+    finally:
+        conn.close()
+    assert stamp.fullmatch(requested) and stamp.fullmatch(decided), (requested, decided)
+
+
+# 18. an API-format message keeps its format with a vendor key; timestamp is no unknown key ----
+
+def test_an_api_message_with_a_vendor_key_stays_api_and_its_timestamp_is_known(tmp_path, db):
+    transcript = tmp_path / "api.json"
+    transcript.write_text(json.dumps([
+        {"role": "user", "content": "hi", "timestamp": "2025-08-27T21:40:00.000Z", "id": "m1"},
+        {"role": "assistant", "content": "hello", "timestamp": "2025-08-27T21:40:01.000Z"}]))
+    out = turnlog("import", transcript, "--id", "a", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["formats"] == {"api": 2}
+    assert result["warnings"] == ["entry 0: unknown keys kept as `extra` and exported to no "
+                                  "wire: id"]
+    started, user, *_ = _show(db, "a")["events"]
+    assert started["payload"]["provider"] == "imported"  # not attributed to OpenAI
+    assert user["payload"]["timestamp"] == "2025-08-27T21:40:00.000Z"
+    assert {"type": "opaque", "provider": "api", "kind": "extra", "data": {"id": "m1"}} in [
+        {k: p[k] for k in ("type", "provider", "kind", "data")} for p in user["payload"]["parts"]
+        if p["type"] == "opaque"]
+
+
+def test_an_openai_message_does_not_report_its_timestamp_as_unknown(tmp_path, db):
+    transcript = tmp_path / "openai.json"
+    transcript.write_text(json.dumps([
+        {"role": "user", "content": "hi", "timestamp": "2025-08-27T21:40:00.000Z"},
+        {"role": "assistant", "content": "hello", "refusal": None, "x_vendor": 1,
+         "timestamp": "2025-08-27T21:40:01.000Z"}]))
+    out = turnlog("import", transcript, "--id", "o", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["formats"] == {"api": 1, "openai": 1}
+    assert result["warnings"] == ["entry 1: unknown keys kept as `extra` and exported back to "
+                                  "openai: x_vendor"]
