@@ -185,3 +185,32 @@ def test_a_placeholder_before_more_history_is_an_unrecorded_call_not_a_result():
     (rejected,) = [e for e in events if type(e) is ToolCallRejected]
     assert (rejected.call_id, rejected.reason, rejected.content) == ("a", "unrecorded", UNANSWERED)
     assert load_state(journal, "c").status == "completed"
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.name not in REFUSED],
+                         ids=[p.name for p in FILES if p.name not in REFUSED])
+def test_a_content_trace_of_an_imported_conversation_carries_arguments_and_inputs(path):
+    """Issue 25, 19: an import records no model_requested and no tool_started; its --content
+    trace still has each call's arguments and each answer's input messages."""
+    from turnlog.engine.events import ToolCallRejected, ToolCompleted, UserMessage
+
+    journal = Journal(":memory:")
+    import_file(journal, path, conversation_id="c")
+    events = lineage_events(journal, "c")
+    calls = {p.id: p.arguments for e in events if type(e) is ModelResponded
+             for p in e.parts if type(p) is ToolCall}
+    spans = [s for rs in export_data(journal, "c", "otlp", content=True)["resourceSpans"]
+             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    attrs = [(s["name"], {a["key"]: a["value"] for a in s["attributes"]}) for s in spans]
+    tools = [a for name, a in attrs if name.startswith("execute_tool ")]
+    answers = [a for _, a in attrs
+               if a["gen_ai.operation.name"]["stringValue"] in ("chat", "generate_content")]
+    assert len(tools) == sum(type(e) in (ToolCompleted, ToolCallRejected) for e in events)
+    assert len(answers) == sum(type(e) is ModelResponded for e in events)
+    for a in tools:
+        call_id = a["gen_ai.tool.call.id"]["stringValue"]
+        assert json.loads(a["gen_ai.tool.call.arguments"]["stringValue"]) == calls[call_id]
+    users = [e for e in events if type(e) is UserMessage]
+    for a in answers:
+        inputs = json.loads(a["gen_ai.input.messages"]["stringValue"])
+        assert inputs or not users, "an answer's input is the history before it"
