@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from ._common import command_hint
+
 __all__ = ["header", "timeline", "timeline_of"]
 
 _WIDTH = 200
@@ -37,15 +39,18 @@ def _indent(text: str, prefix: str) -> str:
     return text.replace("\n", "\n" + prefix)
 
 
-def header(info: dict[str, Any], started: dict[str, Any], full: bool) -> list[str]:
-    """The lines above the timeline: identity, status, lineage, system prompt, tools."""
+def header(info: dict[str, Any], started: dict[str, Any], full: bool,
+           db_path: str | None = None) -> list[str]:
+    """The lines above the timeline: identity, status, lineage, system prompt, tools
+    (``db_path``: the journal the commands it names must read)."""
     who = "/".join(x for x in (started.get("provider"), started.get("model")) if x) or "-"
     lines = [f"conversation {info['conversation_id']}  {who}  mode={started.get('mode', 'chat')}  "
              f"status={info['status']}  turns={info['turn_count']}  events={info['events']}"]
     fork = started.get("fork")
     if fork:
         lines.append(f"  fork of {fork['conversation_id']} at seq {fork['seq']} "
-                     f"(turnlog show {fork['conversation_id']} for the shared history)")
+                     f"({command_hint('show', fork['conversation_id'], db_path=db_path)} "
+                     "for the shared history)")
     replay = started.get("replay_of")
     if replay:
         lines.append(f"  replay of {replay['conversation_id']} "

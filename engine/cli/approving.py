@@ -12,13 +12,14 @@ from turnlog.engine.conversation import load_state
 
 from ._common import (
     CLIError,
-    command_hint,
     db_option,
     emit,
+    hint,
     journal_for,
     json_option,
     translate_errors,
 )
+from .run import options_of
 
 __all__ = ["COMMANDS", "approve"]
 
@@ -64,8 +65,9 @@ def approve(conversation_id: str, call_ids: tuple[str, ...], every: bool,
                            "approval (nothing was written)")
         decided = [decide(journal, conversation_id, call_id, approved, approver, reason,
                           arguments) for call_id in chosen]
-        left = load_state(journal, conversation_id).awaiting_approval
-    hint = command_hint("resume", conversation_id, db_path=db_path)
+        state = load_state(journal, conversation_id)
+        left = state.awaiting_approval
+    continue_with = hint("resume", conversation_id, run=options_of(state))
     if as_json:
         emit({"conversation_id": conversation_id,
               "decisions": [{"call_id": d.call_id, "decision": d.decision, "approver": d.approver,
@@ -79,7 +81,7 @@ def approve(conversation_id: str, call_ids: tuple[str, ...], every: bool,
     if left:
         click.echo(f"still waiting: {', '.join(left)}")
     else:
-        click.echo(f"Continue the run with:\n  {hint}  (add its --tools)")
+        click.echo(f"Continue the run with:\n  {continue_with}")
 
 
 def _edited(edited: str | None, call_ids: tuple[str, ...], approved: bool) -> Any:

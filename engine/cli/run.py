@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,29 +28,50 @@ from ._common import (
     db_option,
     emit,
     fail,
+    hint,
     journal_for,
     json_option,
+    run_options,
     translate_errors,
 )
 from ._timeline import timeline_of
 
-__all__ = ["StreamPrinter", "demo", "resume", "resume_hint", "run", "run_interruptible"]
+__all__ = ["RUN_OPTIONS_KEY", "StreamPrinter", "demo", "options_of", "recorded_run_options",
+           "resume", "resume_hint", "run", "run_interruptible"]
 
 
 def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
                 script: str | None = None, mcp: tuple[str, ...] = ()) -> str:
     """The command that continues ``conversation_id`` with the same tools and script."""
-    parts = ["resume", conversation_id]
-    for spec in tool_specs:
-        parts += ["--tools", spec]
-    for server in mcp:
-        parts += ["--mcp", server]
+    return command_hint("resume", conversation_id, *run_options(
+        {"tool_specs": tool_specs, "mcp": mcp, "script": script}), db_path=db_path)
+
+
+#: The key of ``conversation_started.metadata`` under which ``run`` records the options
+#: that continue it (``--tools`` and ``--script``), so that ``approve`` and ``show`` print a
+#: complete ``resume`` command. ``--mcp`` is left out: a server's command line or URL
+#: may carry a credential, and secrets never reach the journal.
+RUN_OPTIONS_KEY = "turnlog.run_options"
+
+
+def recorded_run_options(tool_specs: tuple[str, ...], script: str | None) -> dict[str, Any]:
+    """The ``metadata`` a new conversation of ``run`` records (see ``RUN_OPTIONS_KEY``)."""
+    options: dict[str, Any] = {"tool_specs": list(tool_specs)}
     if script is not None:
-        parts += ["--script", script]
-    return command_hint(*parts, db_path=db_path)
+        options["script"] = os.path.abspath(script)
+    return {RUN_OPTIONS_KEY: options}
 
 
-def run_interruptible(journal: Journal, conversation_id: str, go: Any, hint: str) -> RunResult:
+def options_of(started: Any) -> dict[str, Any] | None:
+    """What a conversation's ``run`` recorded to continue it (``None``: nothing recorded):
+    ``started`` is its state or its ``conversation_started`` payload."""
+    metadata = started.get("metadata") if isinstance(started, Mapping) else started.metadata
+    options = (metadata or {}).get(RUN_OPTIONS_KEY)
+    return options if isinstance(options, dict) else None
+
+
+def run_interruptible(journal: Journal, conversation_id: str, go: Any,
+                      continue_with: str) -> RunResult:
     """``go()``; on Ctrl-C record the interruption and exit 130 naming how to continue."""
     try:
         return go()
@@ -58,7 +81,7 @@ def run_interruptible(journal: Journal, conversation_id: str, go: Any, hint: str
         raise Interrupted(
             f"interrupted: conversation {conversation_id} stopped before its run finished"
             + (" (recorded in the journal)" if recorded else "")
-            + f".\nContinue it with:\n  {hint}") from None
+            + f".\nContinue it with:\n  {continue_with}") from None
 
 
 class StreamPrinter:
@@ -86,8 +109,7 @@ def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries:
                 approve=approve)
 
 
-def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None,
-            db_path: str | None = None) -> None:
+def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None) -> None:
     if as_json:
         emit(result.summary())
     else:
@@ -100,12 +122,16 @@ def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = No
             if line:
                 click.echo(line, err=True)
         if result.awaiting_approval:
-            decide = command_hint("approve", result.conversation_id, "--all", "--yes", "--as",
-                                  "NAME", db_path=db_path)
+            cid = result.conversation_id
             click.echo(f"waiting for approval: {', '.join(result.awaiting_approval)}. "
-                       f"Decide with:\n  {decide}\nthen continue it with turnlog resume.")
+                       f"Decide with:\n  {hint('approve', cid, '--all', '--yes', '--as', 'NAME')}"
+                       f"\nthen continue it with:\n  {hint('resume', cid, run=_params())}")
     if result.status in ("failed", "halted"):
         fail(1)
+
+
+def _params() -> dict[str, Any]:
+    return dict(click.get_current_context().params)
 
 
 def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple:
@@ -160,7 +186,7 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
     if not state.finished:
         raise CLIError(f"conversation {cid} has an unfinished run, so it cannot take a new "
                        f"message yet. Finish it first with:\n  "
-                       f"{resume_hint(cid, db_path, tool_specs, script, mcp)}")
+                       f"{hint('resume', cid, run=_params())}")
     if state.mode != "chat":
         raise CLIError(f"conversation {cid} is a {state.mode} conversation and its run has "
                        "ended; only chat conversations take another message (start a new one)")
@@ -198,7 +224,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     """
     chosen = make_provider(provider, model, script)
     cid = conversation_id or new_conversation_id()
-    hint = resume_hint(cid, db_path, tool_specs, script, mcp)
+    continue_with = hint("resume", cid, run=_params())
     with open_tools(tool_specs, mcp) as tools, \
             journal_for(db_path, must_exist=False) as journal:
         printer = StreamPrinter(as_json) if stream else None
@@ -207,12 +233,13 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
             _check_continuable(journal, cid, db_path, tool_specs, script,
                                {"max_turns": max_turns, "mode": mode}, mcp)
             result = run_interruptible(journal, cid, lambda: loop.send(
-                cid, prompt, single_turn=single_turn), hint)
+                cid, prompt, single_turn=single_turn), continue_with)
         else:
             result = run_interruptible(journal, cid, lambda: loop.start(
                 prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
-                system=system, single_turn=single_turn), hint)
-    _report(result, as_json, printer, db_path)
+                system=system, single_turn=single_turn,
+                metadata=recorded_run_options(tool_specs, script)), continue_with)
+    _report(result, as_json, printer)
 
 
 @click.command()
@@ -241,7 +268,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
             if as_json:
                 emit(result_of(state).summary())
             else:
-                click.echo(f"conversation {conversation_id} is not unfinished: its last run "
+                click.echo(f"conversation {conversation_id} has already finished: its last run "
                            f"{colour(state.status, state.status)}; nothing to resume "
                            "(nothing was written)")
             return
@@ -249,9 +276,8 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
         printer = StreamPrinter(as_json) if stream else None
         loop = _loop(journal, chosen, tools, model, retries, printer, approve)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
-                                   resume_hint(conversation_id, db_path, tool_specs, script,
-                                               mcp))
-    _report(result, as_json, printer, db_path)
+                                   hint("resume", conversation_id, run=_params()))
+    _report(result, as_json, printer)
 
 
 @click.command()

@@ -1,0 +1,118 @@
+"""Polish seen from outside (issue 25, items 25-37): one-line usage errors, hints that can be
+pasted as printed, plain wording, and what people read of approvals and tool results."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from .conftest import turnlog, write_script
+
+#: Words of the sentence around a printed command, where the command ends.
+_PROSE = {"decides", "continues", "for", "(or", "then", "--", "turnlog"}
+
+
+def hints(text: str) -> list[list[str]]:
+    """Every ``turnlog ...`` command line printed in ``text``, as argv words (without
+    ``turnlog``): hints are shell-quoted, so the shell's own splitting reads them."""
+    found = []
+    for line in text.splitlines():
+        for segment in re.split(r"(?:^|\s|\()turnlog(?=\s)", line)[1:]:
+            try:
+                words = shlex.split(segment)
+            except ValueError:
+                words = segment.split()
+            cut = next((i for i, w in enumerate(words) if w in _PROSE), len(words))
+            if words[:cut]:
+                found.append(words[:cut])
+    return found
+
+
+@pytest.mark.parametrize("args, where", [
+    (("ls", "--bogus"), "turnlog ls --help"),
+    (("ls", "--dbb", "x"), "turnlog ls --help"),
+    (("show",), "turnlog show --help"),
+    (("shw",), "turnlog --help"),
+    (("--bogus",), "turnlog --help"),
+    (("ls", "--limit", "0"), "turnlog ls --help"),
+    (("run", "x", "--approve", ","), "turnlog run --help"),
+])
+def test_a_usage_error_is_one_line_in_turnlogs_wording_with_exit_2(args, where):
+    out = turnlog(*args)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("Error: ") and line[7].islower()
+    assert "Usage:" not in line and "Try " not in line
+    assert line.endswith(f"(see {where})")
+    assert ". (see" not in line  # no full stop inside the sentence
+
+
+def test_usage_error_keeps_clicks_suggestion():
+    line = turnlog("ls", "--dbb", "x").stderr.strip()
+    assert "did you mean '--db'?" in line
+
+
+def test_copy_of_a_missing_source_names_src_not_db(tmp_path):
+    out = turnlog("copy", tmp_path / "nope.db", tmp_path / "x.db")
+    assert out.returncode == 2
+    assert "--db" not in out.stderr and "SRC" in out.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_resume_of_a_finished_conversation_says_so_plainly(db):
+    cid = json.loads(turnlog("demo", "--db", db, "--json").stdout)["conversation_id"]
+    out = turnlog("resume", cid, "--db", db)
+    assert out.returncode == 0
+    assert "not unfinished" not in out.stdout
+    assert f"conversation {cid} has already finished" in out.stdout
+
+
+def _run_hints(text: str, cwd: Path) -> list[tuple[list[str], object]]:
+    ran = []
+    for words in hints(text):
+        ran.append((words, turnlog(*words, cwd=cwd)))
+    return ran
+
+
+def test_every_hint_of_an_approval_scenario_runs_as_printed(tmp_path):
+    """run --approve, show, approve, resume, fork, show of the fork: each printed command
+    is pasted as it is (from another directory than the script's) and works."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_script(tmp_path / "s.json",
+                 {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+                 {"text": "3"})
+    db = tmp_path / "j.db"
+    out = turnlog("run", "add", "--id", "c1", "--script", "s.json", "--tools", "demo",
+                  "--approve", "add", "--db", db, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    printed = hints(out.stdout)
+    assert [w[0] for w in printed] == ["approve", "resume"]
+    assert printed[1] == ["resume", "c1", "--tools", "demo", "--script", "s.json", "--db", str(db)]
+
+    shown = turnlog("show", "c1", "--db", db).stdout
+    decide, resume = hints(shown)
+    assert decide[0] == "approve" and resume[:4] == ["resume", "c1", "--tools", "demo"]
+    approved = turnlog(*decide, cwd=elsewhere)
+    assert approved.returncode == 0, approved.stderr
+    (again,) = hints(approved.stdout)
+    assert again == resume
+    finished = turnlog(*again, cwd=elsewhere)
+    assert finished.returncode == 0, finished.stderr
+    assert "completed" in finished.stdout
+
+    forked = turnlog("fork", "c1", "--at", "3", "--db", db)
+    for words, result in _run_hints(forked.stdout, elsewhere):
+        assert result.returncode == 0, (words, result.stderr)
+    fid = json.loads(turnlog("fork", "c1", "--at", "3", "--db", db, "--json").stdout)[
+        "conversation_id"]
+    fork_page = turnlog("show", fid, "--db", db).stdout
+    commands = hints(fork_page)
+    assert ["show", "c1", "--db", str(db)] in commands
+    for words, result in _run_hints(fork_page, elsewhere):
+        assert result.returncode == 0, (words, result.stderr)
