@@ -131,6 +131,16 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
             args = f" {_clip(_json(p['arguments']), full)}" if p.get("arguments") else ""
             return [f"{at}tool {p['name']} REFUSED ({p['reason']}){args}  [{p['call_id']}]",
                     f"      sent back: {_clip(p['content'], full)}"]
+        case "approval_requested":
+            why = f": {_clip(p['reason'], full)}" if p.get("reason") else ""
+            return [f"{at}tool {p['name']} waits for approval{why}  [{p['call_id']}]"]
+        case "approval_decided":
+            done = "APPROVED" if p["decision"] == "approve" else "DENIED"
+            why = f": {_clip(p['reason'], full)}" if p.get("reason") else ""
+            lines = [f"{at}{done} by {p['approver']}{why}  [{p['call_id']}]"]
+            if p.get("arguments") is not None:
+                lines.append(f"      with edited arguments {_clip(_json(p['arguments']), full)}")
+            return lines
         case "turn_limit_reached":
             pending = ", the model still wanted tools" if p.get("pending_tool_calls") else ""
             return [f"{at}HALTED: turn limit {p['max_turns']} reached after "

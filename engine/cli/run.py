@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +38,7 @@ from ._common import (
 from ._timeline import timeline_of
 
 __all__ = ["RUN_OPTIONS_KEY", "StreamPrinter", "demo", "options_of", "recorded_run_options",
-           "resume", "resume_hint", "run", "run_interruptible"]
+           "resume", "resume_hint", "run", "run_interruptible", "waiting_calls"]
 
 
 def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
@@ -103,13 +104,34 @@ class StreamPrinter:
 
 
 def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
-          printer: StreamPrinter | None, approve: tuple[str, ...] = ()) -> Loop:
+          printer: StreamPrinter | None, approve: tuple[str, ...] = (),
+          approve_reason: str | None = None) -> Loop:
     return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
                 stream=printer is not None, observers=[printer] if printer else (),
-                approve=approve)
+                approve=approve, approve_reason=approve_reason)
 
 
-def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None) -> None:
+def _check_reason(approve: tuple[str, ...], approve_reason: str | None) -> None:
+    if approve_reason is not None and not approve:
+        raise CLIError("--approve-reason says why the --approve tools' calls wait: name those "
+                       "tools with --approve TOOL")
+
+
+def waiting_calls(state: Any, call_ids: Iterable[str]) -> list[str]:
+    """One line per call of ``state`` that waits for a decision: its id, tool, arguments
+    and why it waits (the reason recorded with its approval request)."""
+    lines, pending = [], {c.id: c for c in state.pending_calls}
+    for call_id in call_ids:
+        call, asked = pending.get(call_id), state.approvals.get(call_id)
+        what = (f" {call.name}({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)})"
+                if call is not None else "")
+        why = f": {asked.reason}" if asked is not None and asked.reason else ""
+        lines.append(f"  {call_id}{what}{why}")
+    return lines
+
+
+def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None,
+            waiting: list[str] = ()) -> None:
     if as_json:
         emit(result.summary())
     else:
@@ -123,11 +145,17 @@ def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = No
                 click.echo(line, err=True)
         if result.awaiting_approval:
             cid = result.conversation_id
-            click.echo(f"waiting for approval: {', '.join(result.awaiting_approval)}. "
+            click.echo("waiting for approval:\n" + "\n".join(waiting) + "\n"
                        f"Decide with:\n  {hint('approve', cid, '--all', '--yes', '--as', 'NAME')}"
                        f"\nthen continue it with:\n  {hint('resume', cid, run=_params())}")
     if result.status in ("failed", "halted"):
         fail(1)
+
+
+def _waiting(journal: Journal, result: RunResult) -> list[str]:
+    if not result.awaiting_approval:
+        return []
+    return waiting_calls(load_state(journal, result.conversation_id), result.awaiting_approval)
 
 
 def _params() -> dict[str, Any]:
@@ -143,6 +171,9 @@ def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 
 
 def _tool_options(fn: Any) -> Any:
+    fn = click.option("--approve-reason", metavar="TEXT",
+                      help="Why the --approve tools' calls wait: recorded with each approval "
+                           "request and shown to whoever decides.")(fn)
     fn = click.option("--approve", "approve", multiple=True, metavar="TOOL[,TOOL]",
                       callback=_tool_names,
                       help="Calls of these tools wait for a person's decision (turnlog "
@@ -212,7 +243,8 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
 def run(prompt: str, provider: str, model: str | None, script: str | None,
         tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
         mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
-        as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
+        as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
+        approve_reason: str | None = None) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -222,13 +254,14 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 
         turnlog run "Weather in Paris?" --script script.json --tools demo --json
     """
+    _check_reason(approve, approve_reason)
     chosen = make_provider(provider, model, script)
     cid = conversation_id or new_conversation_id()
     continue_with = hint("resume", cid, run=_params())
     with open_tools(tool_specs, mcp) as tools, \
             journal_for(db_path, must_exist=False) as journal:
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason)
         if conversation_id and journal.last_seq(conversation_id):
             _check_continuable(journal, cid, db_path, tool_specs, script,
                                {"max_turns": max_turns, "mode": mode}, mcp)
@@ -239,7 +272,8 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
                 prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
                 system=system, single_turn=single_turn,
                 metadata=recorded_run_options(tool_specs, script)), continue_with)
-    _report(result, as_json, printer)
+        waiting = _waiting(journal, result)
+    _report(result, as_json, printer, waiting)
 
 
 @click.command()
@@ -252,7 +286,8 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
-           as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
+           as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
+           approve_reason: str | None = None) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -262,6 +297,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
 
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
+    _check_reason(approve, approve_reason)
     with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
         if state.finished:
@@ -274,10 +310,11 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
             return
         chosen = make_provider(provider or state.provider, model, script)
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
                                    hint("resume", conversation_id, run=_params()))
-    _report(result, as_json, printer)
+        waiting = _waiting(journal, result)
+    _report(result, as_json, printer, waiting)
 
 
 @click.command()

@@ -116,3 +116,72 @@ def test_every_hint_of_an_approval_scenario_runs_as_printed(tmp_path):
     assert ["show", "c1", "--db", str(db)] in commands
     for words, result in _run_hints(fork_page, elsewhere):
         assert result.returncode == 0, (words, result.stderr)
+
+
+def _paused_with_reason(tmp_path: Path, db: Path, *extra: str):
+    write_script(tmp_path / "s.json",
+                 {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+                 {"text": "3"})
+    return turnlog("run", "add", "--id", "c1", "--script", tmp_path / "s.json", "--tools", "demo",
+                   "--approve", "add", "--db", db, *extra)
+
+
+def test_show_renders_approvals_as_sentences_not_json(tmp_path, db):
+    _paused_with_reason(tmp_path, db)
+    turnlog("approve", "c1", "--all", "--no", "--as", "ann", "--reason", "not today", "--db", db)
+    text = turnlog("show", "c1", "--db", db).stdout
+    assert "approval_requested" not in text and "approval_decided" not in text
+    assert not re.search(r"[0-9a-f]{64}", text)  # no hashes for people to read
+    assert re.search(r"^\s+5  tool add waits for approval  \[call_1_1\]$", text, re.M)
+    assert re.search(r"^\s+6  DENIED by ann: not today  \[call_1_1\]$", text, re.M)
+
+
+def test_approve_reason_is_recorded_and_shown_to_the_approver(tmp_path, db):
+    why = "sums need a second pair of eyes"
+    out = _paused_with_reason(tmp_path, db, "--approve-reason", why)
+    assert out.returncode == 0, out.stderr
+    assert f"call_1_1 add({{\"a\": 1, \"b\": 2}}): {why}" in out.stdout
+    events = json.loads(turnlog("show", "c1", "--db", db, "--json").stdout)["events"]
+    (asked,) = [e["payload"] for e in events if e["type"] == "approval_requested"]
+    assert asked["reason"] == why
+    assert events[0]["payload"]["approve_reason"] == why
+    assert f"waits for approval: {why}" in turnlog("show", "c1", "--db", db).stdout
+    listing = turnlog("approve", "c1", "--yes", "--as", "bob", "--db", db)
+    assert listing.returncode == 2 and why in listing.stderr and "call_1_1" in listing.stderr
+    assert len(listing.stderr.splitlines()) == 1
+    decided = turnlog("approve", "c1", "--all", "--yes", "--as", "bob", "--db", db)
+    assert decided.returncode == 0 and f"it waited because: {why}" in decided.stdout
+
+
+def test_approve_reason_without_approve_is_refused_and_writes_nothing(db):
+    out = turnlog("run", "x", "--approve-reason", "why", "--db", db)
+    assert out.returncode == 2 and "--approve TOOL" in out.stderr
+    assert not db.exists()
+
+
+def test_approve_reason_in_python_survives_a_resume_by_another_loop(journal):
+    from turnlog.engine.demo import demo_tools
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+
+    script = [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+              {"tool_calls": [{"name": "add", "arguments": {"a": 3, "b": 4}}]}, {"text": "ok"}]
+    loop = Loop(journal, ScriptedProvider(script), demo_tools(), approve=["add"],
+                approve_reason="every sum")
+    assert loop.start("go", conversation_id="p").status == "awaiting_approval"
+    loop.decide("p", "call_1_1", True, "ann")
+    other = Loop(journal, ScriptedProvider(script), demo_tools())  # no reason given here
+    assert other.resume("p").status == "awaiting_approval"
+    reasons = [json.loads(e.payload).get("reason") for e in journal.read("p")
+               if e.type == "approval_requested"]
+    assert reasons == ["every sum", "every sum"]
+
+
+def test_approve_reason_must_be_text():
+    from turnlog.engine.errors import EngineError
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.journal import Journal
+
+    with pytest.raises(EngineError, match="approve_reason"):
+        Loop(Journal(":memory:"), ScriptedProvider([]), approve=["x"], approve_reason="  ")

@@ -65,7 +65,8 @@ def test_show_names_failures_halts_and_fork_parents(sample):
     assert "   5  tool teleport REFUSED (unknown)  [h1]" in halt
     fork = invoke("show", "fork", "--db", sample).output.splitlines()
     assert fork[0].endswith("status=completed  turns=2  events=4")
-    assert "  fork of done at seq 8 (turnlog show done for the shared history)" in fork
+    assert f"  fork of done at seq 8 (turnlog show done --db {sample} for the shared history)" \
+        in fork
     replay = invoke("show", "replay", "--db", sample).output.splitlines()
     assert "  replay of done (recorded tools: recorded)" in replay
 
