@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from turnlog.engine.texts import readable_result
+
 from ._common import command_hint
 
 __all__ = ["header", "timeline", "timeline_of"]
@@ -123,8 +125,10 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
         case "tool_completed":
             took = f" in {p['duration_ms']:,.0f} ms" if p.get("duration_ms") is not None else ""
             source = f" [{p['source']}]" if p.get("source", "live") != "live" else ""
-            if p["success"]:
-                return [f"{at}tool {p['name']} ok{took}{source}: {_clip(p['content'], full)}"]
+            if p["success"]:  # --full: the exact text the model read
+                said = p["content"] if full else readable_result(p["content"])
+                return [f"{at}tool {p['name']} ok{took}{source}"
+                        + (f": {_clip(said, full)}" if said else "")]
             return [f"{at}tool {p['name']} FAILED{took}{source}: "
                     f"{_clip(p.get('error') or p['content'], full)}"]
         case "tool_call_rejected":

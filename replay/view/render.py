@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from turnlog.engine.texts import readable_result
+
 __all__ = ["CSP", "asset", "environment", "href", "money", "script_hash", "when"]
 
 #: The Content-Security-Policy of every page the server sends: nothing inline, nothing remote.
@@ -56,7 +58,7 @@ def environment() -> Environment:
     """The Jinja2 environment over ``replay/view/templates`` (autoescape on for every template)."""
     env = Environment(loader=PackageLoader("turnlog.replay.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(money=money, when=when, ms=_ms, pretty=_pretty,
+    env.filters.update(money=money, when=when, ms=_ms, pretty=_pretty, result=readable_result,
                        num=lambda v: "-" if v is None else f"{v:,}")
     env.globals.update(href=href)
     return env

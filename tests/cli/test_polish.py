@@ -185,3 +185,12 @@ def test_approve_reason_must_be_text():
 
     with pytest.raises(EngineError, match="approve_reason"):
         Loop(Journal(":memory:"), ScriptedProvider([]), approve=["x"], approve_reason="  ")
+
+
+def test_show_leaves_out_the_default_success_sentence_unless_full(db):
+    cid = json.loads(turnlog("demo", "--db", db, "--json").stdout)["conversation_id"]
+    noise = "The requested operation has been finished as requested."
+    short = turnlog("show", cid, "--db", db).stdout
+    assert noise not in short
+    assert re.search(r"tool add ok in \d+ ms: \{\"sum\":5\.0\}$", short, re.M)
+    assert noise in turnlog("show", cid, "--db", db, "--full").stdout  # what the model read
