@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from turnlog.engine.audit.numbers import milliseconds, money
 from turnlog.engine.texts import readable_result
 
 __all__ = ["CSP", "asset", "environment", "href", "money", "script_hash", "when"]
@@ -18,17 +19,6 @@ __all__ = ["CSP", "asset", "environment", "href", "money", "script_hash", "when"
 #: The Content-Security-Policy of every page the server sends: nothing inline, nothing remote.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-def money(v: float | None) -> str:
-    """A cost as the audit prints it: 4 decimals, ``<0.0001`` for a sliver, ``unpriced``."""
-    if v is None:
-        return "unpriced"
-    if v == 0:
-        return "0"
-    if abs(v) < 0.00005:
-        return "<0.0001"
-    return f"{v:,.4f}"
 
 
 def when(stamp: str | None) -> str:
@@ -43,7 +33,7 @@ def href(path: str, **params: Any) -> str:
 
 
 def _ms(v: float | None) -> str:
-    return "-" if v is None else (f"{v:,.0f} ms" if v >= 10 else f"{v:.2f} ms")
+    return "-" if v is None else f"{milliseconds(v)} ms"
 
 
 def _pretty(text: str) -> str:

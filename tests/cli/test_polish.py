@@ -194,3 +194,16 @@ def test_show_leaves_out_the_default_success_sentence_unless_full(db):
     assert noise not in short
     assert re.search(r"tool add ok in \d+ ms: \{\"sum\":5\.0\}$", short, re.M)
     assert noise in turnlog("show", cid, "--db", db, "--full").stdout  # what the model read
+
+
+def test_audit_prints_every_median_and_p95_with_the_same_precision(db):
+    for _ in range(3):
+        turnlog("demo", "--db", db)
+    lines = turnlog("audit", "--db", db).stdout.splitlines()
+    start = lines.index("tools:") + 2
+    end = lines.index("", start)
+    rows = [line.split() for line in lines[start:end] if not line.startswith("  refused")]
+    assert {r[0] for r in rows} == {"add", "get_current_time", "get_weather"}
+    for row in rows:
+        for cell in row[-2:]:
+            assert re.fullmatch(r"\d[\d,]*\.\d\d", cell), row

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["dialects", "prices"]
+MODULES = ["dialects", "numbers", "prices"]
 
 
 @pytest.mark.parametrize("name", MODULES)
