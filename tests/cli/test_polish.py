@@ -207,3 +207,26 @@ def test_audit_prints_every_median_and_p95_with_the_same_precision(db):
     for row in rows:
         for cell in row[-2:]:
             assert re.fullmatch(r"\d[\d,]*\.\d\d", cell), row
+
+
+def _doc_section(name: str) -> str:
+    from .conftest import ROOT
+
+    doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    return doc.split(f"\n## turnlog {name}\n", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("command", [
+    ("audit",), ("audit", "--check"), ("verify",), ("ls",), ("heads",), ("show", "CID"),
+    ("demo",), ("resume", "CID"), ("approve", "c1", "--all", "--yes", "--as", "ann"),
+])
+def test_every_top_level_json_key_is_documented_in_its_section(tmp_path, db, command):
+    cid = json.loads(turnlog("demo", "--db", db, "--json").stdout)["conversation_id"]
+    if command[0] == "approve":
+        _paused_with_reason(tmp_path, db)
+    out = turnlog(*[cid if w == "CID" else w for w in command], "--db", db, "--json")
+    document = json.loads(out.stdout)
+    keys = set((document[0] if isinstance(document, list) else document))
+    section = _doc_section("run" if command[0] in ("demo", "resume") else command[0])
+    missing = {k for k in keys if f"`{k}`" not in section}
+    assert not missing, f"{command[0]} --json keys not in docs/cli.md: {sorted(missing)}"
