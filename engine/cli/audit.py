@@ -16,7 +16,7 @@ from turnlog.engine.audit import (
     connect_readonly,
     parse_since,
 )
-from turnlog.engine.audit.numbers import milliseconds, money
+from turnlog.engine.audit.display import milliseconds, model_label, money
 
 from ._common import (
     db_option,
@@ -116,7 +116,7 @@ def render(r: dict[str, Any]) -> str:
     costs = {(c["provider"], c["model"]): c["cost"] for c in r["cost"]["by_provider_model"]}
     lines += ["", "by provider/model:"] + _table(
         ["provider/model", "convs", "responses", "input", "cached", "output", "cost"],
-        [[f"{m['provider']}/{m['model']}", m["conversations"],
+        [[model_label(m["provider"], m["model"]), m["conversations"],
           tokens.get((m["provider"], m["model"]), {}).get("responses", 0),
           tokens.get((m["provider"], m["model"]), {}).get("input", 0),
           tokens.get((m["provider"], m["model"]), {}).get("cached_input", 0),
@@ -158,7 +158,8 @@ def render(r: dict[str, Any]) -> str:
               + ("" if cost["complete"] else "  (priced models only)")
               + f"   prices: {cost['prices']}"]
     if cost["unpriced"]:
-        lines += ["  unpriced: " + ", ".join(f"{u['provider']}/{u['model']}" for u in cost["unpriced"])]
+        lines += ["  unpriced: " + ", ".join(model_label(u["provider"], u["model"])
+                                             for u in cost["unpriced"])]
     if cost["conversations"]:
         lines += ["  most expensive: " + ", ".join(
             f"{c['conversation_id']} {money(c['cost'])}"

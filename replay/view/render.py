@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from turnlog.engine.audit.numbers import milliseconds, money
+from turnlog.engine.audit.display import milliseconds, model_label, money
 from turnlog.engine.texts import readable_result
 
 __all__ = ["CSP", "asset", "environment", "href", "money", "script_hash", "when"]
@@ -50,7 +50,7 @@ def environment() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(money=money, when=when, ms=_ms, pretty=_pretty, result=readable_result,
                        num=lambda v: "-" if v is None else f"{v:,}")
-    env.globals.update(href=href)
+    env.globals.update(href=href, model_label=model_label)
     return env
 
 

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["dialects", "numbers", "prices"]
+MODULES = ["dialects", "display", "prices"]
 
 
 @pytest.mark.parametrize("name", MODULES)

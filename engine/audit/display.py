@@ -1,9 +1,9 @@
-"""How the audit's numbers are printed, one format each, wherever they are shown (``turnlog
-audit``, the viewer's audit and conversation pages, the report)."""
+"""How the audit's figures and names are shown, one format each, wherever they appear
+(``turnlog audit``, the viewer's pages, the report)."""
 
 from __future__ import annotations
 
-__all__ = ["milliseconds", "money"]
+__all__ = ["milliseconds", "model_label", "money"]
 
 
 def money(v: float | None) -> str:
@@ -28,3 +28,16 @@ def milliseconds(v: float | None) -> str:
     ('0.03', '0.02', '1,234.50', '-')
     """
     return "-" if v is None else f"{v:,.2f}"
+
+
+def model_label(provider: str | None, model: str | None) -> str:
+    """``provider/model``, saying so when the model (or both) was not recorded.
+
+    >>> model_label("openai", "gpt-4o"), model_label("openai", ""), model_label(None, None)
+    ('openai/gpt-4o', 'openai (model not recorded)', '(not recorded)')
+    """
+    if provider and model:
+        return f"{provider}/{model}"
+    if provider or model:
+        return f"{provider} (model not recorded)" if provider else f"{model} (provider not recorded)"
+    return "(not recorded)"
