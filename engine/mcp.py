@@ -3,7 +3,7 @@
 ``tools_from_mcp("python server.py")`` (a command: stdio) or
 ``tools_from_mcp("http://host/mcp")`` (a URL: streamable HTTP) connects to
 an MCP server through the official ``mcp`` SDK (``pip install
-'turnlog[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
+-e '.[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
 of its tools, usable wherever tools are, and closed with ``close()`` (or
 ``with``)::
 
@@ -112,7 +112,8 @@ class MCPToolset(ToolRegistry):
         try:
             from mcp import Client, StdioServerParameters
         except ImportError:
-            raise MCPError("MCP tools need the mcp package: pip install 'turnlog[mcp]'") from None
+            raise MCPError("MCP tools need the mcp package: pip install -e '.[mcp]' in turnlog's "
+                           "checkout") from None
         self.target = server
         self.timeout = timeout
         self.name = server

@@ -188,7 +188,7 @@ def _tool_options(fn: Any) -> Any:
                            "with backoff; every attempt is journaled.")(fn)
     fn = click.option("--mcp", "mcp", multiple=True, metavar="'COMMAND ARGS'|URL",
                       help="Offer the tools of an MCP server (repeatable): a command line "
-                           "(stdio) or an http(s) URL (streamable HTTP); needs turnlog[mcp].")(fn)
+                           "(stdio) or an http(s) URL (streamable HTTP); needs the mcp extra.")(fn)
     return click.option("--tools", "tool_specs", multiple=True, metavar="demo|MODULE:ATTR|none",
                         help="Tools to offer the model (repeatable; default: none).")(fn)
 
