@@ -37,6 +37,7 @@ import asyncio
 import concurrent.futures
 import os
 import shlex
+import tempfile
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -98,6 +99,46 @@ def _never_local() -> None:
     raise ToolError("an MCP tool runs on its server")
 
 
+class ServerLog:
+    """Where a stdio server's own stderr goes (its log lines, its tracebacks): a file, never
+    the terminal ``turnlog run`` prints its output to.
+
+    ``$TURNLOG_MCP_LOG`` names the file (appended to); else a temporary file, removed at
+    :meth:`close` when the server wrote nothing.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        chosen = os.environ.get("TURNLOG_MCP_LOG")
+        if chosen:
+            self.path, self._kept = chosen, True
+            self.file = open(chosen, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+        else:
+            fd, self.path = tempfile.mkstemp(prefix="turnlog-mcp-", suffix=".log")
+            self._kept = False
+            self.file = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+        self._start = self.file.tell()
+        self.note: str | None = None
+
+    def close(self) -> str | None:
+        """Close the file; return one line saying what the server wrote there (``None``:
+        nothing, and a temporary file is removed)."""
+        if self.file.closed:
+            return self.note
+        self.file.close()
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            f.seek(self._start)
+            lines = [line.rstrip() for line in f if line.strip()]
+        if not lines:
+            if not self._kept:
+                os.unlink(self.path)
+            return None
+        last = lines[-1] if len(lines[-1]) <= 160 else lines[-1][:159] + "…"
+        self.note = (f"MCP server {self.server!r} wrote {len(lines)} line(s) to its stderr, "
+                     f"in {self.path} (last: {last})")
+        return self.note
+
+
 class MCPToolset(ToolRegistry):
     """The tools of one MCP server, connected (see the module doc); close it when done.
 
@@ -126,6 +167,13 @@ class MCPToolset(ToolRegistry):
             transport = StdioServerParameters(command=words[0], args=words[1:],
                                               env={**os.environ, **(env or {})})
         self._client_type = Client
+        #: the stdio server's stderr (``None`` over HTTP): see :class:`ServerLog`
+        self.log: ServerLog | None = None
+        if isinstance(transport, StdioServerParameters):
+            from mcp.client.stdio import stdio_client
+
+            self.log = ServerLog(server)
+            transport = stdio_client(transport, errlog=self.log.file)
         self._transport = transport
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="turnlog-mcp",
@@ -140,10 +188,11 @@ class MCPToolset(ToolRegistry):
             listed = self._ready.result(timeout)
         except concurrent.futures.TimeoutError:
             self.close()
-            raise MCPError(f"MCP server {server!r} did not answer within {timeout:g} s") from None
-        except MCPError:
+            raise MCPError(self._with_log(
+                f"MCP server {server!r} did not answer within {timeout:g} s")) from None
+        except MCPError as exc:
             self.close()
-            raise
+            raise MCPError(self._with_log(str(exc))) from None
         for spec in listed:
             self.register(MCPTool(self, spec))
 
@@ -157,6 +206,8 @@ class MCPToolset(ToolRegistry):
                 info = getattr(client, "server_info", None)
                 if info is not None and getattr(info, "name", None):
                     self.name = info.name
+                    if self.log is not None:
+                        self.log.server = info.name
                 listed = await client.list_tools()
                 specs = [self._spec(t) for t in listed.tools]
                 self._ready.set_result(specs)
@@ -203,8 +254,27 @@ class MCPToolset(ToolRegistry):
                     "error": f"{where} reported an error: {text or 'no details'}"}
         return data
 
+    def _with_log(self, message: str) -> str:
+        """``message`` plus what the server wrote to its stderr, if anything (after close)."""
+        notes = self.notes()
+        return f"{message}; {notes[0]}" if notes else message
+
+    def notes(self) -> list[str]:
+        """After :meth:`close`: a line for each server that wrote to its stderr (see
+        :class:`ServerLog`), for the caller to show once instead of the server's output."""
+        note = self.log.note if self.log is not None else None
+        return [note] if note else []
+
     def close(self) -> None:
-        """Close the session (a stdio server is stopped) and the event-loop thread."""
+        """Close the session (a stdio server is stopped), the event-loop thread and the
+        server's log."""
+        try:
+            self._close_session()
+        finally:
+            if self.log is not None:
+                self.log.close()
+
+    def _close_session(self) -> None:
         if self._loop.is_closed():
             return
         if self._stop is not None:
@@ -285,3 +355,7 @@ class _Combined(MCPToolset):
         """Close every server's toolset."""
         for s in self._sets:
             s.close()
+
+    def notes(self) -> list[str]:
+        """Every server's note (see :meth:`MCPToolset.notes`)."""
+        return [n for s in self._sets for n in s.notes()]

@@ -32,6 +32,7 @@ from ._common import (
     hint,
     journal_for,
     json_option,
+    problem,
     run_options,
     translate_errors,
 )
@@ -258,7 +259,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     chosen = make_provider(provider, model, script)
     cid = conversation_id or new_conversation_id()
     continue_with = hint("resume", cid, run=_params())
-    with open_tools(tool_specs, mcp) as tools, \
+    with open_tools(tool_specs, mcp, report=problem) as tools, \
             journal_for(db_path, must_exist=False) as journal:
         printer = StreamPrinter(as_json) if stream else None
         loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason)
@@ -298,7 +299,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
     _check_reason(approve, approve_reason)
-    with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
+    with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
         if state.finished:
             if as_json:
