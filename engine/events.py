@@ -214,6 +214,9 @@ class ConversationStarted(Event, tag="conversation_started"):
     #: tools whose every call waits for a person's decision in this conversation
     #: (``Loop(approve=...)``, ``turnlog run --approve``), besides the tools' own rule
     approve: tuple[str, ...] = ()
+    #: why those calls need a decision (``Loop(approve_reason=...)``, ``--approve-reason``):
+    #: recorded with each approval request they make and shown to the approver
+    approve_reason: str | None = None
 
 
 class UserMessage(Event, tag="user_message"):
@@ -341,13 +344,15 @@ class ApprovalRequested(Event, tag="approval_requested"):
 
     ``arguments_hash`` is the SHA-256 of the call's canonical arguments and
     ``spec_hash`` that of the tool's spec, as they were when approval was asked:
-    an approved call runs only while both still match.
+    an approved call runs only while both still match. ``reason`` says why the call
+    needs a decision (the run's ``approve_reason``), for the approver to read.
     """
 
     call_id: str
     name: str
     arguments_hash: str
     spec_hash: str
+    reason: str | None = None
 
 
 class ApprovalDecided(Event, tag="approval_decided"):

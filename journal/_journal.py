@@ -142,7 +142,7 @@ class Journal:
 
         A file path, ``:memory:`` or ``sqlite:///path``: a SQLite :class:`Journal`;
         ``postgresql://user@host/db``: a :class:`~journal.PostgresJournal` (needs
-        ``pip install 'turnlog[postgres]'``). ``options`` go to the backend.
+        ``pip install -e '.[postgres]'``). ``options`` go to the backend.
         """
         return open_journal(target, **options)
 

@@ -16,6 +16,7 @@ from turnlog.engine.audit import (
     connect_readonly,
     parse_since,
 )
+from turnlog.engine.audit.display import milliseconds, model_label, money
 
 from ._common import (
     db_option,
@@ -101,17 +102,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def money(v: float | None) -> str:
-    """A cost as every line of the audit prints it: 4 decimals, ``<0.0001`` for a sliver."""
-    if v is None:
-        return "unpriced"
-    if v == 0:
-        return "0"
-    if abs(v) < 0.00005:
-        return "<0.0001"
-    return f"{v:,.4f}"
-
-
 def _cost_cell(costs: dict, key: tuple[str, str]) -> Any:
     if key not in costs:
         return "0"  # no model call at all: nothing was spent
@@ -126,7 +116,7 @@ def render(r: dict[str, Any]) -> str:
     costs = {(c["provider"], c["model"]): c["cost"] for c in r["cost"]["by_provider_model"]}
     lines += ["", "by provider/model:"] + _table(
         ["provider/model", "convs", "responses", "input", "cached", "output", "cost"],
-        [[f"{m['provider']}/{m['model']}", m["conversations"],
+        [[model_label(m["provider"], m["model"]), m["conversations"],
           tokens.get((m["provider"], m["model"]), {}).get("responses", 0),
           tokens.get((m["provider"], m["model"]), {}).get("input", 0),
           tokens.get((m["provider"], m["model"]), {}).get("cached_input", 0),
@@ -138,7 +128,8 @@ def render(r: dict[str, Any]) -> str:
             ["tool", "calls", "ok", "failed", "refused", "pending", "duplicates", "median ms",
              "p95 ms"],
             [[name, t["calls"], t["succeeded"], t["failures"], t["refused"], t["pending"],
-              t["duplicates_prevented"], t["median_ms"], t["p95_ms"]]
+              t["duplicates_prevented"], milliseconds(t["median_ms"]),
+              milliseconds(t["p95_ms"])]
              for name, t in r["tools"].items()])
         reasons = [f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(t["refused_by_reason"].items()))
                    for name, t in r["tools"].items() if t["refused_by_reason"]]
@@ -167,7 +158,8 @@ def render(r: dict[str, Any]) -> str:
               + ("" if cost["complete"] else "  (priced models only)")
               + f"   prices: {cost['prices']}"]
     if cost["unpriced"]:
-        lines += ["  unpriced: " + ", ".join(f"{u['provider']}/{u['model']}" for u in cost["unpriced"])]
+        lines += ["  unpriced: " + ", ".join(model_label(u["provider"], u["model"])
+                                             for u in cost["unpriced"])]
     if cost["conversations"]:
         lines += ["  most expensive: " + ", ".join(
             f"{c['conversation_id']} {money(c['cost'])}"
