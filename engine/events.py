@@ -36,6 +36,7 @@ __all__ = [
     "VERSIONS",
     "ApprovalDecided",
     "ApprovalRequested",
+    "Charge",
     "ConversationCompleted",
     "ConversationFailed",
     "ConversationHalted",
@@ -252,6 +253,25 @@ class ModelRequested(Event, tag="model_requested"):
     attempt: int = 1
 
 
+class Charge(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What one model call cost, priced when it was recorded (``engine.audit.prices``).
+
+    ``amount`` is ``None`` when no price was known: the call is *unpriced*
+    (``reason`` says why), never free. ``source`` names the price list
+    (``genai-prices``, ``overrides`` for a ``--prices`` file, ``scripted``),
+    ``version`` its version (the genai-prices release, or ``sha256:…`` of the
+    override file) and ``priced_as`` the entry that matched
+    (``provider/model``).
+    """
+
+    amount: float | None = None
+    currency: str = "USD"
+    source: str = ""
+    version: str = ""
+    priced_as: str = ""
+    reason: str | None = None
+
+
 class ModelResponded(Event, tag="model_responded"):
     """The model's answer to turn ``turn``: ordered parts, neutral stop reason, usage.
 
@@ -272,6 +292,9 @@ class ModelResponded(Event, tag="model_responded"):
     latency_ms: float | None = None
     source: Literal["provider", "imported", "runner"] = "provider"
     timestamp: str | None = None
+    #: the cost as priced when recorded (absent on events written before turnlog priced
+    #: turns, and on imported ones: the audit prices those at their recorded time)
+    charge: Charge | None = None
 
 
 class ModelFailed(Event, tag="model_failed"):
