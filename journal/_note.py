@@ -132,7 +132,7 @@ def generate_key(name: str) -> SignerKey:
 
 
 def _key_parts(text: str, what: str, fields: int) -> list[str]:
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", fields - 1)  # base64 may hold '+': the last field takes it
     if len(parts) != fields:
         raise CheckpointError(f"{what}: expected {fields} fields separated by '+', got {len(parts)}")
     return parts
