@@ -52,6 +52,9 @@ class TreeStore(Protocol):
     def tree_size(self) -> int:
         """How many leaves the stored tree has (its level-0 rows)."""
 
+    def events(self) -> int:
+        """How many events the journal has (its last position)."""
+
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys`` (missing ones left out)."""
 
@@ -114,6 +117,10 @@ class LogTree:
     def size(self) -> int:
         """How many events the tree holds (every event: the journal's last position)."""
         return self._store.tree_size()
+
+    def events(self) -> int:
+        """How many events the journal has (the tree's size, unless either was edited)."""
+        return self._store.events()
 
     def _get(self, compute: Callable[[Callable[[int, int], bytes]], object]) -> object:
         keys = needed(compute)
@@ -242,10 +249,14 @@ class SqliteTreeStore:
                 f"{self.path} has no log tree yet (an older journal schema): open it once "
                 "for writing (any turnlog command that writes) to add it")
 
+    def events(self) -> int:
+        """How many events the journal has (its last position)."""
+        return self._conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+
     def tree_size(self) -> int:
         """How many leaves the stored tree has."""
         if not self.has_tree:
-            return self._conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+            return self.events()
         row = self._conn.execute("SELECT max(idx) FROM tree WHERE level = 0").fetchone()
         return 0 if row[0] is None else row[0] + 1
 

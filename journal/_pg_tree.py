@@ -35,6 +35,10 @@ class PgTreeStore:
             cursor.execute(sql, params)
             yield from cursor
 
+    def events(self) -> int:
+        """How many events the journal has (its last position)."""
+        return self.conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+
     def tree_size(self) -> int:
         """How many leaves the stored tree has."""
         row = self.conn.execute("SELECT max(idx) FROM tree WHERE level = 0").fetchone()

@@ -70,7 +70,7 @@ def check_checkpoint(tree: LogTree, note: str, key: VerifierKey,
     checkpoint = parse_checkpoint(note)
     verify_note(note, key)
     size = checkpoint.size
-    have = tree.size()
+    have = tree.events()
     if size > have:
         return CheckpointReport(
             False, size, have, f"the checkpoint covers {size} events but the journal has only "
