@@ -58,6 +58,9 @@ def test_keygen_checkpoint_prove_and_verify_speak_the_standard_formats(tmp_path)
     assert verify_consistency(size, new_size, root, new_root,
                               [base64.b64decode(p) for p in found["proof"]])
 
+    audited = json.loads(run("audit", "--json", *db, cwd=tmp_path).stdout)
+    assert audited["last_checkpoint"] == {"size": new_size, "events": new_size}
+
     ok = run("verify", "--checkpoint", "old.cp", "--key", vkey, *db, cwd=tmp_path)
     assert ok.returncode == 0 and f"checkpoint of {size} events holds" in ok.stdout
     (tmp_path / "acme.pub").write_text(vkey + "\n")
