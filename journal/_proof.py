@@ -20,7 +20,7 @@ from ._note import (
     sign_note,
     verify_note,
 )
-from .errors import CheckpointError
+from .errors import CheckpointError, JournalError
 
 __all__ = ["CheckpointReport", "check_checkpoint", "make_checkpoint"]
 
@@ -94,10 +94,17 @@ def check_checkpoint(tree: LogTree, note: str, key: VerifierKey,
         return CheckpointReport(False, size, have, mismatch.reason, position=mismatch.position)
     if roots[size] != checkpoint.root:
         proven = max((s for s, r in signed.items() if s < size and roots[s] == r), default=0)
+        try:
+            origin: str | None = tree.origin
+        except JournalError:  # an older journal read as it is: no origin stored yet
+            origin = None
+        other = ("" if origin in (None, checkpoint.origin) else
+                 f" (the checkpoint's origin {checkpoint.origin!r} is not this journal's "
+                 f"{origin!r}: is it another journal's?)")
         return CheckpointReport(
             False, size, have, f"the journal's first {size} events are not the ones signed "
-            f"(their tree's root differs): an event after position {proven} was rewritten, "
-            "and the log tree recomputed with it", position=size, after=proven)
+            f"(their tree's root differs): an event among positions {proven + 1}..{size} was "
+            f"rewritten, and the log tree recomputed with it{other}", after=proven)
     for stored_size, root in sorted(signed.items()):
         if roots[stored_size] != root:
             return CheckpointReport(False, size, have, f"a checkpoint kept in the journal at "

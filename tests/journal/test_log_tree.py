@@ -264,3 +264,61 @@ def test_a_rewrite_with_the_chain_recomputed_names_the_first_event_that_differs(
         assert journal.verify().ok
         report = check_checkpoint(tree, note, KEY.verifier())
     assert not report.ok and report.position == 5 and "leaf" in report.problem
+
+
+def test_two_writers_taking_turns_keep_one_tree(journal_path):
+    with Journal(journal_path) as a, Journal(journal_path) as b:
+        for round_ in range(6):
+            writer = (a, b)[round_ % 2]
+            sid = f"w{round_ % 3}"
+            writer.append(sid, events(round_ + 1), writer.last_seq(sid))
+            if round_ == 2:  # a batch of streams, one of them a fork, in one transaction
+                writer.append_many([("x", events(2), 0), ("y", events(1), 0, ("x", 1))])
+        leaves = _leaves(a)
+        for journal in (a, b):
+            with journal.log_tree() as tree:
+                assert tree.root() == merkle_root(leaves) and tree.check()[0] is None
+
+
+def test_a_refused_append_leaves_the_tree_as_it_was(journal_path):
+    from turnlog.journal import ConcurrencyError, Extension
+
+    def refuse(db, appended):
+        if any(e.stream_id == "bad" for e in appended):
+            raise ValueError("no")
+
+    hook = Extension(name="refuse", version=1, migrate=lambda db, v: None, on_append=refuse)
+    with Journal(journal_path, extensions=[hook]) as journal:
+        journal.append("s", events(3), 0)
+        with pytest.raises(ValueError):
+            journal.append_many([("t", events(2), 0), ("bad", events(1), 0)])
+        with pytest.raises(ConcurrencyError):
+            journal.append("s", events(1), 1)
+        journal.append("s", events(2), 3)
+        leaves = _leaves(journal)
+        assert len(leaves) == 5
+        with journal.log_tree() as tree:
+            assert tree.size() == 5 and tree.root() == merkle_root(leaves)
+            assert tree.check()[0] is None
+
+
+def test_a_postgres_journal_of_schema_3_gains_its_tree_when_opened():
+    import psycopg
+
+    from tests.pgcluster import fresh_url
+
+    url = fresh_url()
+    with Journal.open(url) as journal:
+        _grow(journal, [(0, 5), (1, 2), (3, 3)])
+        leaves = _leaves(journal)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TABLE tree, checkpoints")
+        conn.execute("DELETE FROM _turnlog_meta WHERE key = 'origin'")
+        conn.execute("UPDATE _turnlog_meta SET value = '3' WHERE key = 'schema_version'")
+    with Journal.open(url) as journal:
+        with journal.log_tree() as tree:
+            assert tree.root() == merkle_root(leaves) and tree.check()[0] is None
+            assert tree.origin.startswith("turnlog.invalid/")
+        journal.append("s0", events(1), 5)
+        with journal.log_tree() as tree:
+            assert tree.root() == merkle_root(_leaves(journal))
