@@ -77,7 +77,7 @@ _INSERT = (
 )
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
-_INSERT_NODE = "INSERT INTO tree (level, idx, hash) VALUES (?, ?, ?)"
+_INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (?, ?)"
 
 
 class Journal:
@@ -263,12 +263,10 @@ class Journal:
                 raise JournalError(
                     f"{self.path}: the log tree does not end at event {size} (it was edited "
                     "outside turnlog); turnlog verify --checkpoint reports where")
-        rows = grow(size, edge, (bytes.fromhex(e.hash) for stored in written for e in stored))
+        rows, new_edge = grow(size, edge, (bytes.fromhex(e.hash)
+                                           for stored in written for e in stored))
         self._cursor.executemany(_INSERT_NODE, rows)
-        new_size = size + sum(map(len, written))
-        known = {(level, idx): h for level, idx, h in rows}
-        known.update(edge)
-        return new_size, {key: known[key] for key in Frontier.edge(new_size)}
+        return size + sum(map(len, written)), new_edge
 
     def _tree_size(self) -> int:
         return SqliteTreeStore(self._conn, self.path, True).tree_size()

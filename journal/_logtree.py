@@ -1,7 +1,7 @@
 """The journal's log tree: roots, proofs and checks over the stored complete subtrees.
 
-Every backend keeps a ``tree`` table of ``(level, idx, hash)`` rows (see
-:mod:`._merkle`), grown in the transaction of every append, and a ``checkpoints``
+Every backend keeps a ``tree`` table of ``(id, hash)`` rows, ``id`` the node's
+:func:`~._merkle.node_id` (see :mod:`._merkle`), grown in the transaction of every append, and a ``checkpoints``
 table of signed notes. :class:`LogTree` reads them through a :class:`TreeStore`,
 which each backend supplies (SQLite's is here).
 """
@@ -14,11 +14,20 @@ from typing import Protocol
 
 import msgspec
 
-from ._merkle import Frontier, Node, consistency_proof, inclusion_proof, needed, root
+from ._merkle import (
+    Frontier,
+    Node,
+    consistency_proof,
+    inclusion_proof,
+    needed,
+    node_id,
+    root,
+    tree_size,
+)
 from .errors import JournalError
 
 __all__ = ["LEAF_COLUMN", "LogTree", "SqliteTreeStore", "StoredCheckpoint", "TreeMismatch", "TreeStore",
-           "grow", "leaf_data"]
+           "grow", "leaf_data", "stored_size"]
 
 
 class StoredCheckpoint(msgspec.Struct, frozen=True):
@@ -58,8 +67,8 @@ class TreeStore(Protocol):
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys`` (missing ones left out)."""
 
-    def level(self, level: int) -> Iterator[tuple[int, bytes]]:
-        """Every stored node of ``level`` as ``(index, hash)``, by index."""
+    def stored(self) -> Iterator[tuple[int, bytes]]:
+        """Every stored node as ``(id, hash)``, by id."""
 
     def leaves(self, until: int) -> Iterator[tuple[int, str, int, object]]:
         """``(position, stream_id, seq, stored hash)`` of events 1..``until``, by position."""
@@ -96,11 +105,17 @@ def leaf_data(stored: object) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def grow(size: int, edge: dict[Node, bytes], hashes: Iterable[bytes]) -> list[tuple]:
-    """The ``(level, idx, hash)`` rows that appending leaves with data ``hashes`` adds
-    to a tree of ``size`` leaves whose right edge (:meth:`Frontier.edge`) is ``edge``."""
+def grow(size: int, edge: dict[Node, bytes], hashes: Iterable[bytes]
+         ) -> tuple[list[tuple[int, bytes]], dict[Node, bytes]]:
+    """Append leaves with data ``hashes`` to a tree of ``size`` leaves whose right edge
+    (:meth:`Frontier.edge`) is ``edge``: the ``(id, hash)`` rows to store, and the
+    tree's new right edge."""
     frontier = Frontier(size, lambda level, index: edge[(level, index)])
-    return list(frontier.add(hashes))
+    rows, known = [], dict(edge)
+    for level, index, h in frontier.add(hashes):
+        rows.append((node_id(level, index), h))
+        known[(level, index)] = h
+    return rows, {key: known[key] for key in Frontier.edge(frontier.size)}
 
 
 class LogTree:
@@ -178,7 +193,7 @@ class LogTree:
         if 0 in wanted:
             roots[0] = root(lambda *_: b"", 0)
         frontier = Frontier(0, lambda *_: b"")
-        levels: dict[int, Iterator[tuple[int, bytes]]] = {}
+        nodes = store.stored() if store.has_tree else iter(())
         first: TreeMismatch | None = None
         count = 0
         for position, _stream, _seq, stored in store.leaves(2**63 - 1):
@@ -186,53 +201,43 @@ class LogTree:
             if progress is not None and count % 4096 == 0:
                 progress(4096)
             for level, index, h in frontier.add((leaf_data(stored),)):
-                if first is not None or not store.has_tree:
-                    continue
-                rows = levels.get(level)
-                if rows is None:
-                    rows = levels[level] = store.level(level)
-                found = next(rows, None)
-                if found != (index, h):
-                    first = _mismatch(position, level, index, found)
+                if first is None and store.has_tree:
+                    found = next(nodes, None)
+                    if found != (node_id(level, index), h):
+                        first = _mismatch(position, level, index, found)
             if frontier.size in wanted:
                 roots[frontier.size] = frontier.root()
         if progress is not None:
             progress(count % 4096)
         if first is None and store.has_tree:
-            first = self._extra(levels, frontier.size)
-        return first, roots
-
-    def _extra(self, levels: dict[int, Iterator[tuple[int, bytes]]],
-               size: int) -> TreeMismatch | None:
-        """A stored node beyond the events' tree (at a level the walk read or not)."""
-        level = 0
-        while True:
-            rows = levels.get(level)
-            if rows is None:
-                rows = self._store.level(level)
-            extra = next(rows, None)
+            extra = next(nodes, None)
             if extra is not None:
-                index = extra[0]
-                return TreeMismatch(
-                    min(index << level, size) + 1, level, index,
-                    f"the log tree has node ({level}, {index}) but the journal has only "
-                    f"{size} events")
-            if size >> level == 0 and level > 0:
-                return None
-            level += 1
+                first = TreeMismatch(frontier.size + 1, -1, extra[0],
+                                     f"the log tree has a node (#{extra[0]}) beyond the "
+                                     f"journal's {frontier.size} events")
+        return first, roots
 
 
 def _mismatch(position: int, level: int, index: int, found: tuple[int, bytes] | None
               ) -> TreeMismatch:
     first = (index << level) + 1
-    if found is None or found[0] != index:
-        what = f"the log tree has no node ({level}, {index})"
+    if found is None or found[0] != node_id(level, index):
+        what = f"the log tree has no node ({level}, {index}) where the events put one"
     elif level == 0:
         what = "its chain hash is not the log tree's leaf (the event or the tree was rewritten)"
     else:
         what = (f"the log tree's node ({level}, {index}) over events {first}..{position} "
                 "is not their hash")
     return TreeMismatch(first if level else position, level, index, what)
+
+
+def stored_size(last_id: int | None, path: str) -> int:
+    """The leaves of a stored tree whose last node id is ``last_id`` (``None``: empty)."""
+    size = 0 if last_id is None else tree_size(last_id + 1)
+    if size is None:
+        raise JournalError(f"{path}: the log tree ends at node #{last_id}, which no tree "
+                           "ends at (it was edited outside turnlog)")
+    return size
 
 
 class SqliteTreeStore:
@@ -257,25 +262,22 @@ class SqliteTreeStore:
         """How many leaves the stored tree has."""
         if not self.has_tree:
             return self.events()
-        row = self._conn.execute("SELECT max(idx) FROM tree WHERE level = 0").fetchone()
-        return 0 if row[0] is None else row[0] + 1
+        row = self._conn.execute("SELECT max(id) FROM tree").fetchone()
+        return stored_size(row[0], self.path)
 
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys``."""
         self._require()
         if not keys:
             return {}
-        marks = " OR ".join("(level = ? AND idx = ?)" for _ in keys)
-        params = [v for key in keys for v in key]
-        return {(level, index): h for level, index, h in self._conn.execute(
-            f"SELECT level, idx, hash FROM tree WHERE {marks}", params)}
+        ids = {node_id(*key): key for key in keys}
+        marks = ", ".join("?" * len(ids))
+        return {ids[i]: h for i, h in self._conn.execute(
+            f"SELECT id, hash FROM tree WHERE id IN ({marks})", list(ids))}
 
-    def level(self, level: int) -> Iterator[tuple[int, bytes]]:
-        """Every stored node of ``level``, by index."""
-        if not self.has_tree:
-            return iter(())
-        return iter(self._conn.execute(
-            "SELECT idx, hash FROM tree WHERE level = ? ORDER BY idx", (level,)))
+    def stored(self) -> Iterator[tuple[int, bytes]]:
+        """Every stored node as ``(id, hash)``, by id."""
+        return iter(self._conn.execute("SELECT id, hash FROM tree ORDER BY id"))
 
     def leaves(self, until: int) -> Iterator[tuple[int, str, int, object]]:
         """The events' positions, streams, seqs and stored hashes, by position."""

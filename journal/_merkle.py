@@ -4,6 +4,9 @@ The journal's log tree has one leaf per event in position order: leaf *i* is the
 event at position *i* + 1 and its data is the event's 32-byte chain hash. A
 *node* ``(level, index)`` is the root of the complete subtree over leaves
 ``index * 2**level`` up to ``(index + 1) * 2**level``; level 0 holds leaf hashes.
+Stored, a node is numbered by :func:`node_id`: the order in which appends complete
+nodes (post-order), so each append adds rows at the end of one index and the
+whole tree reads back in the order :class:`Frontier` recomputes it.
 Only complete subtrees are stored: every hash of the RFC's recursion (``MTH``) over
 a tree of any size is either one of them or is folded from at most ``log2(n)``
 of them, so roots and proofs need a handful of stored nodes, never the leaves.
@@ -25,8 +28,11 @@ __all__ = [
     "inclusion_proof",
     "leaf_hash",
     "needed",
+    "node_count",
     "node_hash",
+    "node_id",
     "root",
+    "tree_size",
 ]
 
 Getter = Callable[[int, int], bytes]
@@ -44,6 +50,30 @@ def leaf_hash(data: bytes) -> bytes:
 def node_hash(left: bytes, right: bytes) -> bytes:
     """``SHA-256(0x01 ‖ left ‖ right)``."""
     return sha256(b"\x01" + left + right).digest()
+
+
+def node_id(level: int, index: int) -> int:
+    """The stored number of node ``(level, index)``: how many nodes complete before it.
+
+    The node completes with leaf ``b - 1``, ``b = (index + 1) * 2**level``, after the
+    ``2(b-1) - popcount(b-1)`` nodes of the first ``b - 1`` leaves and the ``level``
+    nodes below it on that leaf's path.
+    """
+    last = ((index + 1) << level) - 1
+    return 2 * last - last.bit_count() + level
+
+
+def node_count(size: int) -> int:
+    """How many nodes a tree of ``size`` leaves stores: ``2 size - popcount(size)``."""
+    return 2 * size - size.bit_count()
+
+
+def tree_size(count: int) -> int | None:
+    """The number of leaves of a tree that stores ``count`` nodes (``None``: no such tree)."""
+    size = count // 2
+    while node_count(size) < count:
+        size += 1
+    return size if node_count(size) == count else None
 
 
 def _split(n: int) -> int:

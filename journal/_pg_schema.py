@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 
 from ._logtree import leaf_data
-from ._merkle import Frontier
+from ._merkle import Frontier, node_id
 from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, new_origin
 from .errors import NotAJournalError, SchemaTooNewError
 
@@ -91,12 +91,7 @@ def _create_v3(conn: psycopg.Connection) -> None:
 def _create_v4(conn: psycopg.Connection) -> None:
     """The log tree and signed checkpoints, as SQLite's schema 4 (hashes as ``BYTEA``);
     the tree of the events already there is built from their chain hashes."""
-    conn.execute("""CREATE TABLE tree (
-        level BIGINT NOT NULL,
-        idx BIGINT NOT NULL,
-        hash BYTEA NOT NULL,
-        PRIMARY KEY (level, idx)
-    )""")
+    conn.execute("CREATE TABLE tree (id BIGINT PRIMARY KEY, hash BYTEA NOT NULL)")
     conn.execute("""CREATE TABLE checkpoints (
         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         size BIGINT NOT NULL,
@@ -115,8 +110,9 @@ def _create_v4(conn: psycopg.Connection) -> None:
         cursor.execute("SELECT hash FROM events ORDER BY position")
         while batch := cursor.fetchmany(10_000):
             conn.cursor().executemany(
-                "INSERT INTO tree (level, idx, hash) VALUES (%s, %s, %s)",
-                list(frontier.add(leaf_data(h) for (h,) in batch)))
+                "INSERT INTO tree (id, hash) VALUES (%s, %s)",
+                [(node_id(level, index), h) for level, index, h
+                 in frontier.add(leaf_data(h) for (h,) in batch)])
 
 
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [

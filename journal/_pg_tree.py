@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 
 import psycopg
 
-from ._logtree import StoredCheckpoint
-from ._merkle import Node
+from ._logtree import StoredCheckpoint, stored_size
+from ._merkle import Node, node_id
 from .errors import JournalError
 
 __all__ = ["PgTreeStore"]
@@ -41,24 +41,21 @@ class PgTreeStore:
 
     def tree_size(self) -> int:
         """How many leaves the stored tree has."""
-        row = self.conn.execute("SELECT max(idx) FROM tree WHERE level = 0").fetchone()
-        return 0 if row[0] is None else row[0] + 1
+        row = self.conn.execute("SELECT max(id) FROM tree").fetchone()
+        return stored_size(row[0], self.path)
 
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys``, in one query."""
         if not keys:
             return {}
-        levels, indexes = zip(*keys)
-        return {(level, index): bytes(h) for level, index, h in self.conn.execute(
-            "SELECT t.level, t.idx, t.hash FROM tree AS t "
-            "JOIN unnest(%s::bigint[], %s::bigint[]) AS k(level, idx) "
-            "ON t.level = k.level AND t.idx = k.idx", (list(levels), list(indexes)))}
+        ids = {node_id(*key): key for key in keys}
+        return {ids[i]: bytes(h) for i, h in self.conn.execute(
+            "SELECT id, hash FROM tree WHERE id = ANY(%s)", (list(ids),))}
 
-    def level(self, level: int) -> Iterator[tuple[int, bytes]]:
-        """Every stored node of ``level``, by index."""
-        for index, h in self._rows("SELECT idx, hash FROM tree WHERE level = %s ORDER BY idx",
-                                   (level,)):
-            yield index, bytes(h)
+    def stored(self) -> Iterator[tuple[int, bytes]]:
+        """Every stored node as ``(id, hash)``, by id."""
+        for node, h in self._rows("SELECT id, hash FROM tree ORDER BY id", ()):
+            yield node, bytes(h)
 
     def leaves(self, until: int) -> Iterator[tuple[int, str, int, object]]:
         """The events' positions, streams, seqs and stored hashes, by position."""

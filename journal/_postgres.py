@@ -85,7 +85,7 @@ SELECT min(position), max(position), pg_notify(%s, max(position)::text) FROM ins
 """
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (%s, %s, %s)"
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
-_INSERT_NODE = "INSERT INTO tree (level, idx, hash) VALUES (%s, %s, %s)"
+_INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (%s, %s)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
 _READ = (f"SELECT {_COLUMNS} FROM events WHERE stream_id = %s AND seq >= %s AND seq <= %s "
@@ -282,12 +282,9 @@ class PostgresJournal:
                 raise JournalError(
                     f"{self.path}: the log tree does not end at event {size} (it was edited "
                     "outside turnlog); turnlog verify --checkpoint reports where")
-        nodes = grow(size, edge, (bytes.fromhex(row[7]) for row in rows))
+        nodes, new_edge = grow(size, edge, (bytes.fromhex(row[7]) for row in rows))
         conn.cursor().executemany(_INSERT_NODE, nodes)
-        known = {(level, idx): h for level, idx, h in nodes}
-        known.update(edge)
-        new_size = size + len(rows)
-        return new_size, {key: known[key] for key in Frontier.edge(new_size)}
+        return size + len(rows), new_edge
 
     @contextlib.contextmanager
     def log_tree(self) -> Iterator[LogTree]:

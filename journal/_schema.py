@@ -19,7 +19,7 @@ import msgspec
 from sqlite_utils import Database
 
 from ._logtree import LEAF_COLUMN, leaf_data
-from ._merkle import Frontier
+from ._merkle import Frontier, node_id
 from ._types import ProjectionMismatch, StoredEvent
 from .errors import NotAJournalError, SchemaTooNewError
 
@@ -221,11 +221,9 @@ def _create_v3(db: Database) -> None:
 
 
 _TREE_V4 = """CREATE TABLE tree (
-    level INTEGER NOT NULL,
-    idx INTEGER NOT NULL,
-    hash BLOB NOT NULL,
-    PRIMARY KEY (level, idx)
-) WITHOUT ROWID"""
+    id INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL
+)"""
 
 _CHECKPOINTS_V4 = """CREATE TABLE checkpoints (
     id INTEGER PRIMARY KEY,
@@ -243,7 +241,8 @@ def new_origin() -> str:
 def _create_v4(db: Database) -> None:
     """The log tree (RFC 6962 over every event, in position order) and signed checkpoints.
 
-    ``tree`` holds the hash of every complete subtree, ``(level, idx)``; ``checkpoints``
+    ``tree`` holds the hash of every complete subtree, numbered in the order appends
+    complete them (``_merkle.node_id``); ``checkpoints``
     the signed notes kept; ``_turnlog_meta`` gains the journal's ``origin``. Both
     tables are append-only, as ``events`` is. The tree of the events already there is
     built from their stored chain hashes, in one pass.
@@ -260,9 +259,10 @@ def _create_v4(db: Database) -> None:
     conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES ('origin', ?)", (new_origin(),))
     frontier = Frontier(0, lambda *_: b"")
     rows = conn.execute(f"SELECT {LEAF_COLUMN} FROM events ORDER BY position")
-    insert = "INSERT INTO tree (level, idx, hash) VALUES (?, ?, ?)"
+    insert = "INSERT INTO tree (id, hash) VALUES (?, ?)"
     while batch := rows.fetchmany(10_000):
-        conn.executemany(insert, list(frontier.add(leaf_data(h) for (h,) in batch)))
+        conn.executemany(insert, [(node_id(level, index), h) for level, index, h
+                                  in frontier.add(leaf_data(h) for (h,) in batch)])
 
 
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [

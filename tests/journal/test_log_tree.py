@@ -131,18 +131,22 @@ def _rechain(conn: sqlite3.Connection) -> None:
 
 
 def _rebuild_tree(conn: sqlite3.Connection) -> None:
-    """Recompute the tree too (the forger knows RFC 6962)."""
+    """Recompute the tree too (the forger knows RFC 6962 and the table's numbering:
+    nodes in the order appends complete them)."""
     from tests.transparency import _sha
 
     conn.execute("DELETE FROM tree")
-    level = [_sha(b"\x00" + bytes(h)) for (h,) in conn.execute(
-        "SELECT hash FROM events ORDER BY position")]
-    depth = 0
-    while level:
-        conn.executemany("INSERT INTO tree VALUES (?, ?, ?)",
-                         [(depth, i, h) for i, h in enumerate(level)])
-        level = [_sha(b"\x01" + level[i] + level[i + 1]) for i in range(0, len(level) - 1, 2)]
-        depth += 1
+    stack: list[tuple[int, bytes]] = []  # (level, hash) of the right edge
+    nodes = []
+    for (h,) in conn.execute("SELECT hash FROM events ORDER BY position").fetchall():
+        level, node = 0, _sha(b"\x00" + bytes(h))
+        nodes.append(node)
+        while stack and stack[-1][0] == level:
+            node = _sha(b"\x01" + stack.pop()[1] + node)
+            level += 1
+            nodes.append(node)
+        stack.append((level, node))
+    conn.executemany("INSERT INTO tree VALUES (?, ?)", list(enumerate(nodes)))
 
 
 def _edit(path: Path, sql: str, params: tuple) -> sqlite3.Connection:
@@ -186,7 +190,7 @@ def test_any_single_byte_edit_is_found_even_with_the_chain_recomputed(
     path = tmp_path_factory.mktemp("j") / "j.db"
     note = _signed(path)
     conn = sqlite3.connect(path)
-    table, key = {"tree": ("tree", "level, idx"), "checkpoint": ("checkpoints", "id")}.get(
+    table, key = {"tree": ("tree", "id"), "checkpoint": ("checkpoints", "id")}.get(
         target, ("events", "position"))
     column = {"tree": "hash", "checkpoint": "note"}.get(target, target)
     keys = conn.execute(f"SELECT {key}, {column} FROM {table} ORDER BY {key}").fetchall()
@@ -229,7 +233,7 @@ def test_a_rewrite_with_chain_and_tree_recomputed_is_found_and_bounded_by_kept_c
 def test_a_checkpoint_larger_than_the_journal_says_events_were_cut_off(journal_path):
     note = _signed(journal_path)
     conn = _edit(journal_path, "DELETE FROM events WHERE position > 10", ())
-    conn.execute("DELETE FROM tree WHERE (idx + 1) << level > 10")
+    conn.execute("DELETE FROM tree WHERE id >= 2 * 10 - 2")  # the nodes of 10 leaves: 18
     conn.execute("DELETE FROM checkpoints")
     conn.commit()
     conn.close()
