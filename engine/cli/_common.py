@@ -16,6 +16,7 @@ import click
 import msgspec
 
 from turnlog.journal import Journal, JournalProtocol, TurnlogError
+from turnlog.journal.errors import CheckpointError
 from turnlog.journal._open import is_postgres, sqlite_path
 from turnlog.journal._sqlite import check_existing
 
@@ -128,6 +129,11 @@ def translate_errors(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except CheckpointError as exc:
+            if not exc.tampered:
+                raise CLIError(str(exc)) from None
+            click.echo(f"{colour('TAMPERED', 'tampered', err=True)}: {exc}", err=True)
+            sys.exit(1)  # well-formed, but it does not hold: as verify's exit 1
         except TurnlogError as exc:
             raise CLIError(f"{type(exc).__name__}: {exc}" if _debug() else str(exc)) from None
         except BrokenPipeError:  # output piped into `head`: click ends quietly

@@ -32,6 +32,16 @@ from ._common import (
 __all__ = ["audit_command", "money", "render"]
 
 
+def _last_signed(conn) -> dict | None:
+    """The newest checkpoint kept in the journal (its size) and the events now, or None."""
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
+    row = has and conn.execute("SELECT size FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+    if not row:
+        return None
+    events = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    return {"size": row[0], "events": events}
+
+
 @click.command("audit")
 @click.option("--since", help="Conversations started on or after this date "
               "(2025-01-31, an ISO timestamp, or 7d / 12h / 30m ago).")
@@ -78,12 +88,16 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
         with progress(audit_steps(check), label="auditing", as_json=as_json) as bar:
             report = audit(conn, query, prices, check=check, progress=bar.advance,
                            reprice=reprice)
+        signed = _last_signed(conn)
     finally:
         conn.close()
     if as_json:
-        emit(report)
+        emit({**report, "last_checkpoint": signed})
     else:
         click.echo(render(report))
+        if signed is not None:
+            click.echo(f"last signed checkpoint: {signed['size']} of {signed['events']} events "
+                       "(turnlog verify --checkpoint checks it)")
     for m in report["projection_mismatches"] or ():
         problem(f"FORGED PROJECTION: {m['table']} conversation {m['conversation_id']!r} "
                 f"position {m['position']}: {m['reason']} (figures above come from the events)")
