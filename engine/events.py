@@ -18,6 +18,7 @@ upcaster with ``register_upcaster`` that rewrites the old payload dict.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -214,6 +215,9 @@ class ConversationStarted(Event, tag="conversation_started"):
     #: tools whose every call waits for a person's decision in this conversation
     #: (``Loop(approve=...)``, ``turnlog run --approve``), besides the tools' own rule
     approve: tuple[str, ...] = ()
+    #: why those calls need a decision (``Loop(approve_reason=...)``, ``--approve-reason``):
+    #: recorded with each approval request they make and shown to the approver
+    approve_reason: str | None = None
 
 
 class UserMessage(Event, tag="user_message"):
@@ -363,13 +367,15 @@ class ApprovalRequested(Event, tag="approval_requested"):
 
     ``arguments_hash`` is the SHA-256 of the call's canonical arguments and
     ``spec_hash`` that of the tool's spec, as they were when approval was asked:
-    an approved call runs only while both still match.
+    an approved call runs only while both still match. ``reason`` says why the call
+    needs a decision (the run's ``approve_reason``), for the approver to read.
     """
 
     call_id: str
     name: str
     arguments_hash: str
     spec_hash: str
+    reason: str | None = None
 
 
 class ApprovalDecided(Event, tag="approval_decided"):
@@ -507,14 +513,24 @@ def with_valid_unicode(event: Event) -> Event:
 
 def check_json_data(value: Any) -> None:
     """Raise ``TypeError`` unless ``value`` (builtins) encodes as an event's JSON does
-    (:func:`encode_event`: sorted keys, so every object key must be a string).
+    (:func:`encode_event`: sorted keys, so every object key must be a string), and
+    ``ValueError`` for NaN or an infinity, which are not JSON (the encoder would store
+    ``null`` in their place).
 
     >>> check_json_data({"a": [1, 2.5, None]})
     >>> check_json_data({1: "one"})
     Traceback (most recent call last):
     TypeError: Only dicts with str keys are supported when `order` is not `None`
+    >>> check_json_data({"amount": float("nan")})
+    Traceback (most recent call last):
+    ValueError: NaN and Infinity are not JSON numbers
     """
-    _encoder.encode(value)
+    encoded = _encoder.encode(value)
+    if b"null" in encoded:  # where a non-finite float would have gone: look closer
+        try:
+            json.dumps(value, allow_nan=False)
+        except ValueError:
+            raise ValueError("NaN and Infinity are not JSON numbers") from None
 
 
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:

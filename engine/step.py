@@ -46,7 +46,15 @@ from typing import Any
 
 import msgspec
 
-from .approvals import approved_call, arguments_hash, awaiting, needs_approval, request_for, spec_hash
+from .approvals import (
+    approved_call,
+    arguments_hash,
+    awaiting,
+    needs_approval,
+    reason_for,
+    request_for,
+    spec_hash,
+)
 from .calls import assign_call_ids
 from .canonical import valid_unicode
 from .duplicates import check_duplicate, resolve_predicate
@@ -475,9 +483,11 @@ class Step:
         if asked is None:
             if self._batch.runs:  # the batch before it runs first
                 return self._dispatch()
-            event = request_for(call, tool)
+            event = request_for(call, tool, reason_for(
+                b, call, self._marked, getattr(self.loop, "approve_reason", None)))
             return Record((event,), notices=(("approval_requested", {
-                "call_id": call.id, "name": call.name, "arguments": call.arguments}),))
+                "call_id": call.id, "name": call.name, "arguments": call.arguments,
+                "reason": event.reason}),))
         decision = b.decisions.get(call.id)
         if decision is None:
             return None

@@ -168,7 +168,8 @@ def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[st
                             "arguments": json.dumps(p.get("arguments", {}), ensure_ascii=False,
                                                     indent=2, sort_keys=True)})
         elif type_ == "approval_requested":
-            approval = {"status": "waiting", "asked_seq": seq, "asked_at": at, **_UNDECIDED}
+            approval = {"status": "waiting", "asked_seq": seq, "asked_at": at,
+                        "asked_reason": p.get("reason"), **_UNDECIDED}
             call = calls.get(p.get("call_id", ""))
             if call is not None:
                 call["approval"] = approval

@@ -22,6 +22,8 @@ Views (columns are documented in README.md, "SQL views"):
   the response's, with the call's arguments).
 - ``approvals``: every call that asked for a person's approval, with its
   decision (approver, reason, time, edited arguments) once there is one.
+- ``events_hex``: ``events`` with ``prev_hash`` and ``hash`` as hex text, for
+  tools that show bytes as ``<Binary: 32 bytes>`` (Datasette) or ``b'…'``.
 - ``costs``: every model response with its token counts and the charge
   recorded with it (cost, currency, price source and version, or why it was
   unpriced); ``cost`` is NULL for a response recorded without a price
@@ -248,6 +250,14 @@ FROM events AS e
 WHERE e.type = 'approval_requested'"""
 
 
+def _events_hex(d: Dialect) -> str:
+    return f"""CREATE VIEW events_hex AS
+SELECT position, stream_id, seq, type, version, recorded_at, payload,
+    {d.hex('prev_hash')} AS prev_hash,
+    {d.hex('hash')} AS hash
+FROM events"""
+
+
 def _costs(d: Dialect) -> str:
     j = d.json
 
@@ -289,7 +299,7 @@ def views(d: Dialect) -> dict[str, str]:
     """View name -> its CREATE VIEW statement in dialect ``d``."""
     return {"conversations": _conversations(d), "messages": _messages(d),
             "model_calls": _model_calls(d), "tool_calls": _tool_calls(d),
-            "approvals": _approvals(d), "costs": _costs(d)}
+            "approvals": _approvals(d), "events_hex": _events_hex(d), "costs": _costs(d)}
 
 
 #: View name -> its CREATE VIEW statement.
@@ -370,15 +380,16 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
 #: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
-#: projections count the Responses API's server tool calls. 4: the ``costs`` view. Its
-#: ``verify_journal`` refolds the saved conversation states (``engine.snapshots``), on
+#: projections count the Responses API's server tool calls. 4: the ``events_hex`` and
+#: ``costs`` views. Its ``verify_journal`` refolds the saved conversation states
+#: (``engine.snapshots``), on
 #: every backend.
 VIEWS_EXTENSION = Extension(name="engine.views", version=4, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots)
 
-# Version 3's views: no costs view.
-_V3 = {name: sql for name, sql in VIEWS.items() if name != "costs"}
+# Version 3's views: no events_hex, no costs.
+_V3 = {name: sql for name, sql in VIEWS.items() if name not in ("events_hex", "costs")}
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
 _V2 = {name: sql for name, sql in _V3.items() if name != "approvals"}
 _V2["conversations"] = (_V2["conversations"]

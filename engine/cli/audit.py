@@ -16,6 +16,7 @@ from turnlog.engine.audit import (
     connect_readonly,
     parse_since,
 )
+from turnlog.engine.audit.display import milliseconds, model_label, money
 
 from ._common import (
     db_option,
@@ -29,6 +30,16 @@ from ._common import (
 )
 
 __all__ = ["audit_command", "money", "render"]
+
+
+def _last_signed(conn) -> dict | None:
+    """The newest checkpoint kept in the journal (its size) and the events now, or None."""
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
+    row = has and conn.execute("SELECT size FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+    if not row:
+        return None
+    events = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    return {"size": row[0], "events": events}
 
 
 @click.command("audit")
@@ -77,12 +88,16 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
         with progress(audit_steps(check), label="auditing", as_json=as_json) as bar:
             report = audit(conn, query, prices, check=check, progress=bar.advance,
                            reprice=reprice)
+        signed = _last_signed(conn)
     finally:
         conn.close()
     if as_json:
-        emit(report)
+        emit({**report, "last_checkpoint": signed})
     else:
         click.echo(render(report))
+        if signed is not None:
+            click.echo(f"last signed checkpoint: {signed['size']} of {signed['events']} events "
+                       "(turnlog verify --checkpoint checks it)")
     for m in report["projection_mismatches"] or ():
         problem(f"FORGED PROJECTION: {m['table']} conversation {m['conversation_id']!r} "
                 f"position {m['position']}: {m['reason']} (figures above come from the events)")
@@ -107,17 +122,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def money(v: float | None) -> str:
-    """A cost as every line of the audit prints it: 4 decimals, ``<0.0001`` for a sliver."""
-    if v is None:
-        return "unpriced"
-    if v == 0:
-        return "0"
-    if abs(v) < 0.00005:
-        return "<0.0001"
-    return f"{v:,.4f}"
-
-
 def _cost_cell(costs: dict, key: tuple[str, str]) -> Any:
     if key not in costs:
         return "0"  # no model call at all: nothing was spent
@@ -132,7 +136,7 @@ def render(r: dict[str, Any]) -> str:
     costs = {(c["provider"], c["model"]): c["cost"] for c in r["cost"]["by_provider_model"]}
     lines += ["", "by provider/model:"] + _table(
         ["provider/model", "convs", "responses", "input", "cached", "output", "cost"],
-        [[f"{m['provider']}/{m['model']}", m["conversations"],
+        [[model_label(m["provider"], m["model"]), m["conversations"],
           tokens.get((m["provider"], m["model"]), {}).get("responses", 0),
           tokens.get((m["provider"], m["model"]), {}).get("input", 0),
           tokens.get((m["provider"], m["model"]), {}).get("cached_input", 0),
@@ -144,7 +148,8 @@ def render(r: dict[str, Any]) -> str:
             ["tool", "calls", "ok", "failed", "refused", "pending", "duplicates", "median ms",
              "p95 ms"],
             [[name, t["calls"], t["succeeded"], t["failures"], t["refused"], t["pending"],
-              t["duplicates_prevented"], t["median_ms"], t["p95_ms"]]
+              t["duplicates_prevented"], milliseconds(t["median_ms"]),
+              milliseconds(t["p95_ms"])]
              for name, t in r["tools"].items()])
         reasons = [f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(t["refused_by_reason"].items()))
                    for name, t in r["tools"].items() if t["refused_by_reason"]]
@@ -173,7 +178,7 @@ def render(r: dict[str, Any]) -> str:
               + ("" if cost["complete"] else "  (priced models only)")
               + f"   prices: {cost['prices']}"]
     for u in cost["unpriced"]:
-        lines += [f"  unpriced: {u['provider']}/{u['model']}: {u['reason']}"]
+        lines += [f"  unpriced: {model_label(u['provider'], u['model'])}: {u['reason']}"]
     if cost["by_provider"]:
         lines += ["  by provider: " + ", ".join(f"{p['provider']} {money(p['cost'])}"
                                                 for p in cost["by_provider"])]

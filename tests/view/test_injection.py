@@ -51,7 +51,8 @@ def test_hostile_values_render_as_text_everywhere(db, ids):
 def test_the_hostile_conversation_shows_every_untrusted_field_escaped(db, ids):
     html = pages(db, ids)["conversation"]
     assert html.count(escape(HOSTILE)) >= 4  # user text, assistant text, model name, argument
-    assert escape('{"echo":"<script>window.__pwned=1</script>') in html  # the tool's result
+    # the tool's result (its data, indented: the success sentence is left out for people)
+    assert escape('"echo": "<script>window.__pwned=1</script>') in html
 
 
 def test_json_in_script_blocks_cannot_close_the_block(db, ids):
