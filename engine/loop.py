@@ -134,7 +134,9 @@ class LoopBase:
     ``approve`` names tools whose calls wait for a person's decision (recorded
     in ``conversation_started.approve`` of the conversations it starts; see
     ``engine.approvals`` and ``decide``); ``approve_reason`` says why, for the
-    approver (recorded with it and with each approval request).
+    approver (recorded with it and with each approval request). ``prices`` (an
+    ``engine.audit.prices.Prices``; default genai-prices) prices each
+    response; the cost, its source and version are recorded with it.
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -147,7 +149,7 @@ class LoopBase:
                  retry: RetryPolicy | None = None,
                  refuse: RefusalHook | None = None, max_parallel_tools: int = 8,
                  stream: bool = False, approve: Iterable[str] = (),
-                 approve_reason: str | None = None) -> None:
+                 approve_reason: str | None = None, prices: Any = None) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -176,6 +178,9 @@ class LoopBase:
         #: why the ``approve`` tools' calls wait (shown to the approver)
         self.approve_reason = approve_reason
         self._digest = RequestDigest()
+        #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
+        #: default, genai-prices), recorded with it as ``model_responded.charge``
+        self.prices = prices
 
     def build_request(self, b: Any) -> ModelRequest:
         """The request for the next turn, from the live state (never re-read from the journal)."""

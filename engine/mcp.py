@@ -12,10 +12,12 @@ of its tools, usable wherever tools are, and closed with ``close()`` (or
 
 Each tool's ``ToolSpec`` is the server's: its name, description and input
 schema (recorded in the conversation's tool specs), ``server`` naming the
-server, and its effect class from the server's annotations —
-``readOnlyHint`` → ``read_only``; ``idempotentHint`` (and not
-``destructiveHint``) → ``idempotent``; ``destructiveHint`` or no hint →
-``side_effecting`` — so resume never blindly re-runs a destructive call.
+server, and its effect class from the server's annotations, read with the
+spec's defaults for a hint left out (``readOnlyHint`` false,
+``destructiveHint`` true, ``idempotentHint`` false): ``readOnlyHint`` →
+``read_only``; ``idempotentHint`` with ``destructiveHint: false`` →
+``idempotent``; anything else → ``side_effecting`` — so resume never blindly
+re-runs a destructive call, and a hint written out as its default changes nothing.
 
 A call is recorded like any tool call (``tool_started``/``tool_completed``):
 its data is ``{"server", "tool", "content", "structuredContent"?}``. An
@@ -34,6 +36,7 @@ and their results are served from the journal (``replay.tools``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import os
 import shlex
@@ -56,18 +59,22 @@ class MCPError(EngineError):
 def effect_of(annotations: Any) -> ToolEffect:
     """The effect class an MCP tool's annotations claim (see the module doc).
 
+    A hint left out has the spec's default, so writing it out changes nothing:
+
     >>> class A:  # the SDK's ToolAnnotations, in short
     ...     read_only_hint = None; idempotent_hint = True; destructive_hint = None
-    >>> effect_of(A()), effect_of(None)
-    ('idempotent', 'side_effecting')
+    >>> class B(A):
+    ...     destructive_hint = False
+    >>> effect_of(A()), effect_of(B()), effect_of(None)
+    ('side_effecting', 'idempotent', 'side_effecting')
     """
-    if annotations is None:
-        return "side_effecting"
-    if getattr(annotations, "read_only_hint", None) is True:
+    def hint(name: str, default: bool) -> bool:
+        value = getattr(annotations, name, None)
+        return default if value is None else value is True
+
+    if hint("read_only_hint", False):
         return "read_only"
-    if getattr(annotations, "destructive_hint", None) is True:
-        return "side_effecting"
-    if getattr(annotations, "idempotent_hint", None) is True:
+    if hint("idempotent_hint", False) and not hint("destructive_hint", True):
         return "idempotent"
     return "side_effecting"
 
@@ -120,15 +127,26 @@ class ServerLog:
         self._start = self.file.tell()
         self.note: str | None = None
 
+    def lines(self) -> list[str]:
+        """The non-blank lines the server has written to its stderr so far."""
+        if not self.file.closed:
+            self.file.flush()
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            f.seek(self._start)
+            return [line.rstrip() for line in f if line.strip()]
+
+    def last_line(self) -> str | None:
+        """The server's last non-blank stderr line (``None``: it wrote none)."""
+        lines = self.lines()
+        return lines[-1] if lines else None
+
     def close(self) -> str | None:
         """Close the file; return one line saying what the server wrote there (``None``:
         nothing, and a temporary file is removed)."""
         if self.file.closed:
             return self.note
         self.file.close()
-        with open(self.path, encoding="utf-8", errors="replace") as f:
-            f.seek(self._start)
-            lines = [line.rstrip() for line in f if line.strip()]
+        lines = self.lines()
         if not lines:
             if not self._kept:
                 os.unlink(self.path)
@@ -214,11 +232,19 @@ class MCPToolset(ToolRegistry):
                 await self._stop.wait()
         except BaseException as exc:  # a server that cannot start or dies: reported, never raised here
             if not self._ready.done():
-                self._ready.set_exception(MCPError(
-                    f"cannot use MCP server {self.target!r}: {_describe(exc)}"))
+                self._ready.set_exception(MCPError(self._start_failure(exc)))
             self._client = None
             if not isinstance(exc, Exception):
                 raise
+
+    def _start_failure(self, exc: BaseException) -> str:
+        """Why the server could not be used, with its last line on stderr when it wrote one."""
+        described = _describe(exc)
+        if _LOST in described:  # it went away before answering: it did not start
+            described = "it failed to start (it exited or closed the connection before answering)"
+        line = self.log.last_line() if self.log is not None else None
+        said = f"; its last stderr line: {line}" if line else ""
+        return f"cannot use MCP server {self.target!r}: {described}{said}"
 
     def _spec(self, tool: Any) -> ToolSpec:
         schema = dict(tool.input_schema or {"type": "object", "properties": {}})

@@ -16,11 +16,13 @@ import click
 import msgspec
 
 from turnlog.journal import Journal, JournalProtocol, TurnlogError
+from turnlog.journal.errors import CheckpointError
 from turnlog.journal._open import is_postgres, sqlite_path
+from turnlog.journal._sqlite import check_existing
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
-           "db_option", "emit", "fail", "hint", "journal_for", "json_option", "open_journal",
-           "problem", "progress", "run_options", "translate_errors"]
+           "db_option", "emit", "fail", "flag_pair", "hint", "journal_for", "json_option",
+           "open_journal", "problem", "progress", "run_options", "translate_errors"]
 
 #: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
 DEFAULT_DB = "turnlog.db"
@@ -58,12 +60,29 @@ def json_option(fn: Callable) -> Callable:
                         help="Print machine-readable JSON on stdout.")(fn)
 
 
+def flag_pair(decls: str, dest: str, *, default: bool | None, help: str) -> Callable:
+    """A ``--on/--off`` option whose two halves may not both be given (exit 2, never last-wins).
+
+    ``--on --on`` is the same answer twice and is accepted.
+    """
+    on, off = (d.strip() for d in decls.split("/"))
+
+    def one(ctx: click.Context, param: click.Parameter, given: tuple[bool, ...]) -> bool | None:
+        if len(set(given)) > 1:
+            raise CLIError(f"{on} and {off} contradict each other: give one of them")
+        return given[0] if given else default
+
+    return click.option(decls, dest, multiple=True, callback=one, help=help)
+
+
 def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
                  named_by: str = "--db or TURNLOG_DB") -> JournalProtocol:
     """Open the journal a path or URL names (``Journal.open``), refusing to create a file
     where the command only reads.
 
     ``readonly``: for read commands; nothing is ever created, migrated or written.
+    ``must_exist``: the command works on what a journal holds, so an empty (0-byte) file
+    is refused as it is by a read, never turned into a journal.
     ``named_by``: where the user named the journal (``--db``, or an argument such as
     ``SRC``), so a missing one is reported there.
     """
@@ -71,6 +90,8 @@ def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
         file = sqlite_path(path)
         if file != ":memory:" and not os.path.exists(file):
             raise CLIError(f"no journal at {path!r} (check {named_by})")
+        if file != ":memory:" and must_exist:
+            check_existing(file)
     from turnlog.engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
     return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
@@ -108,6 +129,11 @@ def translate_errors(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except CheckpointError as exc:
+            if not exc.tampered:
+                raise CLIError(str(exc)) from None
+            click.echo(f"{colour('TAMPERED', 'tampered', err=True)}: {exc}", err=True)
+            sys.exit(1)  # well-formed, but it does not hold: as verify's exit 1
         except TurnlogError as exc:
             raise CLIError(f"{type(exc).__name__}: {exc}" if _debug() else str(exc)) from None
         except BrokenPipeError:  # output piped into `head`: click ends quietly

@@ -111,10 +111,10 @@ class StreamPrinter:
 
 def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
           printer: StreamPrinter | None, approve: tuple[str, ...] = (),
-          approve_reason: str | None = None) -> Loop:
+          approve_reason: str | None = None, prices: Any = None) -> Loop:
     return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
                 stream=printer is not None, observers=[printer] if printer else (),
-                approve=approve, approve_reason=approve_reason)
+                approve=approve, approve_reason=approve_reason, prices=prices)
 
 
 def _check_reason(approve: tuple[str, ...], approve_reason: str | None) -> None:
@@ -134,6 +134,13 @@ def waiting_calls(state: Any, call_ids: Iterable[str]) -> list[str]:
         why = f": {asked.reason}" if asked is not None and asked.reason else ""
         lines.append(f"  {call_id}{what}{why}")
     return lines
+
+
+def _prices(path: str | None) -> Any:
+    """The prices a run records its costs at: genai-prices under the ``--prices`` file."""
+    from turnlog.engine.audit.prices import Prices  # the audit package is loaded only here
+
+    return Prices.load(path)
 
 
 def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None,
@@ -180,6 +187,9 @@ def _tool_options(fn: Any) -> Any:
     fn = click.option("--approve-reason", metavar="TEXT",
                       help="Why the --approve tools' calls wait: recorded with each approval "
                            "request and shown to whoever decides.")(fn)
+    fn = click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
+                      help="A price table (TOML) over genai-prices' for the cost recorded "
+                           "with each model response (see turnlog prices).")(fn)
     fn = click.option("--approve", "approve", multiple=True, metavar="TOOL[,TOOL]",
                       callback=_tool_names,
                       help="Calls of these tools wait for a person's decision (turnlog "
@@ -250,7 +260,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
         tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
         mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
         as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
-        approve_reason: str | None = None) -> None:
+        approve_reason: str | None = None, prices_file: str | None = None) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -262,12 +272,13 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     """
     _check_reason(approve, approve_reason)
     chosen = make_provider(provider, model, script)
+    prices = _prices(prices_file)  # a bad price file is refused before the journal is opened
     cid = conversation_id or new_conversation_id()
     continue_with = hint("resume", cid, run=_params())
     with open_tools(tool_specs, mcp, report=problem) as tools, \
             journal_for(db_path, must_exist=False) as journal:
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason, prices)
         if conversation_id and journal.last_seq(conversation_id):
             _check_continuable(journal, cid, db_path, tool_specs, script,
                                {"max_turns": max_turns, "mode": mode}, mcp)
@@ -293,7 +304,7 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
            as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
-           approve_reason: str | None = None) -> None:
+           approve_reason: str | None = None, prices_file: str | None = None) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -305,6 +316,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
     """
     _check_reason(approve, approve_reason)
     with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
+    prices = _prices(prices_file)
         state = load_state(journal, conversation_id)
         if state.finished:
             if as_json:
@@ -316,7 +328,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
             return
         chosen = make_provider(provider or state.provider, model, script)
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason, prices)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
                                    hint("resume", conversation_id, run=_params()))
         waiting = _waiting(journal, result)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from turnlog.engine.audit.prices import PriceTable
+from turnlog.engine.audit.prices import Prices
 from turnlog.replay.view import create_app, render_report
 from turnlog.replay.view.render import environment, href
 
@@ -100,7 +100,7 @@ def test_any_text_in_any_timeline_field_comes_out_escaped(text):
 
 
 def test_the_report_of_the_hostile_conversation_allows_only_its_own_inline_code(db, ids):
-    report = render_report(str(db), ids["hostile"], PriceTable.default())
+    report = render_report(str(db), ids["hostile"], Prices.default())
     csp = unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"',
                              report).group(1))
     assert "default-src 'none'" in csp and "'unsafe-inline'" not in csp
