@@ -40,6 +40,7 @@ import msgspec
 
 from ..errors import PriceTableError
 from ..messages import Usage
+from ..providers.registry import by_key, price_key
 
 __all__ = ["DEFAULT_PRICES", "VENDORS", "Price", "PriceTable", "add_cost"]
 
@@ -48,8 +49,6 @@ DEFAULT_PRICES = "prices.toml"
 
 _RATES = ("input", "cached_input", "output", "cache_write")
 
-#: Provider names of turnlog's adapters -> the vendor whose price entries they share.
-VENDORS = {"openai-responses": "openai"}
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,11 +121,11 @@ class PriceTable:
         """The price in effect for ``provider``/``model`` on ``day`` (``YYYY-MM-DD``), if any.
 
         An adapter of another API of the same vendor is priced as the vendor
-        (``VENDORS``: ``openai-responses`` at ``openai``'s prices) unless the table
-        names it itself.
+        (its wire's ``PRICE_KEY``: ``openai-responses`` at ``openai``'s prices) unless
+        the table names it itself.
         """
-        for key in ((provider, model), (provider, "*"),
-                    (VENDORS.get(provider, provider), model), (VENDORS.get(provider, provider), "*")):
+        vendor = price_key(provider)
+        for key in ((provider, model), (provider, "*"), (vendor, model), (vendor, "*")):
             days = self._days.get(key)
             if days:
                 i = bisect.bisect_right(days, day)
@@ -196,3 +195,9 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
     (0.75, None, None)
     """
     return None if total is None or cost is None else total + cost
+
+
+def __getattr__(name: str) -> Any:
+    if name == "VENDORS":  # provider names -> the vendor whose price entries they share
+        return {k: v for k, v in by_key("PRICE_KEY").items() if k != v}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
