@@ -1,8 +1,9 @@
 """OpenAI Chat Completions adapter (official ``openai`` SDK).
 
 >>> from turnlog.engine.messages import Message, ToolCall
->>> msg = map_messages("", [Message(role="assistant", parts=(
-...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
+>>> _, messages = map_messages("", [Message(role="assistant", parts=(
+...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])
+>>> msg = messages[0]
 >>> msg["content"], msg["tool_calls"][0]["function"]
 (None, {'name': 'add', 'arguments': '{"a": 1}'})
 
