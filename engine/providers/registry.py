@@ -56,6 +56,7 @@ WIRES: dict[str, str] = {
     "openai": "turnlog.engine.providers.openai",
     "openai-responses": "turnlog.engine.providers.openai_responses",
     "gemini": "turnlog.engine.providers.gemini",
+    "bedrock": "turnlog.engine.providers.bedrock",
 }
 
 

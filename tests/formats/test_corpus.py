@@ -2,7 +2,7 @@
 
 Every file imports (or is refused with the precise error listed in
 ``REFUSED``); every tool call the file holds is kept; every provider export
-validates against the SDK's request message types and is accepted by the
+validates against the SDK's request message types (Bedrock's: botocore's service model) and is accepted by the
 fake API server; the jsonl export re-imports to equal events; and the
 history, swapped to each provider, is a request the fake server accepts.
 """
@@ -28,6 +28,7 @@ from tests.fakeapi import FakeAPI, reply
 from tests.formats.test_export_fakeapi import post
 from turnlog.engine.providers.base import ModelRequest
 from tests.providerkit import make_provider
+from tests.sdktypes import bedrock_problem
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".json", ".jsonl"))
@@ -40,7 +41,7 @@ REFUSED = {
     "openai-refusal-structured-output.json": _ALONE,
 }
 #: The wires every imported transcript is exported to and checked on.
-WIRES = ("openai", "openai-responses", "anthropic", "gemini")
+WIRES = ("openai", "openai-responses", "anthropic", "gemini", "bedrock")
 _ADAPTERS = {}
 
 
@@ -107,7 +108,10 @@ def test_a_real_transcript_imports_exports_and_swaps(path, fake):
         assert load_state(journal, "c").usage.total_tokens > 0
     for provider in WIRES:
         data = export_data(journal, "c", provider)
-        if provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
+        if provider == "bedrock":  # botocore's service model: the messages and system shapes
+            assert bedrock_problem(data["messages"], shape="Messages") is None
+            assert bedrock_problem(data.get("system", []), shape="SystemContentBlocks") is None
+        elif provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
             adapter(provider).validate_python(data.get("messages", data.get("input")))
         response = post(fake, provider, data)
         assert response.status_code == 200, (provider, response.text)

@@ -88,6 +88,17 @@ def test_mapping_a_wire_never_imports_an_sdk():
     code = ("import sys\n"
             "from turnlog.engine.providers.registry import WIRES, wire\n"
             "for name in WIRES: wire(name).export_body('s', ())\n"
-            "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))\n")
+            "print(sorted(m for m in ('anthropic', 'openai', 'botocore') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", [*WIRES, "registry"])
+def test_the_examples_in_each_wire_module_and_the_registry_hold(name):
+    import doctest
+    import importlib
+
+    module = importlib.import_module("turnlog.engine.providers.registry") if name == "registry" \
+        else wire(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
