@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnlog.journal import ConcurrencyError
+from turnlog.journal._rows import format_timestamp
 
 from .canonical import digest
 from .duplicates import call_key
 from .errors import EngineError, InvalidEventError, TranscriptLockContention
-from .events import ApprovalDecided, ApprovalRequested, ToolSpec, encode_event
+from .events import ApprovalDecided, ApprovalRequested, ToolSpec, check_json_data, encode_event
 from .messages import ToolCall
 
 if TYPE_CHECKING:
@@ -124,6 +125,11 @@ def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, 
         raise ApprovalError("an approval needs the approver's name (approver / --as)")
     if arguments is not None and (not approve or not isinstance(arguments, dict)):
         raise ApprovalError("edited arguments go with an approval, as a JSON object")
+    if arguments is not None:
+        try:
+            check_json_data(arguments)
+        except (TypeError, ValueError) as exc:
+            raise ApprovalError(f"the edited arguments are not JSON data: {exc}") from None
     if not journal.last_seq(conversation_id):
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
     conv = Conversation.open(journal, conversation_id)
@@ -147,7 +153,7 @@ def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, 
         chosen_hash = arguments_hash(call.name, chosen)
         event = ApprovalDecided(
             call_id=call_id, decision="approve" if approve else "deny", approver=approver,
-            reason=reason, decided_at=(clock or (lambda: datetime.now(UTC)))().isoformat(),
+            reason=reason, decided_at=format_timestamp((clock or (lambda: datetime.now(UTC)))()),
             arguments=arguments, arguments_hash=chosen_hash)
         encode_event(event)
     except InvalidEventError as exc:

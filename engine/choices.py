@@ -15,11 +15,11 @@ offered unless named: no specs, no tools.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ._imports import import_object
 from .errors import EngineError
 from .providers.registry import WIRES
 from .tools import ToolRegistry
@@ -50,7 +50,7 @@ def load_tools(specs: Iterable[str]) -> ToolRegistry:
         if not module or not attr:
             raise ChoiceError(f"tools {spec!r}: name them as demo, none or MODULE:ATTR")
         try:
-            found: Any = getattr(importlib.import_module(module), attr)
+            found: Any = import_object(module, attr)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ChoiceError(f"tools {spec!r}: cannot import it ({exc}); "
                               "name them as demo, none or MODULE:ATTR") from None

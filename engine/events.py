@@ -18,6 +18,7 @@ upcaster with ``register_upcaster`` that rewrites the old payload dict.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -484,14 +485,24 @@ def with_valid_unicode(event: Event) -> Event:
 
 def check_json_data(value: Any) -> None:
     """Raise ``TypeError`` unless ``value`` (builtins) encodes as an event's JSON does
-    (:func:`encode_event`: sorted keys, so every object key must be a string).
+    (:func:`encode_event`: sorted keys, so every object key must be a string), and
+    ``ValueError`` for NaN or an infinity, which are not JSON (the encoder would store
+    ``null`` in their place).
 
     >>> check_json_data({"a": [1, 2.5, None]})
     >>> check_json_data({1: "one"})
     Traceback (most recent call last):
     TypeError: Only dicts with str keys are supported when `order` is not `None`
+    >>> check_json_data({"amount": float("nan")})
+    Traceback (most recent call last):
+    ValueError: NaN and Infinity are not JSON numbers
     """
-    _encoder.encode(value)
+    encoded = _encoder.encode(value)
+    if b"null" in encoded:  # where a non-finite float would have gone: look closer
+        try:
+            json.dumps(value, allow_nan=False)
+        except ValueError:
+            raise ValueError("NaN and Infinity are not JSON numbers") from None
 
 
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:

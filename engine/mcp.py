@@ -12,10 +12,12 @@ of its tools, usable wherever tools are, and closed with ``close()`` (or
 
 Each tool's ``ToolSpec`` is the server's: its name, description and input
 schema (recorded in the conversation's tool specs), ``server`` naming the
-server, and its effect class from the server's annotations —
-``readOnlyHint`` → ``read_only``; ``idempotentHint`` (and not
-``destructiveHint``) → ``idempotent``; ``destructiveHint`` or no hint →
-``side_effecting`` — so resume never blindly re-runs a destructive call.
+server, and its effect class from the server's annotations, read with the
+spec's defaults for a hint left out (``readOnlyHint`` false,
+``destructiveHint`` true, ``idempotentHint`` false): ``readOnlyHint`` →
+``read_only``; ``idempotentHint`` with ``destructiveHint: false`` →
+``idempotent``; anything else → ``side_effecting`` — so resume never blindly
+re-runs a destructive call, and a hint written out as its default changes nothing.
 
 A call is recorded like any tool call (``tool_started``/``tool_completed``):
 its data is ``{"server", "tool", "content", "structuredContent"?}``. An
@@ -34,9 +36,11 @@ and their results are served from the journal (``replay.tools``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import os
 import shlex
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -55,18 +59,22 @@ class MCPError(EngineError):
 def effect_of(annotations: Any) -> ToolEffect:
     """The effect class an MCP tool's annotations claim (see the module doc).
 
+    A hint left out has the spec's default, so writing it out changes nothing:
+
     >>> class A:  # the SDK's ToolAnnotations, in short
     ...     read_only_hint = None; idempotent_hint = True; destructive_hint = None
-    >>> effect_of(A()), effect_of(None)
-    ('idempotent', 'side_effecting')
+    >>> class B(A):
+    ...     destructive_hint = False
+    >>> effect_of(A()), effect_of(B()), effect_of(None)
+    ('side_effecting', 'idempotent', 'side_effecting')
     """
-    if annotations is None:
-        return "side_effecting"
-    if getattr(annotations, "read_only_hint", None) is True:
+    def hint(name: str, default: bool) -> bool:
+        value = getattr(annotations, name, None)
+        return default if value is None else value is True
+
+    if hint("read_only_hint", False):
         return "read_only"
-    if getattr(annotations, "destructive_hint", None) is True:
-        return "side_effecting"
-    if getattr(annotations, "idempotent_hint", None) is True:
+    if hint("idempotent_hint", False) and not hint("destructive_hint", True):
         return "idempotent"
     return "side_effecting"
 
@@ -116,14 +124,19 @@ class MCPToolset(ToolRegistry):
         self.target = server
         self.timeout = timeout
         self.name = server
+        self._stderr: _StderrTail | None = None
         if server.startswith(("http://", "https://")):
             transport: Any = server
         else:
             words = shlex.split(server)
             if not words:
                 raise MCPError("--mcp: name a server as a command line or an http(s) URL")
-            transport = StdioServerParameters(command=words[0], args=words[1:],
-                                              env={**os.environ, **(env or {})})
+            from mcp.client.stdio import stdio_client
+
+            self._stderr = _StderrTail()
+            transport = stdio_client(StdioServerParameters(
+                command=words[0], args=words[1:], env={**os.environ, **(env or {})}),
+                errlog=self._stderr.file)
         self._client_type = Client
         self._transport = transport
         self._loop = asyncio.new_event_loop()
@@ -162,11 +175,19 @@ class MCPToolset(ToolRegistry):
                 await self._stop.wait()
         except BaseException as exc:  # a server that cannot start or dies: reported, never raised here
             if not self._ready.done():
-                self._ready.set_exception(MCPError(
-                    f"cannot use MCP server {self.target!r}: {_describe(exc)}"))
+                self._ready.set_exception(MCPError(self._start_failure(exc)))
             self._client = None
             if not isinstance(exc, Exception):
                 raise
+
+    def _start_failure(self, exc: BaseException) -> str:
+        """Why the server could not be used, with its last line on stderr when it wrote one."""
+        described = _describe(exc)
+        if _LOST in described:  # it went away before answering: it did not start
+            described = "it failed to start (it exited or closed the connection before answering)"
+        line = self._stderr.last_line() if self._stderr is not None else None
+        said = f"; its last stderr line: {line}" if line else ""
+        return f"cannot use MCP server {self.target!r}: {described}{said}"
 
     def _spec(self, tool: Any) -> ToolSpec:
         schema = dict(tool.input_schema or {"type": "object", "properties": {}})
@@ -216,6 +237,8 @@ class MCPToolset(ToolRegistry):
         self._thread.join(10)
         if not self._thread.is_alive():
             self._loop.close()
+        if self._stderr is not None:
+            self._stderr.close()
 
     def __enter__(self) -> MCPToolset:
         return self
@@ -225,6 +248,42 @@ class MCPToolset(ToolRegistry):
 
 
 _LOST = "the connection to the server was lost"
+
+
+class _StderrTail:
+    """A stdio server's stderr: passed through to ours line by line, its last lines kept."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w")
+        self._lines: collections.deque[str] = collections.deque(maxlen=20)
+        self._reader = threading.Thread(target=self._pump, args=(os.fdopen(read, "rb"),),
+                                        name="turnlog-mcp-stderr", daemon=True)
+        self._reader.start()
+
+    def _pump(self, pipe: Any) -> None:
+        with pipe:
+            for raw in pipe:
+                line = raw.decode("utf-8", "replace")
+                self._lines.append(line.rstrip())
+                try:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                except (OSError, ValueError):  # our stderr is gone: keep draining
+                    pass
+
+    def last_line(self) -> str | None:
+        """The server's last non-blank stderr line (read what it wrote before it exited)."""
+        if not self.file.closed:
+            self.file.close()  # the server holds its own copy; EOF comes when it has gone
+        self._reader.join(2)
+        return next((line for line in reversed(self._lines) if line.strip()), None)
+
+    def close(self) -> None:
+        """Stop passing stderr through once the server is gone."""
+        if not self.file.closed:
+            self.file.close()
+        self._reader.join(2)
 
 
 def _call_errors() -> tuple[type[BaseException], ...]:

@@ -25,6 +25,7 @@ from .canonical import canonical_json
 from .errors import InvalidEventError
 
 __all__ = [
+    "UNANSWERED",
     "display_name",
     "duplicate_message",
     "failure_message",
@@ -34,6 +35,12 @@ __all__ = [
     "success_message",
     "tool_failed_message",
 ]
+
+
+#: The result a request carries for a tool call the history holds no result for (every API
+#: refuses an unanswered call). It is a placeholder, not a result: an import that meets it
+#: leaves a trailing call pending and records an earlier one as ``unrecorded``.
+UNANSWERED = "Error: no result was recorded for this tool call."
 
 
 def display_name(tool_name: str) -> str:

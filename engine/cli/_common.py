@@ -17,9 +17,10 @@ import msgspec
 
 from turnlog.journal import Journal, JournalProtocol, TurnlogError
 from turnlog.journal._open import is_postgres, sqlite_path
+from turnlog.journal._sqlite import check_existing
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
-           "db_option", "emit", "fail", "journal_for", "json_option", "open_journal", "problem",
+           "db_option", "emit", "fail", "flag_pair", "journal_for", "json_option", "open_journal", "problem",
            "progress", "translate_errors"]
 
 #: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
@@ -58,17 +59,36 @@ def json_option(fn: Callable) -> Callable:
                         help="Print machine-readable JSON on stdout.")(fn)
 
 
+def flag_pair(decls: str, dest: str, *, default: bool | None, help: str) -> Callable:
+    """A ``--on/--off`` option whose two halves may not both be given (exit 2, never last-wins).
+
+    ``--on --on`` is the same answer twice and is accepted.
+    """
+    on, off = (d.strip() for d in decls.split("/"))
+
+    def one(ctx: click.Context, param: click.Parameter, given: tuple[bool, ...]) -> bool | None:
+        if len(set(given)) > 1:
+            raise CLIError(f"{on} and {off} contradict each other: give one of them")
+        return given[0] if given else default
+
+    return click.option(decls, dest, multiple=True, callback=one, help=help)
+
+
 def open_journal(path: str, *, must_exist: bool = False,
                  readonly: bool = False) -> JournalProtocol:
     """Open the journal a path or URL names (``Journal.open``), refusing to create a file
     where the command only reads.
 
     ``readonly``: for read commands; nothing is ever created, migrated or written.
+    ``must_exist``: the command works on what a journal holds, so an empty (0-byte) file
+    is refused as it is by a read, never turned into a journal.
     """
     if (must_exist or readonly) and not is_postgres(path):
         file = sqlite_path(path)
         if file != ":memory:" and not os.path.exists(file):
             raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
+        if file != ":memory:" and must_exist:
+            check_existing(file)
     from turnlog.engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
     return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)

@@ -15,6 +15,7 @@ from ._common import (
     command_hint,
     db_option,
     emit,
+    flag_pair,
     journal_for,
     json_option,
     translate_errors,
@@ -30,8 +31,8 @@ _PAST = {"approve": "approved", "deny": "denied"}
 @click.option("--call", "call_ids", multiple=True, metavar="CALL_ID",
               help="The waiting call to decide (repeatable).")
 @click.option("--all", "every", is_flag=True, help="Decide every call waiting for approval.")
-@click.option("--yes/--no", "approved", default=None,
-              help="Approve (the call runs on resume) or deny (the model is told).")
+@flag_pair("--yes/--no", "approved", default=None,
+           help="Approve (the call runs on resume) or deny (the model is told).")
 @click.option("--as", "approver", metavar="NAME", required=True, help="Who decides (recorded).")
 @click.option("--reason", help="Why (recorded; a denial's reason is shown to the model).")
 @click.option("--arguments", "edited", metavar="JSON",
@@ -88,12 +89,18 @@ def _edited(edited: str | None, call_ids: tuple[str, ...], approved: bool) -> An
     if not approved or len(call_ids) != 1:
         raise CLIError("--arguments goes with --yes and exactly one --call")
     try:
-        value = json.loads(edited)
+        value = json.loads(edited, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
+        raise CLIError(f"--arguments is not JSON: {exc}") from None
+    except ValueError as exc:  # NaN, Infinity: Python reads them, JSON has no such numbers
         raise CLIError(f"--arguments is not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise CLIError("--arguments must be a JSON object")
     return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 COMMANDS = [approve]

@@ -421,9 +421,13 @@ def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
 
 
 def _extra(message: dict[str, Any], known: frozenset[str] | set[str]) -> list[Part]:
-    """The message's unknown non-null keys (and ``name``) as one ``EXTRA`` part."""
+    """The message's unknown non-null keys (and ``name``) as one ``EXTRA`` part.
+
+    ``timestamp`` is no vendor key: a transcript entry of any format may carry it, and the
+    importer records it on the entry's event.
+    """
     extra = {k: v for k, v in message.items()
-             if (k not in known or k == "name") and v is not None}
+             if (k not in known or k == "name") and k != "timestamp" and v is not None}
     return [Opaque(provider=NAME, kind=EXTRA, data=extra)] if extra else []
 
 

@@ -290,8 +290,13 @@ def export_body(system: str, messages: Sequence[Message]) -> dict[str, Any]:
 
 
 def read_request(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
-    """``(input items, envelope)`` of a Responses API request body (``input`` and ``model``)."""
-    if not (isinstance(doc.get("input"), (list, str)) and "model" in doc):
+    """``(input items, envelope)`` of a Responses API request body: a list of ``input`` items
+    (turnlog's own export has no ``model``), or an ``input`` string beside a key of this
+    wire (an orchestrator entry is ``{input, context?, timestamp?}`` with a string). A
+    body with a ``messages`` list is Chat Completions'."""
+    items = doc.get("input")
+    if isinstance(doc.get("messages"), list) or not (isinstance(items, list) or (
+            isinstance(items, str) and any(k in doc for k in _ENVELOPE))):
         return None
     items = doc["input"]
     entries = [{"role": "user", "content": items}] if isinstance(items, str) else items

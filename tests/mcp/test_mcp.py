@@ -73,7 +73,9 @@ def test_effect_classes_follow_the_hints():
     from mcp.types import ToolAnnotations as A
 
     assert effect_of(A(read_only_hint=True, destructive_hint=True)) == "read_only"
-    assert effect_of(A(idempotent_hint=True)) == "idempotent"
+    assert effect_of(A(idempotent_hint=True, destructive_hint=False)) == "idempotent"
+    # the spec's default for destructiveHint is true: leaving it out is writing it out
+    assert effect_of(A(idempotent_hint=True)) == "side_effecting"
     assert effect_of(A(idempotent_hint=True, destructive_hint=True)) == "side_effecting"
     assert effect_of(A(destructive_hint=False)) == "side_effecting"
     assert effect_of(A()) == effect_of(None) == "side_effecting"
@@ -82,14 +84,18 @@ def test_effect_classes_follow_the_hints():
 @given(st.sampled_from([None, True, False]), st.sampled_from([None, True, False]),
        st.sampled_from([None, True, False]))
 def test_only_a_claim_makes_a_tool_safer_than_side_effecting(read_only, idempotent, destructive):
-    """Law: read_only iff readOnlyHint; idempotent iff idempotentHint without the other two."""
+    """Law: read_only iff readOnlyHint; idempotent iff idempotentHint and destructiveHint false,
+    and a hint left out is the same as the spec's default written out."""
     from mcp.types import ToolAnnotations
 
     effect = effect_of(ToolAnnotations(read_only_hint=read_only, idempotent_hint=idempotent,
                                        destructive_hint=destructive))
     assert (effect == "read_only") == (read_only is True)
     assert (effect == "idempotent") == (read_only is not True and idempotent is True
-                                        and destructive is not True)
+                                        and destructive is False)
+    spelled = ToolAnnotations(read_only_hint=bool(read_only), idempotent_hint=bool(idempotent),
+                              destructive_hint=True if destructive is None else destructive)
+    assert effect_of(spelled) == effect
 
 
 @pytest.fixture(scope="module")
