@@ -124,8 +124,8 @@ __all__ = [
 NAME = "bedrock"
 #: The environment variable of the access key id (its secret is ``AWS_SECRET_ACCESS_KEY``).
 KEY_ENV = "AWS_ACCESS_KEY_ID"
-#: The provider name its prices are listed under.
-PRICE_KEY = NAME
+#: The vendor its prices are listed under (genai-prices' provider id for Bedrock's models).
+PRICE_KEY = "aws"
 #: ``gen_ai.provider.name`` and ``gen_ai.operation.name`` of its calls.
 GENAI_NAME, GENAI_OPERATION = "aws.bedrock", "chat"
 #: The request body's key of the system blocks.

@@ -18,7 +18,8 @@ A wire module is imported on first use (its SDK later still, when a client
 is built), and exposes:
 
 - ``NAME``; ``KEY_ENV`` (the environment variable of its key); ``PRICE_KEY``
-  (the provider name its prices are listed under); ``GENAI_NAME`` and
+  (the vendor its prices are listed under: genai-prices' provider id, and an
+  override table's fallback); ``GENAI_NAME`` and
   ``GENAI_OPERATION`` (its ``gen_ai.provider.name`` and
   ``gen_ai.operation.name``); ``SYSTEM_KEY`` (the request body's key of the
   system text, ``None`` when the system text is a message);

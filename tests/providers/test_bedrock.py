@@ -28,7 +28,7 @@ from turnlog.engine.formats.otlp import otlp_request
 from turnlog.engine.formats.importer import import_entries, read_transcript
 from turnlog.engine.loop import run
 from turnlog.engine.messages import Message, Text, Thinking, ToolCall, ToolResult
-from turnlog.engine.audit.prices import PriceTable
+from turnlog.engine.audit.prices import Prices
 from turnlog.engine.providers import bedrock
 from turnlog.engine.providers.registry import wire
 from turnlog.replay import rebuild
@@ -260,8 +260,9 @@ def test_traces_and_prices_know_the_wire(journal, fake_api):
     trace = json.dumps(otlp_request(journal, "b"))
     assert '"aws.bedrock"' in trace
     usage = load_state(journal, "b").usage
-    cost = PriceTable.default().cost("bedrock", "amazon.nova-pro-v1:0", "2025-06-01", usage)
-    assert cost is not None and cost > 0
+    charge = Prices.default().charge("bedrock", "amazon.nova-pro-v1:0", "2025-06-01", usage)
+    assert charge.priced_as == "aws/amazon.nova-pro-v1:0"  # genai-prices' Bedrock models
+    assert charge.amount is not None and charge.amount > 0
 
 
 def test_the_secret_key_is_never_sent(fake_api):
