@@ -337,7 +337,8 @@ class Prices:
     def find(self, provider: str, model: str) -> tuple[Any, Any] | str:
         """genai-prices' ``(provider, model)`` entry for a call, or why there is none.
 
-        Tried in turn: the adapter's vendor (``gemini`` is ``google``), the
+        Tried in turn: the adapter's vendor (``gemini`` is ``google``,
+        ``bedrock`` is ``aws``), the
         vendor a ``vendor/model`` name starts with, then any vendor whose model
         matches (an OpenAI-compatible wire to DeepSeek names ``deepseek-chat``).
         """
