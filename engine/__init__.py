@@ -40,7 +40,7 @@ _EXPORTS = {
         "UnknownEntryError", "UnknownProviderError",
     ),
     ".events": (
-        "ApprovalDecided", "ApprovalRequested", "ConversationCompleted",
+        "ApprovalDecided", "ApprovalRequested", "Charge", "ConversationCompleted",
         "ConversationFailed", "ConversationHalted", "ConversationStarted",
         "DuplicatePolicy", "Event", "ForkRef", "ModelFailed", "ModelRequested",
         "ModelResponded", "ReplayRef", "RunInterrupted", "ToolCallRejected",
@@ -54,7 +54,7 @@ _EXPORTS = {
     ".machine": ("Lifecycle",),
     ".messages": ("Image", "Message", "Text", "Thinking", "ToolCall", "ToolResult", "Usage"),
     ".observers": ("Observers",),
-    ".audit.prices": ("PriceTable",),
+    ".audit.prices": ("PriceTable", "Prices"),
     ".providers": ("ModelRequest", "ModelResponse", "Provider", "ScriptedProvider", "get_provider"),
     ".result": ("RunResult", "result_of"),
     ".retry": ("RetryPolicy",),

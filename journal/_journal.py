@@ -133,11 +133,14 @@ class Journal:
             self._thread = threading.get_ident()
             return
         check_header(self.path)
+        created = self.path != ":memory:" and not os.path.exists(self.path)
         self._conn = connect(self.path)
         try:
             open_schema(Database(self._conn), self.path, extensions, synchronous)
         except BaseException as exc:
             self._conn.close()
+            if created:  # a failed open leaves no file behind that later opens would refuse
+                _remove_new_file(self.path)
             if isinstance(exc, sqlite3.Error):
                 raise translate(exc, self.path, "opening the journal") from exc
             raise
@@ -155,7 +158,7 @@ class Journal:
 
         A file path, ``:memory:`` or ``sqlite:///path``: a SQLite :class:`Journal`;
         ``postgresql://user@host/db``: a :class:`~journal.PostgresJournal` (needs
-        ``pip install 'turnlog[postgres]'``). ``options`` go to the backend.
+        ``pip install -e '.[postgres]'``). ``options`` go to the backend.
         """
         return open_journal(target, **options)
 
@@ -652,6 +655,15 @@ def _open_readonly(
             raise translate(exc, path, "opening the journal for reading") from exc
         raise
     return conn, version
+
+
+def _remove_new_file(path: str) -> None:
+    """Remove the journal file (and its ``-wal``/``-shm``) a failed first open created."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            os.remove(name)
+        except OSError:
+            pass
 
 
 def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:
