@@ -30,8 +30,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal
-from turnlog.journal._proof import last_signed
+from turnlog.journal import Journal, last_signed
 
 from .sql import SOURCES
 from .timeline import entries

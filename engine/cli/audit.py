@@ -6,8 +6,6 @@ from typing import Any
 
 import click
 
-from turnlog.journal._proof import last_signed
-
 from turnlog.engine.audit import (
     STATUSES,
     AuditQuery,
@@ -19,6 +17,7 @@ from turnlog.engine.audit import (
     parse_since,
 )
 from turnlog.engine.audit.display import milliseconds, model_label, money
+from turnlog.journal import last_signed
 
 from ._common import (
     db_option,
