@@ -101,10 +101,7 @@ def mutated_transcripts(draw):
                Message(role="assistant", parts=(Text(text="x"), ToolCall(
                    id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'))),
                Message(role="tool", parts=(ToolResult(call_id="c1", name="add", content="2"),))]
-    wire = {"anthropic": lambda: list(anthropic.map_messages("s", neutral)),
-            "openai": lambda: ["s", openai.map_messages("s", neutral)],
-            "gemini": lambda: list(gemini.map_messages("s", neutral)),
-            "openai-responses": lambda: list(openai_responses.map_messages("s", neutral))}[name]()
+    wire = list(MODULES[name].map_messages("s", neutral))  # one signature for every wire
     wire = msgspec.json.decode(msgspec.json.encode(wire))
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(wire) if len(p) > 1]
@@ -124,10 +121,7 @@ def _unmap(name, wire):
     from turnlog.engine.messages import Message
 
     try:
-        if name == "openai":
-            system, messages = openai.unmap_messages(wire[1])
-        else:
-            system, messages = MODULES[name].unmap_messages(*wire)
+        system, messages = MODULES[name].unmap_messages(*wire)
     except FormatError as exc:
         assert str(exc)
         return
