@@ -1,0 +1,242 @@
+"""The proxy's ASGI app: forward each request upstream, answer unchanged, record after.
+
+A streamed answer is passed on chunk by chunk as it arrives (the upstream is
+asked for an uncompressed body, so the bytes the client gets are the bytes
+the proxy parses); its server-sent events are folded by the wire's stream
+assembler on the side. The exchange is handed to the ``Recorder`` once the
+answer is complete (or the client went away), never before, so recording
+adds no latency. Requests to paths the proxy does not know are forwarded to
+the upstream their path points at; a POST among them, like a body the
+wire's reader refuses, is recorded as an unparsed exchange.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from turnlog.engine.errors import MalformedResponseError, ProviderError
+from turnlog.engine.providers._common import error_for_status, error_message
+
+from .recorder import Exchange, Recorder
+from .sse import SSEParser
+from .wires import DEFAULT_UPSTREAMS, UnparsedRequest, Wire, WIRES, error_body, parse_request, wire_for_path
+
+__all__ = ["CONVERSATION_HEADER", "create_app"]
+
+#: The request header that names the conversation an exchange belongs to.
+CONVERSATION_HEADER = "x-turnlog-conversation"
+_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
+        "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding", "trailer",
+        CONVERSATION_HEADER}
+_BACK_HOP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
+
+
+def _secret(request: Request) -> str | None:
+    headers = request.headers
+    bearer = (headers.get("authorization") or "").removeprefix("Bearer ").strip()
+    return (headers.get("x-api-key") or headers.get("x-goog-api-key") or bearer
+            or request.query_params.get("key") or None)
+
+
+def _fallback_wire(path: str) -> Wire:
+    if path.startswith("/v1beta") or path.startswith("/v1alpha"):
+        return WIRES["gemini"]
+    if path.startswith("/v1/messages"):
+        return WIRES["anthropic"]
+    return WIRES["openai"]
+
+
+class _Proxy:
+    def __init__(self, recorder: Recorder | None, upstreams: dict[str, str],
+                 timeout: float) -> None:
+        self.recorder = recorder
+        self.upstreams = {**DEFAULT_UPSTREAMS, **upstreams}
+        self.timeout = timeout
+        self.client: httpx.AsyncClient | None = None
+
+    def open(self) -> None:
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=200),
+            follow_redirects=False, trust_env=False)
+
+    def url(self, wire: Wire, request: Request) -> str:
+        base = self.upstreams[wire.upstream].rstrip("/")
+        path = request.url.path
+        if wire.strip_prefix and path.startswith(wire.strip_prefix):
+            path = path[len(wire.strip_prefix):]
+        query = request.url.query
+        return f"{base}{path}" + (f"?{query}" if query else "")
+
+    def submit(self, exchange: Exchange) -> None:
+        if self.recorder is not None:
+            self.recorder.submit(exchange)
+
+    async def handle(self, request: Request) -> Response:
+        path = request.url.path
+        wire = wire_for_path(path)
+        known = wire is not None
+        wire = wire or _fallback_wire(path)
+        raw = await request.body()
+        exchange = Exchange(wire=wire, path=path, client=request.headers.get("user-agent", ""),
+                            secret=_secret(request), started=time.monotonic(),
+                            conversation=request.headers.get(CONVERSATION_HEADER))
+        record = request.method == "POST"
+        if record:
+            if not known:
+                exchange.unparsed = f"{path} is not a path the proxy reads"
+            else:
+                try:
+                    exchange.parsed = parse_request(wire, path, raw)
+                except UnparsedRequest as exc:
+                    exchange.unparsed = str(exc)
+            if exchange.parsed is None:
+                exchange.raw_request = raw[:1_000_000]
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
+        headers.append(("accept-encoding", "identity"))
+        assert self.client is not None
+        upstream = self.client.build_request(request.method, self.url(wire, request),
+                                             headers=headers, content=raw)
+        try:
+            answer = await self.client.send(upstream, stream=True)
+        except httpx.TimeoutException as exc:
+            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
+                                     f"the upstream timed out ({type(exc).__name__})", record)
+        except httpx.HTTPError as exc:
+            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                     f"the upstream cannot be reached ({type(exc).__name__}: "
+                                     f"{exc})", record)
+        exchange.status = answer.status_code
+        back = [(k, v) for k, v in answer.headers.items() if k.lower() not in _BACK_HOP]
+        streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
+        if streamed and answer.status_code == 200:
+            return StreamingResponse(self._relay(answer, exchange, record),
+                                     status_code=answer.status_code, headers=dict(back))
+        try:
+            data = await answer.aread()
+        except httpx.HTTPError as exc:
+            await answer.aclose()
+            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                     f"the upstream's answer broke ({type(exc).__name__})", record)
+        await answer.aclose()
+        if record:
+            self._finish_plain(exchange, data)
+        return Response(data, status_code=answer.status_code, headers=dict(back))
+
+    def _unreachable(self, exchange: Exchange, wire: Wire, status: int, error_type: str,
+                     message: str, record: bool) -> Response:
+        body = error_body(wire, status, message)
+        exchange.status = status
+        exchange.raw_response = json.dumps(body).encode()
+        exchange.failure = (error_type, message, True, False, ())
+        exchange.latency_ms = (time.monotonic() - exchange.started) * 1000
+        if record:
+            exchange.ended = time.monotonic()
+            self.submit(exchange)
+        return JSONResponse(body, status_code=status)
+
+    def _finish_plain(self, exchange: Exchange, data: bytes) -> None:
+        exchange.ended = time.monotonic()
+        exchange.latency_ms = (exchange.ended - exchange.started) * 1000
+        exchange.raw_response = data[:1_000_000] if exchange.parsed is None else b""
+        if exchange.parsed is not None:
+            try:
+                body = json.loads(data)
+            except ValueError:
+                body = None
+            if exchange.status == 200:
+                try:
+                    if not isinstance(body, dict):
+                        raise MalformedResponseError("the answer is not a JSON object")
+                    exchange.response = exchange.wire.map_response(body)
+                except ProviderError as exc:
+                    exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+            else:
+                text = error_message(body, data[:2000].decode(errors="replace"))
+                exc = error_for_status(exchange.status or 0, text, exchange.wire.name)
+                exchange.failure = (type(exc).__name__, str(exc), bool(getattr(
+                    exc, "retryable", exchange.status in (429, 500, 502, 503, 504, 529))),
+                    False, ())
+        self.submit(exchange)
+
+    async def _relay(self, answer: httpx.Response, exchange: Exchange,
+                     record: bool) -> AsyncIterator[bytes]:
+        assembler = exchange.wire.assembler()
+        parser = SSEParser()
+        broken: str | None = None
+        complete = False
+        try:
+            async for chunk in answer.aiter_raw():
+                yield chunk
+                if broken is None and record:
+                    try:
+                        for event in parser.feed(chunk):
+                            assembler.feed(event)
+                    except ProviderError as exc:
+                        broken = str(exc)
+            complete = True
+        except httpx.HTTPError as exc:
+            broken = f"the stream broke mid-way ({type(exc).__name__})"
+        finally:
+            if record:
+                self._finish_stream(exchange, assembler, complete, broken)
+            try:
+                await answer.aclose()
+            except BaseException:  # noqa: BLE001 - the client is gone; nothing to tell it
+                pass
+
+    def _finish_stream(self, exchange: Exchange, assembler: Any, complete: bool,
+                       broken: str | None) -> None:
+        exchange.ended = time.monotonic()
+        exchange.latency_ms = (exchange.ended - exchange.started) * 1000
+        if exchange.parsed is None:
+            self.submit(exchange)
+            return
+        done = assembler.done or getattr(assembler, "finished", False)
+        if complete and broken is None and done:
+            try:
+                exchange.response = exchange.wire.map_response(assembler.body())
+            except ProviderError as exc:
+                exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+            self.submit(exchange)
+            return
+        partial: tuple = ()
+        if assembler.started:
+            try:
+                partial = exchange.wire.map_response(assembler.body()).parts
+            except ProviderError:
+                partial = ()
+        why = broken or ("the upstream ended the stream before its last event" if complete
+                         else "the client went away before the stream ended")
+        exchange.failure = ("StreamInterrupted", why, True, True, partial)
+        self.submit(exchange)
+
+
+def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,
+               timeout: float = 600.0) -> Starlette:
+    """The proxy app: forwards to ``upstreams`` (wire -> base URL), records into ``recorder``."""
+    proxy = _Proxy(recorder, upstreams or {}, timeout)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        proxy.open()
+        try:
+            yield
+        finally:
+            await proxy.client.aclose()
+
+    app = Starlette(routes=[Route("/{path:path}", proxy.handle,
+                                  methods=["GET", "POST", "PUT", "PATCH", "DELETE"])],
+                    lifespan=lifespan)
+    app.state.proxy = proxy
+    return app

@@ -1,0 +1,420 @@
+"""The proxy's journal writer: each finished exchange becomes the loop's own events.
+
+Exchanges are recorded after they were answered, by one writer thread in
+arrival order, so recording adds no latency and appends are serialised.
+Each exchange is one transaction (a proxy killed mid-request leaves no half
+of it). An exchange is threaded (``threads``): appended to the conversation
+whose recorded history its request extends, a fork where it departs from
+one part-way, or a new conversation. What it records:
+
+- the request's new items: ``user_message`` (after ``conversation_completed``
+  when the previous run had ended on an answer), and for tool results
+  ``tool_started`` + ``tool_completed`` (``source="runner"``: the client ran
+  the tool; ``duration_ms`` is the time between the answer that called it and
+  the request that brought its result);
+- ``model_requested`` (digest of the neutral request), then
+  ``model_responded`` (+ ``conversation_completed`` for a final answer) or
+  ``model_failed`` (an upstream error, an unreachable upstream, a stream cut
+  or abandoned mid-way: ``interrupted``, with what arrived as ``partial``).
+
+A request the wire's reader refuses is recorded as an unparsed exchange: a
+conversation of its own, ``conversation_started`` (``metadata.proxy`` holds
+the path, status, reason and the bodies, bounded and redacted) and
+``conversation_failed`` with ``error_type="unparsed"``. Keys never reach the
+journal: headers are not recorded and every recorded body and message goes
+through the providers' ``Redactor`` with the request's key.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.errors import InvalidTransition, TurnlogError
+from turnlog.engine.events import (
+    ConversationCompleted,
+    ConversationFailed,
+    ConversationStarted,
+    Event,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ToolCompleted,
+    ToolStarted,
+    UserMessage,
+    with_valid_unicode,
+)
+from turnlog.engine.machine import Lifecycle
+from turnlog.engine.messages import Message, Part, ToolCall, ToolResult, text_of
+from turnlog.engine.providers import ModelRequest, ModelResponse
+from turnlog.engine.providers._common import UNANSWERED
+from turnlog.engine.providers._redact import Redactor
+from turnlog.engine.state import StateBuilder
+from turnlog.journal import Journal, JournalLockedError
+
+from ..fork import fork_started
+from .threads import ThreadIndex, history_keys, message_keys
+from .wires import ParsedRequest, Wire
+
+__all__ = ["BODY_LIMIT", "Exchange", "Recorder", "proxied", "rebuild_index"]
+
+#: How much of an unparsed exchange's bodies is kept (characters each).
+BODY_LIMIT = 64_000
+#: How long a locked journal is retried before the record is reported as lost.
+LOCK_RETRY_SECONDS = 30.0
+
+
+@dataclass
+class Exchange:
+    """One request and its answer, as the proxy saw them."""
+
+    wire: Wire
+    path: str
+    client: str
+    secret: str | None
+    #: when the request arrived (``time.monotonic``)
+    started: float
+    parsed: ParsedRequest | None = None
+    unparsed: str | None = None
+    conversation: str | None = None
+    raw_request: bytes = b""
+    status: int | None = None
+    response: ModelResponse | None = None
+    #: (error_type, message, retryable, interrupted, partial parts)
+    failure: tuple[str, str, bool, bool, tuple[Part, ...]] | None = None
+    raw_response: bytes = b""
+    latency_ms: float = 0.0
+    ended: float = field(default_factory=time.monotonic)
+
+
+def proxied(started: ConversationStarted) -> dict[str, Any] | None:
+    """The proxy's metadata of a conversation it recorded (``None`` for any other)."""
+    meta = started.metadata.get("proxy") if isinstance(started.metadata, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def rebuild_index(journal: Journal, index: ThreadIndex) -> None:
+    """Load every proxied conversation of ``journal`` into ``index`` (oldest first)."""
+    from turnlog.engine.events import decode_event
+
+    streams = sorted(journal.streams(), key=lambda s: s.first_recorded_at)
+    for info in streams:
+        events = [(row.stream_id, row.seq, decode_event(row.type, row.version, row.payload))
+                  for row in journal.lineage(info.stream_id)]
+        own = [e for s, _, e in events if s == info.stream_id and type(e) is ConversationStarted]
+        if not own or proxied(own[0]) is None or proxied(own[0]).get("unparsed"):
+            continue
+        keys: list[bytes] = []
+        points: list[tuple[str, int]] = []
+        for stream, seq, event in events:
+            kind = type(event)
+            if kind is ConversationStarted and event.fork is None:
+                new = history_keys(event.system, [])
+            elif kind is UserMessage:
+                new = message_keys(Message(role="user", parts=event.parts))
+            elif kind is ModelResponded:
+                new = message_keys(Message(role="assistant", parts=event.parts))
+            elif kind is ToolCompleted:
+                new = message_keys(Message(role="tool", parts=(ToolResult(
+                    call_id=event.call_id, name=event.name, content=event.content),)))
+            else:
+                continue
+            keys += new
+            points += [(stream, seq)] * len(new)
+        index.add(info.stream_id, keys, points)
+
+
+class Recorder:
+    """The writer thread: ``submit`` exchanges, ``drain`` to wait, ``close`` to stop."""
+
+    def __init__(self, db_path: str, *, index: ThreadIndex | None = None) -> None:
+        self.db_path = db_path
+        self.index = index or ThreadIndex()
+        self.recorded = 0
+        self.lost = 0
+        self._queue: queue.Queue[Exchange | None] = queue.Queue()
+        self._open: dict[str, Conversation] = {}
+        self._answered_at: dict[str, float] = {}
+        self._journal: Journal | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="turnlog-proxy-recorder",
+                                        daemon=True)
+
+    def start(self) -> Recorder:
+        """Open the journal (creating it), load the proxied conversations, start writing."""
+        self._thread.start()
+        self._ready.wait()
+        if self._journal is None:
+            raise self._error
+        return self
+
+    def submit(self, exchange: Exchange) -> None:
+        """Queue ``exchange`` to be recorded (never blocks)."""
+        self._queue.put(exchange)
+
+    def drain(self) -> None:
+        """Wait until every submitted exchange is recorded (or reported lost)."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Record what is queued, then stop the thread and close the journal."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    # --- the writer thread ----------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._journal = Journal.open(self.db_path)
+            rebuild_index(self._journal, self.index)
+        except TurnlogError as exc:
+            self._error, self._journal = exc, None
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while True:
+                exchange = self._queue.get()
+                try:
+                    if exchange is None:
+                        return
+                    self._record_retrying(exchange)
+                finally:
+                    self._queue.task_done()
+        finally:
+            self._journal.close()
+
+    def _record_retrying(self, exchange: Exchange) -> None:
+        deadline = time.monotonic() + LOCK_RETRY_SECONDS
+        delay = 0.02
+        while True:
+            try:
+                self.record(exchange)
+                self.recorded += 1
+                return
+            except JournalLockedError as exc:
+                if time.monotonic() > deadline:
+                    self._report(exchange, exc)
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except Exception as exc:  # noqa: BLE001 - reported, never silent, never fatal
+                self._report(exchange, exc)
+                return
+
+    def _report(self, exchange: Exchange, exc: BaseException) -> None:
+        self.lost += 1
+        print(f"turnlog proxy: could not record the {exchange.wire.name} exchange to "
+              f"{exchange.path} ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+
+    # --- one exchange ---------------------------------------------------------
+
+    def record(self, exchange: Exchange) -> str:
+        """Record ``exchange`` now (in the calling thread); return its conversation's id."""
+        journal = self._journal
+        assert journal is not None, "start() first"
+        redactor = Redactor(exchange.secret)
+        if exchange.parsed is None:
+            return self._record_unparsed(exchange, exchange.unparsed or "unreadable", redactor)
+        parsed = exchange.parsed
+        keys = history_keys(parsed.system, parsed.messages)
+        named = exchange.conversation
+        match = self.index.match(keys, only=named) if named is None or named in self.index else None
+        try:
+            if match is not None and match.extends:
+                conv_id = match.conversation_id
+                conversation = self._conversation(conv_id)
+                events, item_events, new_keys = self._plan(
+                    exchange, conversation.builder, keys, match.matched, redactor,
+                    self._answered_at.get(conv_id))
+                rows = conversation.append(*events)
+                seqs = [r.seq for r in rows]
+            else:
+                conv_id = named if named is not None and named not in self.index else (
+                    self._fork_id(match.at) if match is not None else _new_id())
+                started = self._started(exchange, conv_id, match)
+                builder = StateBuilder()
+                if match is not None:
+                    from turnlog.engine.conversation import load_state
+
+                    builder = StateBuilder(load_state(journal, *match.at))
+                builder.apply(started, builder.seq + 1)
+                events, item_events, new_keys = self._plan(
+                    exchange, builder, keys, match.matched if match else 0, redactor, None)
+                conversation = Conversation.start(journal, started, rest=events)
+                self._open[conv_id] = conversation
+                seqs = list(range(conversation.last_seq - len(events) + 1,
+                                  conversation.last_seq + 1))
+                seqs.append(seqs[0] - 1 if seqs else conversation.last_seq)  # [-1]: the start
+                if match is not None:
+                    self.index.branch(match.conversation_id, match.matched, conv_id)
+        except InvalidTransition as exc:
+            self._open.pop(conv_id, None)
+            return self._record_unparsed(
+                exchange, f"its history cannot continue a conversation here: {exc}", redactor)
+        self.index.add(conv_id, new_keys, [(conv_id, seqs[i]) for i in item_events])
+        if exchange.response is not None:
+            self._answered_at[conv_id] = exchange.ended
+        return conv_id
+
+    def _conversation(self, conv_id: str) -> Conversation:
+        conversation = self._open.get(conv_id)
+        if conversation is None:
+            conversation = self._open[conv_id] = Conversation.open(self._journal, conv_id)
+        return conversation
+
+    def _fork_id(self, at: tuple[str, int]) -> str:
+        return f"{at[0]}.fork{at[1]}-{uuid.uuid4().hex[:8]}"
+
+    def _started(self, exchange: Exchange, conv_id: str, match: Any) -> ConversationStarted:
+        parsed = exchange.parsed
+        meta = {"proxy": {"wire": exchange.wire.name, "client": exchange.client,
+                          "path": exchange.path}}
+        if match is not None:
+            return fork_started(self._journal, match.at[0], match.at[1], conv_id, metadata=meta,
+                                model=parsed.model, tools=parsed.tools,
+                                parameters=parsed.parameters)
+        return ConversationStarted(
+            conversation_id=conv_id, provider=exchange.wire.name, model=parsed.model,
+            system=parsed.system, tools=parsed.tools, parameters=parsed.parameters,
+            max_turns=10_000, metadata=meta)
+
+    def _plan(self, exchange: Exchange, builder: StateBuilder, keys: list[bytes], matched: int,
+              redactor: Redactor, answered_at: float | None
+              ) -> tuple[list[Event], list[int], list[bytes]]:
+        """The events for the request's unmatched items and its answer.
+
+        Returns ``(events, the index in events recording each new item, the new items' keys)``;
+        ``builder`` (a copy of the conversation's state) is advanced and checks each event.
+        """
+        scratch = StateBuilder(builder.state())
+        events: list[Event] = []
+        item_events: list[int] = []
+        new_keys: list[bytes] = []
+
+        def add(event: Event) -> int:
+            event = with_valid_unicode(event)
+            scratch.apply(event)
+            events.append(event)
+            return len(events) - 1
+
+        def close_pending() -> None:
+            for call in list(scratch.pending.values()):
+                add(ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments))
+                add(ToolCompleted(call_id=call.id, name=call.name, success=False,
+                                  content=UNANSWERED, error=UNANSWERED, source="runner"))
+
+        parsed = exchange.parsed
+        tool_ms = (None if answered_at is None
+                   else round(max(0.0, exchange.started - answered_at) * 1000, 3))
+        if matched == 0:  # item 0, the system prompt, is recorded by conversation_started
+            new_keys.append(keys[0])
+            item_events.append(-1)
+        position = 1
+        for message in parsed.messages:
+            for key, piece in zip(message_keys(message), _pieces(message), strict=True):
+                if position < matched:
+                    position += 1
+                    continue
+                position += 1
+                new_keys.append(key)
+                kind, value = piece
+                if kind == "result":
+                    call = _answered_call(scratch, value)
+                    if call is None:
+                        raise InvalidTransition(scratch.lifecycle.value, "tool_completed",
+                                                scratch.seq + 1,
+                                                f"result for {value.call_id!r} answers no call")
+                    add(ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments))
+                    item_events.append(add(ToolCompleted(
+                        call_id=call.id, name=call.name, success=not value.is_error,
+                        content=value.content, error=value.content if value.is_error else None,
+                        duration_ms=tool_ms, source="runner")))
+                elif kind == "user":
+                    close_pending()
+                    if scratch.lifecycle is Lifecycle.ANSWERED:
+                        add(ConversationCompleted(final_content=scratch.final_content))
+                    item_events.append(add(UserMessage(parts=value)))
+                else:  # an assistant message the proxy did not answer (the client's own)
+                    close_pending()
+                    item_events.append(add(ModelResponded(
+                        turn=scratch.turn_count + 1, parts=value, source="imported",
+                        stop_reason="tool_use" if any(type(p) is ToolCall for p in value)
+                        else "end_turn")))
+        close_pending()
+        turn = scratch.turn_count + 1
+        request = ModelRequest(model=parsed.model, system=parsed.system,
+                               messages=tuple(parsed.messages), tools=parsed.tools,
+                               parameters=parsed.parameters)
+        attempt = scratch.attempt + 1 if scratch.failure is not None else 1
+        add(ModelRequested(turn=turn, digest=request.digest(), provider=exchange.wire.name,
+                           model=parsed.model, parameters=parsed.parameters, attempt=attempt))
+        response = exchange.response
+        if response is not None:
+            item_events.append(add(ModelResponded(
+                turn=turn, parts=response.parts, stop_reason=response.stop_reason,
+                usage=response.usage, provider=exchange.wire.name,
+                model=response.model or parsed.model, response_id=response.response_id,
+                raw=redactor.data(response.raw, exchange.wire.name),
+                latency_ms=round(exchange.latency_ms, 3))))
+            new_keys += message_keys(Message(role="assistant", parts=response.parts))
+            if scratch.lifecycle is Lifecycle.ANSWERED:
+                add(ConversationCompleted(final_content=text_of(response.parts)))
+        else:
+            error_type, message, retryable, interrupted, partial = exchange.failure or (
+                "ProviderError", "no answer", False, False, ())
+            add(ModelFailed(turn=turn, error_type=error_type, message=redactor.message(message),
+                            provider=exchange.wire.name, model=parsed.model,
+                            status=exchange.status, retryable=retryable,
+                            latency_ms=round(exchange.latency_ms, 3), interrupted=interrupted,
+                            partial=partial))
+        return events, item_events, new_keys
+
+    def _record_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor) -> str:
+        conv_id = _new_id()
+        raw_request = redactor.message(exchange.raw_request[:BODY_LIMIT].decode(errors="replace"))
+        raw_response = redactor.message(
+            exchange.raw_response[:BODY_LIMIT].decode(errors="replace"))
+        meta = {"proxy": {"wire": exchange.wire.name, "client": exchange.client,
+                          "path": exchange.path, "status": exchange.status,
+                          "unparsed": reason, "request": raw_request, "response": raw_response}}
+        model = exchange.parsed.model if exchange.parsed is not None else ""
+        started = with_valid_unicode(ConversationStarted(
+            conversation_id=conv_id, provider=exchange.wire.name, model=model, metadata=meta))
+        Conversation.start(self._journal, started, rest=[ConversationFailed(
+            error=f"unparsed exchange: {reason}", error_type="unparsed")])
+        return conv_id
+
+
+def _new_id() -> str:
+    return f"px-{uuid.uuid4().hex[:12]}"
+
+
+def _pieces(message: Message) -> list[tuple[str, Any]]:
+    """The message's items in ``message_keys`` order: (kind, value)."""
+    if message.role == "assistant":
+        return [("assistant", message.parts)]
+    results = [("result", p) for p in message.parts if type(p) is ToolResult]
+    rest = tuple(p for p in message.parts if type(p) is not ToolResult)
+    return results + ([("user", rest)] if rest else [])
+
+
+def _answered_call(builder: StateBuilder, result: ToolResult) -> ToolCall | None:
+    """The pending call ``result`` answers: by id, else the first pending of its name, else the first."""
+    pending = list(builder.pending.values())
+    for call in pending:
+        if call.id == result.call_id or call.provider_id == result.call_id:
+            return call
+    for call in pending:
+        if call.name == result.name:
+            return call
+    return pending[0] if pending else None
+
+

@@ -1,0 +1,151 @@
+"""Threading: which recorded conversation a request's history extends.
+
+A client resends the whole history with every request. The history is cut
+into items (the system prompt, each user message, each assistant message,
+each tool result) and each item gets a key that both sides of the wire agree
+on: an assistant message is keyed by its text and its calls' names and
+arguments (never thinking or ids, which clients drop or Gemini invents), a
+tool result by its content. A conversation's keys are chained (each hash
+covers all before it), so the longest recorded prefix of a request is found
+with one dictionary lookup per item, however many conversations there are.
+
+>>> from turnlog.engine.messages import Message, Text
+>>> index = ThreadIndex()
+>>> keys = history_keys("sys", [Message(role="user", parts=(Text(text="hi"),))])
+>>> index.add("c1", keys, [("c1", 1), ("c1", 2)])
+>>> index.match(keys + history_keys("", [Message(role="user", parts=(Text(text="more"),))])[1:])
+Match(conversation_id='c1', matched=2, extends=True, at=('c1', 2))
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from turnlog.engine.messages import Message, Part, Text, ToolCall, ToolResult
+
+__all__ = ["Match", "ThreadIndex", "chain", "history_keys", "message_keys"]
+
+_encode = msgspec.json.Encoder(order="sorted").encode
+
+
+def _assistant_key(parts: Sequence[Part]) -> bytes:
+    text = "".join(p.text for p in parts if type(p) is Text).strip()
+    calls = [(p.name, p.arguments if p.invalid is None else p.raw_arguments)
+             for p in parts if type(p) is ToolCall]
+    return _encode(["a", text, calls])
+
+
+def message_keys(message: Message) -> list[bytes]:
+    """The item keys of one neutral message (a tool message has one per result)."""
+    if message.role == "assistant":
+        return [_assistant_key(message.parts)]
+    results = [p for p in message.parts if type(p) is ToolResult]
+    rest = tuple(p for p in message.parts if type(p) is not ToolResult)
+    keys = [_encode(["r", p.content]) for p in results]
+    if rest:
+        keys.append(_encode(["u", msgspec.to_builtins(rest)]))
+    return keys
+
+
+def history_keys(system: str, messages: Sequence[Message]) -> list[bytes]:
+    """The item keys of a whole history: the system prompt first."""
+    keys = [_encode(["s", system])]
+    for message in messages:
+        keys.extend(message_keys(message))
+    return keys
+
+
+def chain(keys: Sequence[bytes], start: bytes = b"") -> list[bytes]:
+    """Each prefix of ``keys`` as one hash (``chain(k)[i]`` covers ``k[:i + 1]``)."""
+    out, h = [], start
+    for key in keys:
+        h = hashlib.sha256(h + key).digest()
+        out.append(h)
+    return out
+
+
+@dataclass(frozen=True)
+class Match:
+    """The conversation a request threads onto and how far it matched.
+
+    ``extends``: the request continues it from its end; otherwise it departs
+    after ``matched`` items, at ``at`` (the stream and seq that recorded the
+    last matched item: the fork point).
+    """
+
+    conversation_id: str
+    matched: int
+    extends: bool
+    at: tuple[str, int]
+
+
+@dataclass
+class _Thread:
+    hashes: list[bytes] = field(default_factory=list)
+    points: list[tuple[str, int]] = field(default_factory=list)
+    order: int = 0
+
+
+class ThreadIndex:
+    """Every recorded conversation's item chain, and the longest-match lookup."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, _Thread] = {}
+        self._by_hash: dict[bytes, dict[str, int]] = {}
+        self._order = 0
+
+    def __contains__(self, conversation_id: object) -> bool:
+        return conversation_id in self._threads
+
+    def length(self, conversation_id: str) -> int:
+        """How many items ``conversation_id`` holds."""
+        return len(self._threads[conversation_id].hashes)
+
+    def add(self, conversation_id: str, keys: Sequence[bytes],
+            points: Sequence[tuple[str, int]]) -> None:
+        """Append items to ``conversation_id`` (new or known).
+
+        ``points[i]`` is the (stream, seq) of the event that recorded item i.
+        """
+        thread = self._threads.setdefault(conversation_id, _Thread())
+        self._order += 1
+        thread.order = self._order
+        start = thread.hashes[-1] if thread.hashes else b""
+        for h, point in zip(chain(keys, start), points, strict=True):
+            self._by_hash.setdefault(h, {})[conversation_id] = len(thread.hashes)
+            thread.hashes.append(h)
+            thread.points.append(point)
+
+    def branch(self, parent: str, matched: int, child: str) -> None:
+        """Start ``child`` (a fork) with the first ``matched`` items of ``parent``."""
+        source = self._threads[parent]
+        self._order += 1
+        thread = self._threads[child] = _Thread(source.hashes[:matched], source.points[:matched],
+                                                self._order)
+        for i, h in enumerate(thread.hashes):
+            self._by_hash.setdefault(h, {})[child] = i
+
+    def match(self, keys: Sequence[bytes], only: str | None = None) -> Match | None:
+        """The conversation whose recorded history ``keys`` extends furthest (``None``: none).
+
+        Among conversations that match as far, one the request extends from
+        its end wins, then the most recently added. ``only`` restricts the
+        search to that conversation (the ``x-turnlog-conversation`` header).
+        """
+        hashes = chain(keys)
+        for n in range(len(hashes), 0, -1):
+            holders = self._by_hash.get(hashes[n - 1])
+            if not holders:
+                continue
+            candidates = [c for c in holders if only is None or c == only]
+            if not candidates:
+                continue
+            best = max(candidates, key=lambda c: (len(self._threads[c].hashes) == n,
+                                                  self._threads[c].order))
+            thread = self._threads[best]
+            return Match(best, n, len(thread.hashes) == n, thread.points[n - 1])
+        return None
