@@ -130,13 +130,17 @@ class ThreadIndex:
             self._by_hash.setdefault(h, {})[child] = i
 
     def match(self, keys: Sequence[bytes], only: str | None = None) -> Match | None:
-        """The conversation whose recorded history ``keys`` extends furthest (``None``: none).
+        """The conversation ``keys`` threads onto (``None``: none shares even the system prompt).
 
-        Among conversations that match as far, one the request extends from
-        its end wins, then the most recently added. ``only`` restricts the
-        search to that conversation (the ``x-turnlog-conversation`` header).
+        A conversation whose whole recorded history the request extends wins
+        (the longest such; a rerun of a recorded session stays one
+        conversation rather than forking at every turn that happens to
+        repeat the earlier run). Otherwise the longest match is a departure
+        from it. Ties go to the most recently recorded. ``only`` restricts
+        the search to that conversation (the ``x-turnlog-conversation`` header).
         """
         hashes = chain(keys)
+        departure: Match | None = None
         for n in range(len(hashes), 0, -1):
             holders = self._by_hash.get(hashes[n - 1])
             if not holders:
@@ -144,8 +148,11 @@ class ThreadIndex:
             candidates = [c for c in holders if only is None or c == only]
             if not candidates:
                 continue
-            best = max(candidates, key=lambda c: (len(self._threads[c].hashes) == n,
-                                                  self._threads[c].order))
-            thread = self._threads[best]
-            return Match(best, n, len(thread.hashes) == n, thread.points[n - 1])
-        return None
+            ends = [c for c in candidates if len(self._threads[c].hashes) == n]
+            if ends:
+                best = max(ends, key=lambda c: self._threads[c].order)
+                return Match(best, n, True, self._threads[best].points[n - 1])
+            if departure is None:
+                best = max(candidates, key=lambda c: self._threads[c].order)
+                departure = Match(best, n, False, self._threads[best].points[n - 1])
+        return departure
