@@ -13,6 +13,7 @@ wire's reader refuses, is recorded as an unparsed exchange.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,7 +29,9 @@ from turnlog.engine.errors import MalformedResponseError, ProviderError
 from turnlog.engine.providers._common import error_for_status, error_message
 
 from .recorder import Exchange, Recorder
+from .replaying import Divergence, ReplayBook
 from .sse import SSEParser
+from .streams import sse_events
 from .wires import DEFAULT_UPSTREAMS, UnparsedRequest, Wire, WIRES, error_body, parse_request, wire_for_path
 
 __all__ = ["CONVERSATION_HEADER", "create_app"]
@@ -58,8 +61,9 @@ def _fallback_wire(path: str) -> Wire:
 
 class _Proxy:
     def __init__(self, recorder: Recorder | None, upstreams: dict[str, str],
-                 timeout: float) -> None:
+                 timeout: float, book: ReplayBook | None = None) -> None:
         self.recorder = recorder
+        self.book = book
         self.upstreams = {**DEFAULT_UPSTREAMS, **upstreams}
         self.timeout = timeout
         self.client: httpx.AsyncClient | None = None
@@ -82,7 +86,26 @@ class _Proxy:
         if self.recorder is not None:
             self.recorder.submit(exchange)
 
+    async def replay(self, request: Request) -> Response:
+        """Answer from the ``ReplayBook``: the recorded answer, or the divergence as an error."""
+        path = request.url.path
+        wire = wire_for_path(path) or _fallback_wire(path)
+        raw = await request.body()
+        try:
+            parsed = parse_request(wire, path, raw)
+            status, body = self.book.answer(wire.name, parsed)
+        except (UnparsedRequest, Divergence) as exc:
+            message = f"turnlog proxy --replay: {exc}"
+            print(message, file=sys.stderr, flush=True)
+            return JSONResponse(error_body(wire, 400, message), status_code=400)
+        if status == 200 and parsed.stream:
+            return StreamingResponse(iter(sse_events(wire.name, body)),
+                                     media_type="text/event-stream")
+        return JSONResponse(body, status_code=status)
+
     async def handle(self, request: Request) -> Response:
+        if self.book is not None:
+            return await self.replay(request)
         path = request.url.path
         wire = wire_for_path(path)
         known = wire is not None
@@ -223,9 +246,10 @@ class _Proxy:
 
 
 def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,
-               timeout: float = 600.0) -> Starlette:
-    """The proxy app: forwards to ``upstreams`` (wire -> base URL), records into ``recorder``."""
-    proxy = _Proxy(recorder, upstreams or {}, timeout)
+               timeout: float = 600.0, book: ReplayBook | None = None) -> Starlette:
+    """The proxy app: forwards to ``upstreams`` (wire -> base URL), records into ``recorder``;
+    with a ``book``, answers from it instead and reaches no upstream."""
+    proxy = _Proxy(recorder, upstreams or {}, timeout, book)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

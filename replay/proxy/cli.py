@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from turnlog.engine.cli._common import CLIError, db_option, translate_errors
+from turnlog.engine.cli._common import CLIError, db_option, journal_for, translate_errors
 
 from ..view.cli import _extra, _listen
 from .wires import UPSTREAM_NAMES
@@ -41,9 +41,16 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
                    "that wire's SDK takes (OpenAI's ends in /v1). Repeatable.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, help="Seconds to wait for the upstream (then 504).")
+@click.option("--replay", is_flag=True,
+              help="Answer from the journal, with no upstream: a request that differs from "
+                   "every recording gets an error naming the first differing message.")
+@click.option("--ignore", "ignore", multiple=True, metavar="FIELD",
+              help="With --replay: a request field that never counts as a difference "
+                   "(user, metadata and stream_options never do). Repeatable.")
 @db_option
 @translate_errors
-def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, db_path: str) -> None:
+def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, replay: bool,
+          ignore: tuple[str, ...], db_path: str) -> None:
     """Serve the model APIs (OpenAI Chat and Responses, Anthropic Messages, Gemini) and
     record every exchange as a conversation in the journal, forwarding it upstream
     unchanged. Prints `proxy on http://HOST:PORT`; Ctrl-C stops it. Point an SDK's
@@ -59,9 +66,18 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, db_pa
     from .app import create_app
     from .recorder import Recorder
 
-    recorder = Recorder(db_path).start()
+    if ignore and not replay:
+        raise CLIError("--ignore applies to --replay only")
+    if replay:
+        from .replaying import ReplayBook
+
+        with journal_for(db_path, readonly=True) as journal:
+            book = ReplayBook(journal, ignore)
+        recorder = None
+    else:
+        book, recorder = None, Recorder(db_path).start()
     try:
-        app = create_app(recorder, upstreams, timeout=timeout)
+        app = create_app(recorder, upstreams, timeout=timeout, book=book)
         sock = _listen(host, port)
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
@@ -71,8 +87,9 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, db_pa
                                                timeout_graceful_shutdown=2, lifespan="on"))
         server.run(sockets=[sock])
     finally:
-        recorder.close()
-    if recorder.lost:
+        if recorder is not None:
+            recorder.close()
+    if recorder is not None and recorder.lost:
         raise CLIError(f"{recorder.lost} exchange(s) could not be recorded (see above)")
 
 

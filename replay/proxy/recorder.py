@@ -59,7 +59,7 @@ from turnlog.engine.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError
 
 from ..fork import fork_started
-from .threads import ThreadIndex, history_keys, message_keys
+from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
 from .wires import ParsedRequest, Wire
 
 __all__ = ["BODY_LIMIT", "Exchange", "Recorder", "proxied", "rebuild_index"]
@@ -319,7 +319,8 @@ class Recorder:
             item_events.append(-1)
         position = 1
         for message in parsed.messages:
-            for key, piece in zip(message_keys(message), _pieces(message), strict=True):
+            for piece in message_items(message):
+                key = item_key(*piece)
                 if position < matched:
                     position += 1
                     continue
@@ -395,15 +396,6 @@ class Recorder:
 
 def _new_id() -> str:
     return f"px-{uuid.uuid4().hex[:12]}"
-
-
-def _pieces(message: Message) -> list[tuple[str, Any]]:
-    """The message's items in ``message_keys`` order: (kind, value)."""
-    if message.role == "assistant":
-        return [("assistant", message.parts)]
-    results = [("result", p) for p in message.parts if type(p) is ToolResult]
-    rest = tuple(p for p in message.parts if type(p) is not ToolResult)
-    return results + ([("user", rest)] if rest else [])
 
 
 def _answered_call(builder: StateBuilder, result: ToolResult) -> ToolCall | None:

@@ -22,12 +22,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
 from turnlog.engine.messages import Message, Part, Text, ToolCall, ToolResult
 
-__all__ = ["Match", "ThreadIndex", "chain", "history_keys", "message_keys"]
+__all__ = ["Match", "ThreadIndex", "chain", "history_keys", "item_key", "message_items",
+           "message_keys"]
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 
@@ -39,21 +41,35 @@ def _assistant_key(parts: Sequence[Part]) -> bytes:
     return _encode(["a", text, calls])
 
 
+def message_items(message: Message) -> list[tuple[str, Any]]:
+    """One neutral message as items: ``("assistant", parts)``, ``("result", ToolResult)``
+    (one per result) and ``("user", parts)`` (its other parts)."""
+    if message.role == "assistant":
+        return [("assistant", message.parts)]
+    items: list[tuple[str, Any]] = [("result", p) for p in message.parts if type(p) is ToolResult]
+    rest = tuple(p for p in message.parts if type(p) is not ToolResult)
+    return items + ([("user", rest)] if rest else [])
+
+
+def item_key(kind: str, value: Any) -> bytes:
+    """The key of one item (``message_items``; ``("system", text)`` for the system prompt)."""
+    if kind == "assistant":
+        return _assistant_key(value)
+    if kind == "result":
+        return _encode(["r", value.content])
+    if kind == "system":
+        return _encode(["s", value])
+    return _encode(["u", msgspec.to_builtins(value)])
+
+
 def message_keys(message: Message) -> list[bytes]:
     """The item keys of one neutral message (a tool message has one per result)."""
-    if message.role == "assistant":
-        return [_assistant_key(message.parts)]
-    results = [p for p in message.parts if type(p) is ToolResult]
-    rest = tuple(p for p in message.parts if type(p) is not ToolResult)
-    keys = [_encode(["r", p.content]) for p in results]
-    if rest:
-        keys.append(_encode(["u", msgspec.to_builtins(rest)]))
-    return keys
+    return [item_key(kind, value) for kind, value in message_items(message)]
 
 
 def history_keys(system: str, messages: Sequence[Message]) -> list[bytes]:
     """The item keys of a whole history: the system prompt first."""
-    keys = [_encode(["s", system])]
+    keys = [item_key("system", system)]
     for message in messages:
         keys.extend(message_keys(message))
     return keys

@@ -18,12 +18,16 @@ import uvicorn
 from tests.fakeapi import FakeAPI
 
 from turnlog.replay.proxy.app import create_app
+from turnlog.journal import Journal
 from turnlog.replay.proxy.recorder import Recorder
+from turnlog.replay.proxy.replaying import ReplayBook
 
 
 class ProxyServer:
     def __init__(self, db: Path | str, fake: FakeAPI | None = None, *,
-                 upstreams: dict[str, str] | None = None, timeout: float = 30.0) -> None:
+                 upstreams: dict[str, str] | None = None, timeout: float = 30.0,
+                 replay: bool = False, ignore: tuple[str, ...] = ()) -> None:
+        self.replay, self.ignore = replay, ignore
         self.db = str(db)
         if upstreams is None and fake is not None:
             upstreams = {"openai": fake.base_url("openai"), "anthropic": fake.base_url("anthropic"),
@@ -36,8 +40,13 @@ class ProxyServer:
         self.port = 0
 
     def start(self) -> ProxyServer:
-        self.recorder = Recorder(self.db).start()
-        app = create_app(self.recorder, self.upstreams, timeout=self.timeout)
+        book = None
+        if self.replay:
+            with Journal(self.db) as journal:
+                book = ReplayBook(journal, self.ignore)
+        else:
+            self.recorder = Recorder(self.db).start()
+        app = create_app(self.recorder, self.upstreams, timeout=self.timeout, book=book)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
@@ -57,8 +66,8 @@ class ProxyServer:
         return f"{root}/v1" if wire.startswith("openai") else root
 
     def drain(self) -> None:
-        assert self.recorder is not None
-        self.recorder.drain()
+        if self.recorder is not None:
+            self.recorder.drain()
 
     def stop(self) -> None:
         if self._server is not None:
