@@ -112,10 +112,11 @@ def rebuild_index(journal: Journal, index: ThreadIndex) -> None:
             continue
         keys: list[bytes] = []
         points: list[tuple[str, int]] = []
+        wire = proxied(own[0]).get("wire", own[0].provider)
         for stream, seq, event in events:
             kind = type(event)
             if kind is ConversationStarted and event.fork is None:
-                new = history_keys(event.system, [])
+                new = history_keys(wire, event.system, [])
             elif kind is UserMessage:
                 new = message_keys(Message(role="user", parts=event.parts))
             elif kind is ModelResponded:
@@ -224,7 +225,7 @@ class Recorder:
         if exchange.parsed is None:
             return self._record_unparsed(exchange, exchange.unparsed or "unreadable", redactor)
         parsed = exchange.parsed
-        keys = history_keys(parsed.system, parsed.messages)
+        keys = history_keys(exchange.wire.name, parsed.system, parsed.messages)
         named = exchange.conversation
         match = self.index.match(keys, only=named) if named is None or named in self.index else None
         try:

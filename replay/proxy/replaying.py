@@ -51,7 +51,7 @@ def _short(text: str, limit: int = 80) -> str:
 def describe(kind: str, value: Any) -> str:
     """One item in words: ``user message 'hi'``, ``tool result '…'`` …"""
     if kind == "system":
-        return f"system prompt {_short(value)}"
+        return f"system prompt {_short(value[1])}"
     if kind == "result":
         return f"tool result for {value.name or value.call_id} {_short(value.content)}"
     text = "".join(p.text for p in value if type(p) is Text)
@@ -110,7 +110,7 @@ class ReplayBook:
             if kind is ConversationStarted:
                 tools = event.tools
                 if event.fork is None:
-                    new = [("system", event.system)]
+                    new = [("system", (wire, event.system))]
             elif kind is UserMessage:
                 new = message_items(Message(role="user", parts=event.parts))
             elif kind is ToolCompleted:
@@ -137,7 +137,7 @@ class ReplayBook:
 
     def answer(self, wire: str, parsed: ParsedRequest) -> tuple[int, Any]:
         """``(status, body)`` recorded for this request; ``Divergence`` when there is none."""
-        items = [("system", parsed.system)] + [i for m in parsed.messages
+        items = [("system", (wire, parsed.system))] + [i for m in parsed.messages
                                                for i in message_items(m)]
         keys = [item_key(*i) for i in items]
         settings = self.settings(parsed.model, parsed.tools, parsed.parameters)
@@ -163,8 +163,8 @@ class ReplayBook:
     def _history_differs(self, items: list[tuple[str, Any]], keys: list[bytes]) -> str:
         match = self.index.match(keys)
         if match is None:
-            return ("no recorded conversation has this system prompt "
-                    f"({describe(*items[0])})")
+            return (f"no conversation recorded on the {items[0][1][0]} wire has this system "
+                    f"prompt ({describe(*items[0])})")
         recorded = self.items[match.conversation_id]
         n = match.matched
         where = f"conversation {match.conversation_id}, message {n}"

@@ -11,9 +11,9 @@ with one dictionary lookup per item, however many conversations there are.
 
 >>> from turnlog.engine.messages import Message, Text
 >>> index = ThreadIndex()
->>> keys = history_keys("sys", [Message(role="user", parts=(Text(text="hi"),))])
+>>> keys = history_keys("openai", "sys", [Message(role="user", parts=(Text(text="hi"),))])
 >>> index.add("c1", keys, [("c1", 1), ("c1", 2)])
->>> index.match(keys + history_keys("", [Message(role="user", parts=(Text(text="more"),))])[1:])
+>>> index.match(keys + history_keys("openai", "", [Message(role="user", parts=(Text(text="more"),))])[1:])
 Match(conversation_id='c1', matched=2, extends=True, at=('c1', 2))
 """
 
@@ -52,13 +52,14 @@ def message_items(message: Message) -> list[tuple[str, Any]]:
 
 
 def item_key(kind: str, value: Any) -> bytes:
-    """The key of one item (``message_items``; ``("system", text)`` for the system prompt)."""
+    """The key of one item (``message_items``; ``("system", (wire, text))`` for the system
+    prompt: a request threads only onto conversations recorded on its own wire)."""
     if kind == "assistant":
         return _assistant_key(value)
     if kind == "result":
         return _encode(["r", value.content])
     if kind == "system":
-        return _encode(["s", value])
+        return _encode(["s", *value])
     return _encode(["u", msgspec.to_builtins(value)])
 
 
@@ -67,9 +68,9 @@ def message_keys(message: Message) -> list[bytes]:
     return [item_key(kind, value) for kind, value in message_items(message)]
 
 
-def history_keys(system: str, messages: Sequence[Message]) -> list[bytes]:
-    """The item keys of a whole history: the system prompt first."""
-    keys = [item_key("system", system)]
+def history_keys(wire: str, system: str, messages: Sequence[Message]) -> list[bytes]:
+    """The item keys of a whole history sent on ``wire``: the system prompt first."""
+    keys = [item_key("system", (wire, system))]
     for message in messages:
         keys.extend(message_keys(message))
     return keys
