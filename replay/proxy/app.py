@@ -32,6 +32,7 @@ from .recorder import Exchange, Recorder
 from .replaying import Divergence, ReplayBook
 from .sse import SSEParser
 from .streams import sse_events
+from .translate import response_body, target_request
 from .wires import DEFAULT_UPSTREAMS, UnparsedRequest, Wire, WIRES, error_body, parse_request, wire_for_path
 
 __all__ = ["CONVERSATION_HEADER", "create_app"]
@@ -61,9 +62,11 @@ def _fallback_wire(path: str) -> Wire:
 
 class _Proxy:
     def __init__(self, recorder: Recorder | None, upstreams: dict[str, str],
-                 timeout: float, book: ReplayBook | None = None) -> None:
+                 timeout: float, book: ReplayBook | None = None,
+                 to: tuple[str, str] | None = None) -> None:
         self.recorder = recorder
         self.book = book
+        self.to = to
         self.upstreams = {**DEFAULT_UPSTREAMS, **upstreams}
         self.timeout = timeout
         self.client: httpx.AsyncClient | None = None
@@ -125,6 +128,8 @@ class _Proxy:
                     exchange.unparsed = str(exc)
             if exchange.parsed is None:
                 exchange.raw_request = raw[:1_000_000]
+        if self.to is not None and known and record:
+            return await self.swap(wire, exchange)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
         headers.append(("accept-encoding", "identity"))
         assert self.client is not None
@@ -155,6 +160,61 @@ class _Proxy:
         if record:
             self._finish_plain(exchange, data)
         return Response(data, status_code=answer.status_code, headers=dict(back))
+
+    async def swap(self, wire: Wire, exchange: Exchange) -> Response:
+        """Send the request to the ``--to`` provider and answer in the client's wire."""
+        target, model = self.to
+        exchange.target, exchange.target_model = target, model
+        parsed = exchange.parsed
+        if parsed is None:
+            message = f"turnlog proxy --to {target}: cannot translate this request: {exchange.unparsed}"
+            exchange.status, exchange.ended = 400, time.monotonic()
+            self.submit(exchange)
+            return JSONResponse(error_body(wire, 400, message), status_code=400)
+        target_wire = WIRES[target]
+        url, headers, body, _ = target_request(target, model, parsed,
+                                               self.upstreams[target_wire.upstream], wire.name)
+        exchange.secret = next(iter(headers.values())).removeprefix("Bearer ") or None
+        try:
+            answer = await self.client.post(url, json=body, headers=headers)
+        except httpx.TimeoutException as exc:
+            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
+                                     f"the upstream timed out ({type(exc).__name__})", True)
+        except httpx.HTTPError as exc:
+            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                     f"the upstream cannot be reached ({type(exc).__name__}: "
+                                     f"{exc})", True)
+        exchange.status = answer.status_code
+        exchange.ended = time.monotonic()
+        exchange.latency_ms = (exchange.ended - exchange.started) * 1000
+        try:
+            data = answer.json()
+        except ValueError:
+            data = None
+        if answer.status_code == 200:
+            try:
+                if not isinstance(data, dict):
+                    raise MalformedResponseError("the answer is not a JSON object")
+                exchange.response = target_wire.map_response(data)
+            except ProviderError as exc:
+                exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+                self.submit(exchange)
+                return JSONResponse(error_body(wire, 502, f"turnlog proxy --to {target}: {exc}"),
+                                    status_code=502)
+            self.submit(exchange)
+            out = response_body(wire.name, exchange.response, parsed.model)
+            if parsed.stream:
+                return StreamingResponse(iter(sse_events(wire.name, out)),
+                                         media_type="text/event-stream")
+            return JSONResponse(out)
+        text = error_message(data, answer.text[:2000])
+        exc = error_for_status(answer.status_code, text, target, secret=exchange.secret)
+        exchange.failure = (type(exc).__name__, str(exc), bool(getattr(exc, "retryable", False)),
+                            False, ())
+        self.submit(exchange)
+        return JSONResponse(error_body(wire, answer.status_code, f"{target}: {text}"),
+                            status_code=answer.status_code, headers={
+                                k: v for k, v in answer.headers.items() if k == "retry-after"})
 
     def _unreachable(self, exchange: Exchange, wire: Wire, status: int, error_type: str,
                      message: str, record: bool) -> Response:
@@ -246,10 +306,12 @@ class _Proxy:
 
 
 def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,
-               timeout: float = 600.0, book: ReplayBook | None = None) -> Starlette:
+               timeout: float = 600.0, book: ReplayBook | None = None,
+               to: tuple[str, str] | None = None) -> Starlette:
     """The proxy app: forwards to ``upstreams`` (wire -> base URL), records into ``recorder``;
-    with a ``book``, answers from it instead and reaches no upstream."""
-    proxy = _Proxy(recorder, upstreams or {}, timeout, book)
+    with a ``book``, answers from it instead and reaches no upstream; with ``to``
+    (provider, model), translates every request to that provider and the answer back."""
+    proxy = _Proxy(recorder, upstreams or {}, timeout, book, to)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

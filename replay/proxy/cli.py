@@ -15,6 +15,7 @@ import click
 from turnlog.engine.cli._common import CLIError, db_option, journal_for, translate_errors
 
 from ..view.cli import _extra, _listen
+from .translate import TARGETS
 from .wires import UPSTREAM_NAMES
 
 __all__ = ["COMMANDS", "proxy"]
@@ -47,10 +48,14 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--ignore", "ignore", multiple=True, metavar="FIELD",
               help="With --replay: a request field that never counts as a difference "
                    "(user, metadata and stream_options never do). Repeatable.")
+@click.option("--to", "to", type=click.Choice(TARGETS),
+              help="Translate every request to this provider's wire (its key from its usual "
+                   "environment variable) and the answer back to the client's.")
+@click.option("--model", help="With --to: the model to ask.")
 @db_option
 @translate_errors
 def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, replay: bool,
-          ignore: tuple[str, ...], db_path: str) -> None:
+          ignore: tuple[str, ...], to: str | None, model: str | None, db_path: str) -> None:
     """Serve the model APIs (OpenAI Chat and Responses, Anthropic Messages, Gemini) and
     record every exchange as a conversation in the journal, forwarding it upstream
     unchanged. Prints `proxy on http://HOST:PORT`; Ctrl-C stops it. Point an SDK's
@@ -68,6 +73,10 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, repla
 
     if ignore and not replay:
         raise CLIError("--ignore applies to --replay only")
+    if (to is None) != (model is None):
+        raise CLIError("--to and --model go together: --to PROVIDER --model M")
+    if to is not None and replay:
+        raise CLIError("--to and --replay exclude each other (replay needs no upstream)")
     if replay:
         from .replaying import ReplayBook
 
@@ -77,7 +86,8 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, repla
     else:
         book, recorder = None, Recorder(db_path).start()
     try:
-        app = create_app(recorder, upstreams, timeout=timeout, book=book)
+        app = create_app(recorder, upstreams, timeout=timeout, book=book,
+                         to=(to, model) if to else None)
         sock = _listen(host, port)
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host

@@ -90,6 +90,9 @@ class Exchange:
     failure: tuple[str, str, bool, bool, tuple[Part, ...]] | None = None
     raw_response: bytes = b""
     latency_ms: float = 0.0
+    #: with ``--to``: the provider and model that answered instead of the client's wire
+    target: str | None = None
+    target_model: str | None = None
     ended: float = field(default_factory=time.monotonic)
 
 
@@ -278,12 +281,15 @@ class Recorder:
         parsed = exchange.parsed
         meta = {"proxy": {"wire": exchange.wire.name, "client": exchange.client,
                           "path": exchange.path}}
+        if exchange.target is not None:
+            meta["proxy"]["to"] = exchange.target
+        provider, model = _answering(exchange)
         if match is not None:
             return fork_started(self._journal, match.at[0], match.at[1], conv_id, metadata=meta,
-                                model=parsed.model, tools=parsed.tools,
+                                provider=provider, model=model, tools=parsed.tools,
                                 parameters=parsed.parameters)
         return ConversationStarted(
-            conversation_id=conv_id, provider=exchange.wire.name, model=parsed.model,
+            conversation_id=conv_id, provider=provider, model=model,
             system=parsed.system, tools=parsed.tools, parameters=parsed.parameters,
             max_turns=10_000, metadata=meta)
 
@@ -352,19 +358,20 @@ class Recorder:
                         else "end_turn")))
         close_pending()
         turn = scratch.turn_count + 1
-        request = ModelRequest(model=parsed.model, system=parsed.system,
+        provider, model = _answering(exchange)
+        request = ModelRequest(model=model, system=parsed.system,
                                messages=tuple(parsed.messages), tools=parsed.tools,
                                parameters=parsed.parameters)
         attempt = scratch.attempt + 1 if scratch.failure is not None else 1
-        add(ModelRequested(turn=turn, digest=request.digest(), provider=exchange.wire.name,
-                           model=parsed.model, parameters=parsed.parameters, attempt=attempt))
+        add(ModelRequested(turn=turn, digest=request.digest(), provider=provider,
+                           model=model, parameters=parsed.parameters, attempt=attempt))
         response = exchange.response
         if response is not None:
             item_events.append(add(ModelResponded(
                 turn=turn, parts=response.parts, stop_reason=response.stop_reason,
-                usage=response.usage, provider=exchange.wire.name,
-                model=response.model or parsed.model, response_id=response.response_id,
-                raw=redactor.data(response.raw, exchange.wire.name),
+                usage=response.usage, provider=provider,
+                model=response.model or model, response_id=response.response_id,
+                raw=redactor.data(response.raw, provider),
                 latency_ms=round(exchange.latency_ms, 3))))
             new_keys += message_keys(Message(role="assistant", parts=response.parts))
             if scratch.lifecycle is Lifecycle.ANSWERED:
@@ -373,7 +380,7 @@ class Recorder:
             error_type, message, retryable, interrupted, partial = exchange.failure or (
                 "ProviderError", "no answer", False, False, ())
             add(ModelFailed(turn=turn, error_type=error_type, message=redactor.message(message),
-                            provider=exchange.wire.name, model=parsed.model,
+                            provider=provider, model=model,
                             status=exchange.status, retryable=retryable,
                             latency_ms=round(exchange.latency_ms, 3), interrupted=interrupted,
                             partial=partial))
@@ -393,6 +400,13 @@ class Recorder:
         Conversation.start(self._journal, started, rest=[ConversationFailed(
             error=f"unparsed exchange: {reason}", error_type="unparsed")])
         return conv_id
+
+
+def _answering(exchange: Exchange) -> tuple[str, str]:
+    """The provider and model that answered: the ``--to`` target, else the client's wire."""
+    if exchange.target is not None:
+        return exchange.target, exchange.target_model or exchange.parsed.model
+    return exchange.wire.name, exchange.parsed.model
 
 
 def _new_id() -> str:

@@ -26,8 +26,9 @@ from turnlog.replay.proxy.replaying import ReplayBook
 class ProxyServer:
     def __init__(self, db: Path | str, fake: FakeAPI | None = None, *,
                  upstreams: dict[str, str] | None = None, timeout: float = 30.0,
-                 replay: bool = False, ignore: tuple[str, ...] = ()) -> None:
-        self.replay, self.ignore = replay, ignore
+                 replay: bool = False, ignore: tuple[str, ...] = (),
+                 to: tuple[str, str] | None = None) -> None:
+        self.replay, self.ignore, self.to = replay, ignore, to
         self.db = str(db)
         if upstreams is None and fake is not None:
             upstreams = {"openai": fake.base_url("openai"), "anthropic": fake.base_url("anthropic"),
@@ -46,7 +47,8 @@ class ProxyServer:
                 book = ReplayBook(journal, self.ignore)
         else:
             self.recorder = Recorder(self.db).start()
-        app = create_app(self.recorder, self.upstreams, timeout=self.timeout, book=book)
+        app = create_app(self.recorder, self.upstreams, timeout=self.timeout, book=book,
+                         to=self.to)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)

@@ -56,6 +56,8 @@ def test_bad_flags_are_refused_with_what_was_wrong(tmp_path):
     assert bad.returncode == 2
     assert "--upstream 'mistral=http://x': expected WIRE=URL with WIRE one of anthropic, gemini, openai" in bad.stderr
     lonely = turnlog("proxy", "--ignore", "user", "--db", tmp_path / "j.db")
+    half = turnlog("proxy", "--to", "anthropic", "--db", tmp_path / "j.db")
+    assert half.returncode == 2 and "--to and --model go together" in half.stderr
     assert lonely.returncode == 2 and "--ignore applies to --replay only" in lonely.stderr
     missing = turnlog("proxy", "--replay", "--db", tmp_path / "none.db")
     assert missing.returncode == 2 and "no journal at" in missing.stderr
