@@ -231,6 +231,8 @@ class Recorder:
         keys = history_keys(exchange.wire.name, parsed.system, parsed.messages)
         named = exchange.conversation
         match = self.index.match(keys, only=named) if named is None or named in self.index else None
+        if match is not None and match.matched <= 1 and not match.extends:
+            match = None  # only the system prompt in common: a conversation of its own
         try:
             if match is not None and match.extends:
                 conv_id = match.conversation_id

@@ -243,3 +243,15 @@ def test_a_restarted_proxy_threads_onto_what_it_recorded_before(fake_api, tmp_pa
     assert [e.type for e in next(iter(found.values()))][-5:] == [
         "conversation_completed", "user_message", "model_requested", "model_responded",
         "conversation_completed"]
+
+
+def test_sessions_that_share_only_the_system_prompt_are_separate_conversations(proxy, fake_api):
+    script_three_turns(fake_api, "openai")
+    run_openai(proxy.base_url("openai"))
+    script_three_turns(fake_api, "openai")
+    run_openai(proxy.base_url("openai"), question="And in Rome, and 4 + 4?")
+    proxy.drain()
+    with Journal(proxy.db) as journal:
+        streams = list(journal.streams())
+    assert len(streams) == 2 and not any(s.parent_stream_id for s in streams)
+    assert all(s.last_seq == 15 for s in streams)
