@@ -89,11 +89,11 @@ async def one_client(direct: str, proxied: str, n: int) -> dict[str, list[float]
                 start = time.perf_counter()
                 async with client.stream("POST", f"{base}/chat/completions", json={
                         "model": "m", "messages": messages, "stream": True}) as r:
+                    first = True
                     async for _ in r.aiter_raw():
-                        out[name].append(time.perf_counter() - start)
-                        break
-                    async for _ in r.aiter_raw():
-                        pass
+                        if first:
+                            out[name].append(time.perf_counter() - start)
+                            first = False
     return out
 
 

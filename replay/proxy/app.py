@@ -28,12 +28,19 @@ from starlette.routing import Route
 from turnlog.engine.errors import MalformedResponseError, ProviderError
 from turnlog.engine.providers._common import error_for_status, error_message
 
-from .recorder import Exchange, Recorder
+from .recorder import Exchange, Recorder, settle_request
 from .replaying import Divergence, ReplayBook
-from .sse import SSEParser
 from .streams import sse_events
 from .translate import response_body, target_request
-from .wires import DEFAULT_UPSTREAMS, UnparsedRequest, Wire, WIRES, error_body, parse_request, wire_for_path
+from .wires import (
+    DEFAULT_UPSTREAMS,
+    WIRES,
+    UnparsedRequest,
+    Wire,
+    error_body,
+    parse_request,
+    wire_for_path,
+)
 
 __all__ = ["CONVERSATION_HEADER", "create_app"]
 
@@ -118,21 +125,14 @@ class _Proxy:
                             secret=_secret(request), started=time.monotonic(),
                             conversation=request.headers.get(CONVERSATION_HEADER))
         record = request.method == "POST"
-        if record:
-            if not known:
-                exchange.unparsed = f"{path} is not a path the proxy reads"
-            else:
-                try:
-                    exchange.parsed = parse_request(wire, path, raw)
-                except UnparsedRequest as exc:
-                    exchange.unparsed = str(exc)
-            if exchange.parsed is None:
-                exchange.raw_request = raw[:1_000_000]
+        exchange.known, exchange.raw_request = known, raw
+        if self.to is not None and known and record:
+            settle_request(exchange)  # the translation needs it now
         if self.to is not None and known and record:
             return await self.swap(wire, exchange)
+        assert self.client is not None
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
         headers.append(("accept-encoding", "identity"))
-        assert self.client is not None
         upstream = self.client.build_request(request.method, self.url(wire, request),
                                              headers=headers, content=raw)
         try:
@@ -158,7 +158,9 @@ class _Proxy:
                                      f"the upstream's answer broke ({type(exc).__name__})", record)
         await answer.aclose()
         if record:
-            self._finish_plain(exchange, data)
+            exchange.ended = time.monotonic()
+            exchange.raw_response = data
+            self.submit(exchange)
         return Response(data, status_code=answer.status_code, headers=dict(back))
 
     async def swap(self, wire: Wire, exchange: Exchange) -> Response:
@@ -186,7 +188,6 @@ class _Proxy:
                                      f"{exc})", True)
         exchange.status = answer.status_code
         exchange.ended = time.monotonic()
-        exchange.latency_ms = (exchange.ended - exchange.started) * 1000
         try:
             data = answer.json()
         except ValueError:
@@ -222,87 +223,31 @@ class _Proxy:
         exchange.status = status
         exchange.raw_response = json.dumps(body).encode()
         exchange.failure = (error_type, message, True, False, ())
-        exchange.latency_ms = (time.monotonic() - exchange.started) * 1000
         if record:
             exchange.ended = time.monotonic()
             self.submit(exchange)
         return JSONResponse(body, status_code=status)
 
-    def _finish_plain(self, exchange: Exchange, data: bytes) -> None:
-        exchange.ended = time.monotonic()
-        exchange.latency_ms = (exchange.ended - exchange.started) * 1000
-        exchange.raw_response = data[:1_000_000] if exchange.parsed is None else b""
-        if exchange.parsed is not None:
-            try:
-                body = json.loads(data)
-            except ValueError:
-                body = None
-            if exchange.status == 200:
-                try:
-                    if not isinstance(body, dict):
-                        raise MalformedResponseError("the answer is not a JSON object")
-                    exchange.response = exchange.wire.map_response(body)
-                except ProviderError as exc:
-                    exchange.failure = (type(exc).__name__, str(exc), False, False, ())
-            else:
-                text = error_message(body, data[:2000].decode(errors="replace"))
-                exc = error_for_status(exchange.status or 0, text, exchange.wire.name)
-                exchange.failure = (type(exc).__name__, str(exc), bool(getattr(
-                    exc, "retryable", exchange.status in (429, 500, 502, 503, 504, 529))),
-                    False, ())
-        self.submit(exchange)
-
     async def _relay(self, answer: httpx.Response, exchange: Exchange,
                      record: bool) -> AsyncIterator[bytes]:
-        assembler = exchange.wire.assembler()
-        parser = SSEParser()
-        broken: str | None = None
-        complete = False
+        """Pass the stream on chunk by chunk; keep the chunks for the recorder to read."""
+        chunks: list[bytes] = []
+        exchange.chunks = chunks
         try:
             async for chunk in answer.aiter_raw():
                 yield chunk
-                if broken is None and record:
-                    try:
-                        for event in parser.feed(chunk):
-                            assembler.feed(event)
-                    except ProviderError as exc:
-                        broken = str(exc)
-            complete = True
+                chunks.append(chunk)
+            exchange.complete = True
         except httpx.HTTPError as exc:
-            broken = f"the stream broke mid-way ({type(exc).__name__})"
+            exchange.broken = f"the stream broke mid-way ({type(exc).__name__})"
         finally:
             if record:
-                self._finish_stream(exchange, assembler, complete, broken)
+                exchange.ended = time.monotonic()
+                self.submit(exchange)
             try:
                 await answer.aclose()
             except BaseException:  # noqa: BLE001 - the client is gone; nothing to tell it
                 pass
-
-    def _finish_stream(self, exchange: Exchange, assembler: Any, complete: bool,
-                       broken: str | None) -> None:
-        exchange.ended = time.monotonic()
-        exchange.latency_ms = (exchange.ended - exchange.started) * 1000
-        if exchange.parsed is None:
-            self.submit(exchange)
-            return
-        done = assembler.done or getattr(assembler, "finished", False)
-        if complete and broken is None and done:
-            try:
-                exchange.response = exchange.wire.map_response(assembler.body())
-            except ProviderError as exc:
-                exchange.failure = (type(exc).__name__, str(exc), False, False, ())
-            self.submit(exchange)
-            return
-        partial: tuple = ()
-        if assembler.started:
-            try:
-                partial = exchange.wire.map_response(assembler.body()).parts
-            except ProviderError:
-                partial = ()
-        why = broken or ("the upstream ended the stream before its last event" if complete
-                         else "the client went away before the stream ended")
-        exchange.failure = ("StreamInterrupted", why, True, True, partial)
-        self.submit(exchange)
 
 
 def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,

@@ -27,6 +27,7 @@ through the providers' ``Redactor`` with the request's key.
 
 from __future__ import annotations
 
+import json
 import queue
 import sys
 import threading
@@ -36,7 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnlog.engine.conversation import Conversation
-from turnlog.engine.errors import InvalidTransition, TurnlogError
+from turnlog.engine.errors import (
+    InvalidTransition,
+    MalformedResponseError,
+    ProviderError,
+    TurnlogError,
+)
 from turnlog.engine.events import (
     ConversationCompleted,
     ConversationFailed,
@@ -53,16 +59,19 @@ from turnlog.engine.events import (
 from turnlog.engine.machine import Lifecycle
 from turnlog.engine.messages import Message, Part, ToolCall, ToolResult, text_of
 from turnlog.engine.providers import ModelRequest, ModelResponse
-from turnlog.engine.providers._common import UNANSWERED
+from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
+from turnlog.engine.providers._stream import CUT_BY_STREAM
 from turnlog.engine.providers._redact import Redactor
 from turnlog.engine.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError
 
 from ..fork import fork_started
 from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
-from .wires import ParsedRequest, Wire
+from .sse import SSEParser
+from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
 
-__all__ = ["BODY_LIMIT", "Exchange", "Recorder", "proxied", "rebuild_index"]
+__all__ = ["BODY_LIMIT", "Exchange", "Recorder", "proxied", "rebuild_index", "settle",
+           "settle_request"]
 
 #: How much of an unparsed exchange's bodies is kept (characters each).
 BODY_LIMIT = 64_000
@@ -89,11 +98,95 @@ class Exchange:
     #: (error_type, message, retryable, interrupted, partial parts)
     failure: tuple[str, str, bool, bool, tuple[Part, ...]] | None = None
     raw_response: bytes = b""
-    latency_ms: float = 0.0
+    #: a streamed answer's chunks as relayed; ``complete``: it ended normally
+    chunks: list[bytes] | None = None
+    complete: bool = False
+    broken: str | None = None
+    #: the path is one the proxy reads
+    known: bool = True
     #: with ``--to``: the provider and model that answered instead of the client's wire
     target: str | None = None
     target_model: str | None = None
     ended: float = field(default_factory=time.monotonic)
+
+    @property
+    def latency_ms(self) -> float:
+        """From the request's arrival to the answer's end."""
+        return (self.ended - self.started) * 1000
+
+
+def settle_request(exchange: Exchange) -> None:
+    """Read the request in neutral form (``parsed``), or say why not (``unparsed``)."""
+    if exchange.parsed is not None or exchange.unparsed is not None:
+        return
+    if not exchange.known:
+        exchange.unparsed = f"{exchange.path} is not a path the proxy reads"
+        return
+    try:
+        exchange.parsed = parse_request(exchange.wire, exchange.path, exchange.raw_request)
+    except UnparsedRequest as exc:
+        exchange.unparsed = str(exc)
+
+
+def settle(exchange: Exchange) -> None:
+    """Read what the proxy passed on: the request, and the answer as a response or failure.
+
+    Done by the writer thread, after the client has its answer: parsing and
+    mapping never add latency.
+    """
+    settle_request(exchange)
+    if exchange.parsed is None or exchange.response is not None or exchange.failure is not None:
+        return
+    wire = exchange.wire
+    if exchange.chunks is not None:
+        _settle_stream(exchange)
+        return
+    try:
+        body = json.loads(exchange.raw_response)
+    except ValueError:
+        body = None
+    if exchange.status == 200:
+        try:
+            if not isinstance(body, dict):
+                raise MalformedResponseError("the answer is not a JSON object")
+            exchange.response = wire.map_response(body)
+        except ProviderError as exc:
+            exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+        return
+    text = error_message(body, exchange.raw_response[:2000].decode(errors="replace"))
+    exc = error_for_status(exchange.status or 0, text, wire.name)
+    exchange.failure = (type(exc).__name__, str(exc), bool(getattr(
+        exc, "retryable", exchange.status in (429, 500, 502, 503, 504, 529))), False, ())
+
+
+def _settle_stream(exchange: Exchange) -> None:
+    wire = exchange.wire
+    assembler = wire.assembler()
+    broken = exchange.broken
+    try:
+        for event in SSEParser().feed(b"".join(exchange.chunks or [])):
+            assembler.feed(event)
+    except ProviderError as exc:
+        broken = broken or str(exc)
+    done = assembler.done or getattr(assembler, "finished", False)
+    if exchange.complete and broken is None and done:
+        try:
+            exchange.response = wire.map_response(assembler.body())
+        except ProviderError as exc:
+            exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+        return
+    partial: tuple[Part, ...] = ()
+    if assembler.started:
+        try:
+            partial = tuple(
+                ToolCall(id=p.id, name=p.name, raw_arguments=p.raw_arguments,
+                         invalid=CUT_BY_STREAM) if type(p) is ToolCall else p
+                for p in wire.map_response(assembler.body()).parts)
+        except ProviderError:
+            partial = ()
+    why = broken or ("the upstream ended the stream before its last event" if exchange.complete
+                     else "the client went away before the stream ended")
+    exchange.failure = ("StreamInterrupted", why, True, True, partial)
 
 
 def proxied(started: ConversationStarted) -> dict[str, Any] | None:
@@ -224,6 +317,7 @@ class Recorder:
         """Record ``exchange`` now (in the calling thread); return its conversation's id."""
         journal = self._journal
         assert journal is not None, "start() first"
+        settle(exchange)
         redactor = Redactor(exchange.secret)
         if exchange.parsed is None:
             return self._record_unparsed(exchange, exchange.unparsed or "unreadable", redactor)

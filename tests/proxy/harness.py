@@ -49,7 +49,7 @@ class ProxyServer:
             self.recorder = Recorder(self.db).start()
         app = create_app(self.recorder, self.upstreams, timeout=self.timeout, book=book,
                          to=self.to)
-        sock = socket.socket()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         self.port = sock.getsockname()[1]
