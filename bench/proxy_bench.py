@@ -3,9 +3,10 @@
 Not a test. Run: ``PYTHONPATH=. .venv/bin/python bench/proxy_bench.py [--requests N]
 [--clients C] [--turns T]``.
 
-The upstream is ``tests/fakeapi.py`` (OpenAI Chat Completions), the proxy the
-installed console script (``turnlog proxy --port 0``) in its own process,
-recording into a fresh journal. The baseline is the same client sending the
+The upstream is ``tests/fakeapi.py`` (OpenAI Chat Completions) in its own
+process, the proxy the installed console script (``turnlog proxy --port 0``)
+in its own process, recording into a fresh journal, and the client (httpx,
+asyncio) in this one: no two of them share a GIL. The baseline is the same client sending the
 same requests straight to the upstream, in the same run, interleaved request
 by request so drift on a shared machine hits both sides alike. Reported:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -63,6 +65,12 @@ def start_proxy(db: Path, upstream: str) -> tuple[subprocess.Popen, str]:
     if not line.startswith("proxy on "):
         raise SystemExit(f"the proxy did not start: {line} {proc.stderr.read()}")
     return proc, line.removeprefix("proxy on ") + "/v1"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -117,20 +125,35 @@ async def conversations(base: str, clients: int, turns: int, tag: str) -> float:
         return clients * turns / (time.perf_counter() - start)
 
 
+def serve_fake() -> None:
+    """The upstream's process: print its base URL, serve until stdin closes."""
+    fake = FakeAPI().start()
+    fake.answer_with("openai", answer)
+    print(fake.base_url("openai"), flush=True)
+    sys.stdin.read()
+    fake.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    fake = FakeAPI().start()
-    fake.answer_with("openai", answer)
-    direct = fake.base_url("openai")
+    if args.serve_fake:
+        serve_fake()
+        return
+    fake = subprocess.Popen([sys.executable, __file__, "--serve-fake"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    direct = fake.stdout.readline().strip()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         proc, proxied = start_proxy(db, direct)
         try:
             asyncio.run(one_client(direct, proxied, 20))  # warm up both paths
+            time.sleep(1.0)  # let the recorder finish the warm-up
+            cpu0 = cpu_seconds(proc.pid)
             one = asyncio.run(one_client(direct, proxied, args.requests))
             rates = {}
             for rounds in range(2):  # alternate which side goes first
@@ -139,14 +162,19 @@ def main() -> None:
                     rate = asyncio.run(conversations(base, args.clients, args.turns,
                                                      f"{name}{rounds}"))
                     rates.setdefault(name, []).append(rate)
-            time.sleep(1.0)
+            while True:  # until the recorder is idle: the CPU of every record is counted
+                before = cpu_seconds(proc.pid)
+                time.sleep(1.0)
+                if cpu_seconds(proc.pid) - before < 0.02:
+                    break
+            cpu = cpu_seconds(proc.pid) - cpu0
             rss = peak_rss_mb(proc.pid)
         finally:
             proc.send_signal(2)
             proc.communicate(timeout=120)
         with Journal(db) as journal:
             streams = list(journal.streams())
-        fake.stop()
+        fake.communicate(timeout=30)
 
     ms = 1000
     print(f"1 client, {args.requests} requests each way (interleaved):")
@@ -160,7 +188,10 @@ def main() -> None:
     print(f"{args.clients} concurrent conversations x {args.turns} turns: direct "
           f"{direct_rate:7.1f} req/s, proxy {proxy_rate:7.1f} req/s, ratio "
           f"{proxy_rate / direct_rate:.2f} (runs: {rates})")
-    print(f"proxy peak RSS: {rss:.1f} MB")
+    proxied_requests = 2 * args.requests + 2 * args.clients * args.turns
+    print(f"proxy peak RSS: {rss:.1f} MB; proxy CPU {cpu * 1000 / proxied_requests:.2f} ms per "
+          f"request, forwarding and recording ({proxied_requests} requests; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     expected = 2 * args.clients + 2 * (args.requests + 20)  # a streamed request forks its plain twin
     print(f"recorded: {len(streams)} conversations ({expected} expected), "
           f"{sum(s.events for s in streams)} events")
