@@ -255,3 +255,27 @@ def test_sessions_that_share_only_the_system_prompt_are_separate_conversations(p
         streams = list(journal.streams())
     assert len(streams) == 2 and not any(s.parent_stream_id for s in streams)
     assert all(s.last_seq == 15 for s in streams)
+
+
+def test_a_locked_journal_still_serves_the_request_and_records_once_it_is_free(
+        proxy, fake_api):
+    import sqlite3
+
+    fake_api.script("openai", [reply("openai", text="served")])
+    Journal(proxy.db).close()  # the file exists (the proxy created it)
+    blocker = sqlite3.connect(proxy.db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the journal
+    try:
+        client = openai.OpenAI(api_key=KEYS["openai"], base_url=proxy.base_url("openai"))
+        answer = client.chat.completions.create(model="fake-model",
+                                                messages=[{"role": "user", "content": "hi"}])
+        assert answer.choices[0].message.content == "served"
+        time.sleep(0.5)
+        assert proxy.recorder.recorded == 0  # still waiting for the lock, not dropped
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    proxy.drain()
+    assert proxy.recorder.recorded == 1 and proxy.recorder.lost == 0
+    assert [t for t, _ in events_of(proxy.db)][-2:] == ["model_responded",
+                                                        "conversation_completed"]
