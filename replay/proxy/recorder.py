@@ -455,9 +455,11 @@ class Recorder:
         close_pending()
         turn = scratch.turn_count + 1
         provider, model = _answering(exchange)
-        request = ModelRequest(model=model, system=parsed.system,
-                               messages=tuple(parsed.messages), tools=parsed.tools,
-                               parameters=parsed.parameters)
+        # the digest the loop would compute from this state (engine.step.request_of), so that
+        # `turnlog replay` re-runs a proxied conversation like any other
+        request = ModelRequest(model=scratch.model, system=scratch.system,
+                               messages=tuple(scratch.message_list), tools=scratch.tools,
+                               parameters=scratch.parameters)
         attempt = scratch.attempt + 1 if scratch.failure is not None else 1
         add(ModelRequested(turn=turn, digest=request.digest(), provider=provider,
                            model=model, parameters=parsed.parameters, attempt=attempt))

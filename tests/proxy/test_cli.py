@@ -42,6 +42,9 @@ def test_the_command_records_a_client_then_replays_it_with_the_upstream_gone(
     found = conversations(db)
     assert len(found) == 2 and all([e.type for e in events] == TYPES for events in found.values())
     assert turnlog("verify", "--db", db).returncode == 0
+    for conv_id in found:  # the loop replays what the proxy recorded
+        replayed = turnlog("replay", conv_id, "--db", db)
+        assert replayed.returncode == 0 and "replayed identically" in replayed.stdout
     fake_api.stop()
     proc, url = _start("--db", str(db), "--replay")
     try:

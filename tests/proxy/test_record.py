@@ -12,6 +12,7 @@ from tests.providerkit import KEYS, SYSTEM, script_three_turns
 from turnlog.engine.conversation import load_state
 from turnlog.engine.messages import ToolCall, ToolResult, text_of
 from turnlog.journal import Journal
+from turnlog.replay import replay
 
 from .clients import QUESTION, RUNNERS
 
@@ -47,6 +48,8 @@ def test_a_client_session_is_one_conversation_with_every_message_call_and_result
     with Journal(proxy.db) as journal:
         state = load_state(journal, conv_id)
         assert journal.verify().ok
+        # the loop re-runs it from the recording: every request digest as the loop computes it
+        assert replay(journal, conv_id, collect=True).divergence is None
     assert state.system == SYSTEM and state.provider == wire
     assert state.metadata["proxy"]["wire"] == wire and state.metadata["proxy"]["client"]
     assert text_of(state.messages[0].parts) == QUESTION
