@@ -14,7 +14,7 @@ from turnlog._lazy import export
 _EXPORTS = {
     "._hashing": ("GENESIS_HASH", "event_hash"),
     "._heads": ("dump_heads", "load_heads"),
-    "._journal": ("Journal", "connect_readonly"),
+    "._journal": ("Journal", "connect_readonly", "sqlite_database"),
     "._lineage": ("walk_ancestry",),
     "._logtree": ("LogTree", "StoredCheckpoint", "TreeMismatch"),
     "._note": (
