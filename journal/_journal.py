@@ -43,7 +43,7 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
-from ._verify import check_heads, link_of, verify_chains
+from ._verify import bad_payload_in, check_heads, link_of, verify_chains
 from .errors import (
     ConcurrencyError,
     EventNotFoundError,
@@ -53,6 +53,7 @@ from .errors import (
     ReadOnlyJournalError,
     SeqGapError,
     StreamNotFoundError,
+    TurnlogError,
 )
 
 if TYPE_CHECKING:
@@ -527,11 +528,19 @@ class Journal:
             report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
-            found = tuple(
-                mismatch
-                for ext in self._extensions if ext.verify is not None
-                for mismatch in ext.verify(Database(self._conn), stream_id)
-            ) + self._verify_journal(stream_id)
+            try:
+                found = tuple(
+                    mismatch
+                    for ext in self._extensions if ext.verify is not None
+                    for mismatch in ext.verify(Database(self._conn), stream_id)
+                ) + self._verify_journal(stream_id)
+            except (sqlite3.Error, TurnlogError):
+                # the checks parse payloads: one edited into something else stops them
+                bad = report.first_bad or bad_payload_in(self._conn, stream_id,
+                                                         compact=self._sql.compact)
+                if bad is None:
+                    raise
+                return VerifyReport(False, report.checked_events, bad)
             if found:
                 return VerifyReport(False, report.checked_events, report.first_bad, found)
             return report

@@ -50,12 +50,13 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
-from ._verify import TEXT_TYPES, check_heads_in, verify_source
+from ._verify import TEXT_TYPES, bad_payload, check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
     InvalidAppendError,
     ReadOnlyJournalError,
     StreamNotFoundError,
+    TurnlogError,
 )
 
 __all__ = ["PostgresJournal"]
@@ -495,10 +496,24 @@ class PostgresJournal:
             report = verify_source(_PgChains(conn), stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
-            found = tuple(mismatch for ext in self._extensions if ext.verify_postgres is not None
-                          for mismatch in ext.verify_postgres(conn, stream_id))
-        found += tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
-                       for mismatch in ext.verify_journal(self, stream_id))
+            try:
+                with conn.transaction():  # a savepoint: a failed check leaves the snapshot usable
+                    found = tuple(
+                        mismatch for ext in self._extensions if ext.verify_postgres is not None
+                        for mismatch in ext.verify_postgres(conn, stream_id))
+            except (psycopg.DataError, TurnlogError):
+                # the checks parse payloads: one edited into something else stops them
+                bad = report.first_bad or bad_payload(_PgChains(conn), stream_id)
+                if bad is None:
+                    raise
+                return VerifyReport(False, report.checked_events, bad)
+        try:
+            found += tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
+                           for mismatch in ext.verify_journal(self, stream_id))
+        except TurnlogError:
+            if report.first_bad is None:
+                raise
+            return VerifyReport(False, report.checked_events, report.first_bad)
         if found:
             return VerifyReport(False, report.checked_events, report.first_bad, found)
         return report

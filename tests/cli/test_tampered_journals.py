@@ -67,3 +67,54 @@ def test_copy_of_a_verified_source_still_copies(tmp_path):
     demo(src)
     assert turnlog("copy", src, dst).returncode == 0
     assert turnlog("verify", "--db", dst).returncode == 0
+
+
+def truncate_payload(seq: int) -> str:
+    return f"UPDATE events SET payload = substr(payload, 1, 30) WHERE seq = {seq}"
+
+
+@pytest.mark.parametrize("seq", [4, 7])  # a model response, a tool result: the views parse them
+def test_verify_reports_a_payload_cut_short_as_a_tampered_event(tmp_path, seq):
+    db = tmp_path / "a.db"
+    cid = demo(db)
+    sql(db, "DROP TRIGGER events_refuse_update", truncate_payload(seq))
+    done = turnlog("verify", "--db", db)
+    assert done.returncode == 1, done.stderr
+    assert f"TAMPERED: conversation {cid!r} seq {seq}" in done.stdout
+    report = json.loads(turnlog("verify", "--db", db, "--json").stdout)
+    assert report["ok"] is False
+    assert (report["first_bad"]["conversation_id"], report["first_bad"]["seq"]) == (cid, seq)
+    assert turnlog("verify", cid, "--db", db).returncode == 1
+
+
+def test_verify_names_a_non_json_payload_whose_hash_was_recomputed(tmp_path):
+    from turnlog.journal._hashing import event_hash
+
+    db = tmp_path / "a.db"
+    cid = demo(db)
+    sql(db, "DROP TRIGGER events_refuse_update", "DROP TRIGGER events_refuse_delete",
+        "DELETE FROM events WHERE seq = 22", truncate_payload(21))
+    conn = sqlite3.connect(db)
+    prev, at, payload, version = conn.execute(
+        "SELECT lower(hex(prev_hash)), recorded_at, payload, version FROM events "
+        "WHERE seq = 21").fetchone()
+    digest = event_hash(prev, cid, 21, "model_responded", version, at, payload)
+    conn.execute("UPDATE events SET hash = ? WHERE seq = 21", (bytes.fromhex(digest),))
+    conn.commit()
+    conn.close()
+    done = turnlog("verify", "--db", db, "--json")
+    assert done.returncode == 1, done.stderr
+    bad = json.loads(done.stdout)["first_bad"]
+    assert (bad["seq"], bad["conversation_id"]) == (21, cid)
+    assert "not JSON" in bad["reason"]
+
+
+def test_verify_reports_a_cut_payload_on_postgres():
+    url = fresh_url()
+    cid = demo(url)
+    pg_sql(url, "ALTER TABLE events DISABLE TRIGGER events_refuse_update",
+           "ALTER TABLE events DROP CONSTRAINT events_payload_check", truncate_payload(4))
+    done = turnlog("verify", "--db", url, "--json")
+    assert done.returncode == 1, done.stderr
+    bad = json.loads(done.stdout)["first_bad"]
+    assert (bad["conversation_id"], bad["seq"]) == (cid, 4)
