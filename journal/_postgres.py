@@ -54,6 +54,7 @@ from ._verify import TEXT_TYPES, bad_payload, check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
     InvalidAppendError,
+    JournalConnectionError,
     ReadOnlyJournalError,
     StreamNotFoundError,
     TurnlogError,
@@ -238,6 +239,7 @@ class PostgresJournal:
             raise ReadOnlyJournalError(
                 f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only")
         now = self._now()
+        committing = False
         with self._pool.connection(f"append to stream {batches[0].stream_id!r}") as conn:
             try:
                 with conn.transaction():
@@ -249,6 +251,11 @@ class PostgresJournal:
                     links = [(b.stream_id, *b.parent) for b in batches if b.parent is not None]
                     if links:
                         conn.cursor().executemany(_INSERT_LINK, links)
+                    committing = True  # leaving the block sends COMMIT
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if committing:
+                    raise self._lost_commit(batches, exc) from exc
+                raise
             except pg_errors.UniqueViolation:
                 raise self._lost_race(conn, batches) from None
             except psycopg.DataError as exc:
@@ -259,6 +266,19 @@ class PostgresJournal:
             position += len(stream_rows)
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
+
+    def _lost_commit(self, batches: list[StreamAppend], exc: Exception) -> JournalConnectionError:
+        """The connection broke while the append's COMMIT was under way: the server may or
+        may not have committed it, and only reading the stream's last seq tells which."""
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        checks = "; ".join(
+            f"stream {b.stream_id!r} ends at seq {b.expected_seq + len(b.events)} if it "
+            f"committed, at seq {b.expected_seq} if not" for b in batches)
+        return JournalConnectionError(
+            f"append to stream {batches[0].stream_id!r}: the connection to {self.path} was lost "
+            f"while the append was committing ({first}): it may have committed. Check before "
+            f"retrying (a blind retry may write the events twice): {checks} "
+            "(the journal's last_seq(stream), or turnlog show ID --db URL)")
 
     def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
                now: str) -> list[list[Row]]:

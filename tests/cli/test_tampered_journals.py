@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import psycopg
@@ -11,7 +14,7 @@ import pytest
 
 from tests.pgcluster import fresh_url
 
-from .conftest import turnlog
+from .conftest import TURNLOG, env, turnlog
 
 
 def demo(db: Path | str) -> str:
@@ -118,3 +121,60 @@ def test_verify_reports_a_cut_payload_on_postgres():
     assert done.returncode == 1, done.stderr
     bad = json.loads(done.stdout)["first_bad"]
     assert (bad["conversation_id"], bad["seq"]) == (cid, 4)
+
+
+def unprivileged(*args: object) -> subprocess.CompletedProcess:
+    """``turnlog ARGS`` in a process that file permissions bind, even when we are root."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "root must drop CAP_DAC_OVERRIDE to meet read-only files: need setpriv"
+        prefix = [setpriv, "--inh-caps=-all",
+                  "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+    return subprocess.run([*prefix, *TURNLOG, *map(str, args)], capture_output=True, text=True,
+                          env=env(), timeout=300)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    demo(directory / "j.db")
+    (directory / "j.db").chmod(0o444)
+    directory.chmod(0o555)
+    yield directory
+    directory.chmod(0o755)
+    (directory / "j.db").chmod(0o644)
+
+
+def test_writing_a_read_only_file_says_which_file_and_why(read_only_dir):
+    read_only_dir.chmod(0o755)
+    done = unprivileged("demo", "--db", read_only_dir / "j.db")
+    assert done.returncode == 2
+    assert f"the file {read_only_dir / 'j.db'} is read-only" in done.stderr
+    assert "unable to open database file" not in done.stderr
+
+
+def test_creating_a_journal_in_a_read_only_directory_names_the_directory(read_only_dir):
+    done = unprivileged("demo", "--db", read_only_dir / "new.db")
+    assert done.returncode == 2
+    assert f"its directory {read_only_dir} is read-only" in done.stderr
+    assert "-wal" in done.stderr and "unable to open database file" not in done.stderr
+    assert not (read_only_dir / "new.db").exists()
+
+
+def test_writing_a_writable_file_in_a_read_only_directory_names_the_directory(read_only_dir):
+    (read_only_dir / "j.db").chmod(0o644)
+    done = unprivileged("demo", "--db", read_only_dir / "j.db")
+    assert done.returncode == 2
+    assert f"its directory {read_only_dir} is read-only" in done.stderr
+
+
+def test_verify_with_an_empty_heads_file_is_an_error(tmp_path):
+    db, heads = tmp_path / "a.db", tmp_path / "heads.json"
+    demo(db)
+    for content in ("", "\n  \n"):
+        heads.write_text(content)
+        done = turnlog("verify", "--db", db, "--heads", heads)
+        assert done.returncode == 2
+        assert f"{heads} is empty" in done.stderr
