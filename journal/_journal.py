@@ -18,8 +18,16 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._open import open_journal
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
-from ._schema import COMPACT_HASHES_FROM, Extension, check_extensions, check_schema, open_schema
-from ._snapshots import WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._schema import (
+    COMPACT_HASHES_FROM,
+    SCHEMA_VERSION,
+    Extension,
+    check_extensions,
+    check_schema,
+    missing_guards,
+    open_schema,
+)
+from ._snapshots import SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -50,6 +58,7 @@ from .errors import (
     InvalidAppendError,
     InvalidReadError,
     JournalError,
+    NotAJournalError,
     ReadOnlyJournalError,
     SeqGapError,
     StreamNotFoundError,
@@ -92,6 +101,12 @@ class Journal:
     readonly: bool
     """Whether this handle refuses writes (opened with ``readonly=True``)."""
 
+    restored_guards: tuple[str, ...]
+    """The guards this (writable) open found missing and reinstalled: triggers that a tool
+    rebuilding a table (``sqlite-utils transform``) or a hand edit had dropped. Normally
+    empty; ``verify`` reports missing guards, and a lost ``events`` constraint refuses
+    every write of this handle (:class:`NotAJournalError`)."""
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -112,16 +127,22 @@ class Journal:
         self._heads: dict[str, tuple[int, str]] = {}
         self._extensions = tuple(extensions)
         self._hooks = tuple((e.name, e.on_append) for e in extensions if e.on_append is not None)
+        self.restored_guards = ()
+        self._unwritable: str | None = None
         if self.readonly:
             self._conn, version = _open_readonly(self.path, extensions, True)
+            self._version = version
             self._sql = statements(version >= COMPACT_HASHES_FROM)
             self._cursor = self._conn.cursor()
             self._thread = threading.get_ident()
             return
         check_header(self.path)
         self._conn = connect(self.path)
+        self._version = SCHEMA_VERSION
         try:
-            open_schema(Database(self._conn), self.path, extensions, synchronous)
+            restored, self._unwritable = open_schema(
+                Database(self._conn), self.path, extensions, synchronous)
+            self.restored_guards = tuple(restored)
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.Error):
@@ -213,6 +234,8 @@ class Journal:
             raise ReadOnlyJournalError(
                 f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only"
             )
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         now = self._now()
         conn = self._conn
         try:
@@ -473,7 +496,9 @@ class Journal:
         return Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
 
     def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
-        """Save ``data`` as the stream's snapshot of ``kind`` at ``seq`` (replacing the last).
+        """Save ``data`` as the stream's snapshot of ``kind`` at ``seq`` (a new row: the newest
+        snapshot that still holds is the one read; one already saved at ``seq`` is kept, and
+        returned).
 
         The hash is the event's own: :class:`EventNotFoundError` if the stream has no
         event at ``seq``, :class:`ReadOnlyJournalError` on a read-only handle. One
@@ -491,15 +516,18 @@ class Journal:
         action = f"writing a snapshot of {stream_id!r}"
         if self.readonly:
             raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         try:
-            written = self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
+            self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq))
             row = self._conn.execute(self._sql.hash_at, (stream_id, seq)).fetchone()
+            saved = self._conn.execute(SAVED_SNAPSHOT, (stream_id, kind, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
-        if not written or row is None:
+        if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
-        return Snapshot(stream_id, kind, seq, row[0], data)
+        return Snapshot(stream_id, kind, seq, row[0], bytes(saved[0]))
 
     def _fetchone(self, sql: str, params: tuple, action: str) -> tuple | None:
         try:
@@ -528,6 +556,7 @@ class Journal:
             report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            guards = tuple(missing_guards(Database(self._conn), self._version, self._extensions))
             try:
                 found = tuple(
                     mismatch
@@ -540,9 +569,9 @@ class Journal:
                                                          compact=self._sql.compact)
                 if bad is None:
                     raise
-                return VerifyReport(False, report.checked_events, bad)
-            if found:
-                return VerifyReport(False, report.checked_events, report.first_bad, found)
+                return VerifyReport(False, report.checked_events, bad, (), guards)
+            if found or guards:
+                return VerifyReport(False, report.checked_events, report.first_bad, found, guards)
             return report
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc

@@ -35,11 +35,11 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._open import shown_url
 from ._pg import Pool
-from ._pg_schema import check_pg_schema, open_pg_schema
+from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema
 from ._journal import _sql_limit
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
-from ._schema import APPLICATION_ID, Extension, check_extensions
-from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension, check_extensions
+from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._types import (
     BadEvent,
     Head,
@@ -55,6 +55,7 @@ from .errors import (
     EventNotFoundError,
     InvalidAppendError,
     JournalConnectionError,
+    NotAJournalError,
     ReadOnlyJournalError,
     StreamNotFoundError,
     TurnlogError,
@@ -174,12 +175,18 @@ class PostgresJournal:
         self._heads: dict[str, tuple[int, str]] = {}
         self._pool = Pool(self.url, self.path, max_size=max_connections, timeout=timeout,
                           readonly=self.readonly)
+        self.restored_guards: tuple[str, ...] = ()
+        """As :attr:`journal.Journal.restored_guards`."""
+        self._version = SCHEMA_VERSION
+        self._unwritable: str | None = None
         try:
             with self._pool.connection("opening the journal") as conn:
                 if self.readonly:
-                    check_pg_schema(conn, self.path, self._extensions)
+                    self._version = check_pg_schema(conn, self.path, self._extensions)
                 else:
-                    open_pg_schema(conn, self.path, self._extensions)
+                    restored, self._unwritable = open_pg_schema(
+                        conn, self.path, self._extensions)
+                    self.restored_guards = tuple(restored)
                 oid = conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone()[0]
         except BaseException:
             self._pool.close()
@@ -238,6 +245,8 @@ class PostgresJournal:
             names = ", ".join(repr(b.stream_id) for b in batches)
             raise ReadOnlyJournalError(
                 f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         now = self._now()
         committing = False
         with self._pool.connection(f"append to stream {batches[0].stream_id!r}") as conn:
@@ -480,13 +489,17 @@ class PostgresJournal:
         action = f"writing a snapshot of {stream_id!r}"
         if self.readonly:
             raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         with self._pool.connection(action) as conn, conn.transaction():
-            written = conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
+            conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq))
             row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
-        if not written or row is None:
+            saved = conn.execute(SAVED_SNAPSHOT.replace("?", "%s"),
+                                 (stream_id, kind, seq)).fetchone()
+        if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
-        return Snapshot(stream_id, kind, seq, row[0], data)
+        return Snapshot(stream_id, kind, seq, row[0], bytes(saved[0]))
 
     # -- tamper evidence -----------------------------------------------------------------
 
@@ -516,6 +529,7 @@ class PostgresJournal:
             report = verify_source(_PgChains(conn), stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            guards = tuple(missing_pg_guards(conn, self._version, self._extensions))
             try:
                 with conn.transaction():  # a savepoint: a failed check leaves the snapshot usable
                     found = tuple(
@@ -526,16 +540,16 @@ class PostgresJournal:
                 bad = report.first_bad or bad_payload(_PgChains(conn), stream_id)
                 if bad is None:
                     raise
-                return VerifyReport(False, report.checked_events, bad)
+                return VerifyReport(False, report.checked_events, bad, (), guards)
         try:
             found += tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
                            for mismatch in ext.verify_journal(self, stream_id))
         except TurnlogError:
             if report.first_bad is None:
                 raise
-            return VerifyReport(False, report.checked_events, report.first_bad)
-        if found:
-            return VerifyReport(False, report.checked_events, report.first_bad, found)
+            return VerifyReport(False, report.checked_events, report.first_bad, (), guards)
+        if found or guards:
+            return VerifyReport(False, report.checked_events, report.first_bad, found, guards)
         return report
 
 

@@ -129,10 +129,13 @@ class VerifyReport(msgspec.Struct, frozen=True):
 
     ``first_bad`` is the first event whose chain does not hold; ``projections`` lists
     what the extensions' checks (:attr:`Extension.verify`) found recomputing their
-    derived objects from ``events``.
+    derived objects from ``events``; ``missing_guards`` what of the journal's guards
+    (the triggers that keep it append-only, the ``events`` table's constraints) is gone
+    or disabled, each in a few words.
     """
 
     ok: bool
     checked_events: int
     first_bad: BadEvent | None
     projections: tuple[ProjectionMismatch, ...] = ()
+    missing_guards: tuple[str, ...] = ()

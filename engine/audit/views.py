@@ -333,7 +333,8 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: the saved conversation states (``engine.snapshots``), on every backend.
 VIEWS_EXTENSION = Extension(name="engine.views", version=3, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
-                            verify_journal=check_snapshots)
+                            verify_journal=check_snapshots, guards=projections.GUARDS,
+                            guards_postgres=projections.PG_GUARDS)
 
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
 _V2 = {name: sql for name, sql in VIEWS.items() if name != "approvals"}

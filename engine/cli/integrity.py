@@ -62,12 +62,12 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
                      if conversation_id is None or h.stream_id == conversation_id]
             problems = journal.check_heads(saved)
             first_bad = problems[0] if problems else None
-    ok = first_bad is None and not report.projections
+    ok = first_bad is None and not report.projections and not report.missing_guards
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
                "column": m.column, "reason": m.reason} for m in report.projections]
     if as_json:
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
-              "projections": forged})
+              "projections": forged, "missing_guards": list(report.missing_guards)})
     elif ok:
         click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified")
     elif first_bad is not None:
@@ -77,6 +77,11 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
     for m in forged if not as_json else ():
         click.echo(f"{colour('FORGED PROJECTION', 'tampered')}: {m['table']} conversation {m['conversation_id']!r} "
                    f"position {m['position']}: {m['reason']}")
+    if report.missing_guards and not as_json:
+        click.echo(f"{colour('UNGUARDED', 'tampered')}: {', '.join(report.missing_guards)} "
+                   "missing: the journal's schema was changed outside turnlog (a tool that "
+                   "rebuilds a table drops its triggers), and nothing refuses edits any more; "
+                   "the next write command reinstalls missing triggers.")
     if not ok:
         fail(1)
 
