@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -178,3 +179,63 @@ def test_verify_with_an_empty_heads_file_is_an_error(tmp_path):
         done = turnlog("verify", "--db", db, "--heads", heads)
         assert done.returncode == 2
         assert f"{heads} is empty" in done.stderr
+
+
+SQLITE_UTILS = Path(sys.executable).parent / "sqlite-utils"
+
+
+def test_sqlite_utils_transform_drops_the_guards_and_verify_says_so(tmp_path):
+    db = tmp_path / "t.db"
+    demo(db)
+    done = subprocess.run([str(SQLITE_UTILS), "transform", str(db), "events"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = turnlog("verify", "--db", db, "--json")
+    assert report.returncode == 1
+    missing = json.loads(report.stdout)["missing_guards"]
+    assert "trigger events_refuse_update" in missing
+    assert "trigger events_refuse_delete" in missing
+    assert "trigger _audit_model_calls_project" in missing
+    human = turnlog("verify", "--db", db)
+    assert human.returncode == 1 and "UNGUARDED" in human.stdout
+    assert "events_refuse_update" in human.stdout
+
+    write = turnlog("demo", "--db", db)  # a writable open puts them back, and says so
+    assert write.returncode == 0, write.stderr
+    assert "reinstalled trigger events_refuse_update" in write.stderr
+    after = turnlog("verify", "--db", db, "--json")
+    assert after.returncode == 0, after.stdout
+    assert json.loads(after.stdout)["missing_guards"] == []
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        sql(db, EDIT_SEQ_2)
+
+
+def test_an_events_table_rebuilt_without_its_constraints_is_not_written_to(tmp_path):
+    db = tmp_path / "t.db"
+    demo(db)
+    sql(db, "PRAGMA legacy_alter_table = ON", "CREATE TABLE loose AS SELECT * FROM events",
+        "DROP TABLE events", "ALTER TABLE loose RENAME TO events")
+    report = json.loads(turnlog("verify", "--db", db, "--json").stdout)
+    assert "events UNIQUE (stream_id, seq)" in report["missing_guards"]
+    write = turnlog("demo", "--db", db)
+    assert write.returncode == 2
+    assert "lost events CHECK (json_valid(payload)), events UNIQUE (stream_id, seq)" in write.stderr
+    assert "turnlog copy" in write.stderr
+    assert turnlog("verify", "--db", db, "--json").returncode == 1
+
+
+@pytest.mark.parametrize("how", ["DROP TRIGGER events_refuse_update ON events",
+                                 "ALTER TABLE events DISABLE TRIGGER events_refuse_update"])
+def test_a_postgres_journal_missing_a_guard_is_reported_then_repaired(how):
+    url = fresh_url()
+    demo(url)
+    pg_sql(url, how)
+    report = turnlog("verify", "--db", url, "--json")
+    assert report.returncode == 1
+    [missing] = json.loads(report.stdout)["missing_guards"]
+    assert missing.startswith("trigger events_refuse_update")
+    write = turnlog("demo", "--db", url)
+    assert write.returncode == 0 and "reinstalled trigger events_refuse_update" in write.stderr
+    assert turnlog("verify", "--db", url).returncode == 0
+    with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+        pg_sql(url, EDIT_SEQ_2)
