@@ -97,7 +97,9 @@ class ProjectionMismatch(msgspec.Struct, frozen=True):
     """Where an extension's derived object (a projection table, a view) disagrees with events.
 
     ``extension`` and ``object`` (its table or view) say what; ``stream_id``,
-    ``position`` and ``column`` say where, when the difference is in one row.
+    ``position`` and ``column`` say where, when the difference is in one row; ``seq``,
+    when the difference is an event of the stream (an illegal history: ``object`` is
+    ``"history"``).
     """
 
     extension: str
@@ -106,6 +108,7 @@ class ProjectionMismatch(msgspec.Struct, frozen=True):
     position: int | None
     column: str | None
     reason: str
+    seq: int | None = None
 
 
 class Snapshot(msgspec.Struct, frozen=True):

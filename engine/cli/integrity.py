@@ -64,7 +64,8 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
             first_bad = problems[0] if problems else None
     ok = first_bad is None and not report.projections and not report.missing_guards
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
-               "column": m.column, "reason": m.reason} for m in report.projections]
+               "column": m.column, "reason": m.reason, "seq": m.seq}
+              for m in report.projections]
     if as_json:
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
               "projections": forged, "missing_guards": list(report.missing_guards)})
@@ -75,6 +76,10 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
                    f"seq {first_bad.seq}: "
                    f"{first_bad.reason}")
     for m in forged if not as_json else ():
+        if m["table"] == "history":  # the lifecycle refuses the conversation's events
+            click.echo(f"{colour('ILLEGAL HISTORY', 'tampered')}: conversation "
+                       f"{m['conversation_id']!r} {m['reason']}")
+            continue
         click.echo(f"{colour('FORGED PROJECTION', 'tampered')}: {m['table']} conversation {m['conversation_id']!r} "
                    f"position {m['position']}: {m['reason']}")
     if report.missing_guards and not as_json:

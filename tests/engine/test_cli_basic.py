@@ -64,7 +64,8 @@ def test_show_unknown_conversation_is_bad_input(filled):
 
 def test_verify_ok_then_tampered_names_the_seq(filled, tmp_path):
     ok = json.loads(invoke("verify", "--db", filled, "--json").output)
-    assert ok == {"ok": True, "checked_events": 4, "first_bad": None, "projections": []}
+    assert ok == {"ok": True, "checked_events": 4, "first_bad": None, "projections": [],
+                  "missing_guards": []}
     copy = tmp_path / "copy.db"
     shutil.copy(filled, copy)
     con = sqlite3.connect(copy)
