@@ -244,7 +244,8 @@ def _create_v4(db: Database) -> None:
     new row, the newest that still holds is read), never updated or deleted."""
     kept = [sql for (sql,) in db.execute(
         "SELECT sql FROM sqlite_master WHERE tbl_name = 'snapshots' AND type IN "
-        "('trigger', 'index') AND sql IS NOT NULL ORDER BY rowid").fetchall()]
+        "('trigger', 'index') AND sql IS NOT NULL AND name NOT LIKE 'snapshots_refuse_%' "
+        "ORDER BY rowid").fetchall()]
     db.execute(_SNAPSHOTS_V4)
     db.execute("INSERT INTO snapshots_v4 (stream_id, kind, seq, hash, data) "
                "SELECT stream_id, kind, seq, hash, data FROM snapshots")

@@ -65,7 +65,15 @@ def as_schema_2(path: Path) -> None:
         conn.execute("DROP TRIGGER events_refuse_update")
         conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
         conn.execute(trigger)
-        conn.execute("UPDATE snapshots SET hash = lower(hex(hash))")
+        for statement in (  # schema 2's snapshots: one row per stream and kind, unguarded
+                "DROP TRIGGER snapshots_refuse_update", "DROP TRIGGER snapshots_refuse_delete",
+                "CREATE TABLE snapshots_v2 (stream_id TEXT NOT NULL, kind TEXT NOT NULL, "
+                "seq INTEGER NOT NULL, hash TEXT NOT NULL, data BLOB NOT NULL, "
+                "PRIMARY KEY (stream_id, kind))",
+                "INSERT OR REPLACE INTO snapshots_v2 SELECT stream_id, kind, seq, "
+                "lower(hex(hash)), data FROM snapshots ORDER BY seq",
+                "DROP TABLE snapshots", "ALTER TABLE snapshots_v2 RENAME TO snapshots"):
+            conn.execute(statement)
         conn.execute("UPDATE _turnlog_meta SET value = '2' WHERE key = 'schema_version'")
         conn.commit()
     finally:
