@@ -286,8 +286,10 @@ class PostgresJournal:
         return JournalConnectionError(
             f"append to stream {batches[0].stream_id!r}: the connection to {self.path} was lost "
             f"while the append was committing ({first}): it may have committed. Check before "
-            f"retrying (a blind retry may write the events twice): {checks} "
-            "(the journal's last_seq(stream), or turnlog show ID --db URL)")
+            f"writing again: {checks} (the journal's last_seq(stream), or turnlog show ID "
+            "--db URL). A retry with the same expected_seq is safe (refused with "
+            "ConcurrencyError if it committed); re-reading the stream and appending the "
+            "events again is not")
 
     def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
                now: str) -> list[list[Row]]:
