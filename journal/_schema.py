@@ -11,18 +11,22 @@ completely or not at all, and two processes opening it at once cannot both migra
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 from sqlite_utils import Database
 
+from ._logtree import LEAF_COLUMN, leaf_data
+from ._merkle import Frontier, node_id
 from ._types import ProjectionMismatch, StoredEvent
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = [
     "APPLICATION_ID",
     "COMPACT_HASHES_FROM",
+    "LOG_TREE_FROM",
     "MIGRATIONS",
     "READABLE_FROM",
     "SCHEMA_VERSION",
@@ -32,6 +36,7 @@ __all__ = [
     "core_guards",
     "lost_constraints",
     "missing_guards",
+    "new_origin",
     "open_schema",
     "restore_guards",
 ]
@@ -229,7 +234,52 @@ def _create_v3(db: Database) -> None:
         conn.execute(sql)
 
 
-_SNAPSHOTS_V4 = """CREATE TABLE snapshots_v4 (
+_TREE_V4 = """CREATE TABLE tree (
+    id INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL
+)"""
+
+_CHECKPOINTS_V4 = """CREATE TABLE checkpoints (
+    id INTEGER PRIMARY KEY,
+    size INTEGER NOT NULL,
+    note TEXT NOT NULL
+)"""
+
+
+def new_origin() -> str:
+    """A journal's stable origin: the default first line of its checkpoints (C2SP: a
+    schema-less, URL-like name without spaces or ``+``)."""
+    return f"turnlog.invalid/{uuid.uuid4().hex}"
+
+
+def _create_v4(db: Database) -> None:
+    """The log tree (RFC 6962 over every event, in position order) and signed checkpoints.
+
+    ``tree`` holds the hash of every complete subtree, numbered in the order appends
+    complete them (``_merkle.node_id``); ``checkpoints``
+    the signed notes kept; ``_turnlog_meta`` gains the journal's ``origin``. Both
+    tables are append-only, as ``events`` is. The tree of the events already there is
+    built from their stored chain hashes, in one pass.
+    """
+    conn = db.conn
+    conn.execute(_TREE_V4)
+    conn.execute(_CHECKPOINTS_V4)
+    for table in ("tree", "checkpoints"):
+        for operation in ("UPDATE", "DELETE"):
+            conn.execute(
+                f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, 'turnlog journal is append-only: "
+                f"{operation} on {table} is not allowed'); END")
+    conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES ('origin', ?)", (new_origin(),))
+    frontier = Frontier(0, lambda *_: b"")
+    rows = conn.execute(f"SELECT {LEAF_COLUMN} FROM events ORDER BY position")
+    insert = "INSERT INTO tree (id, hash) VALUES (?, ?)"
+    while batch := rows.fetchmany(10_000):
+        conn.executemany(insert, [(node_id(level, index), h) for level, index, h
+                                  in frontier.add(leaf_data(h) for (h,) in batch)])
+
+
+_SNAPSHOTS_V5 = """CREATE TABLE snapshots_v5 (
     stream_id TEXT NOT NULL,
     kind TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -239,18 +289,18 @@ _SNAPSHOTS_V4 = """CREATE TABLE snapshots_v4 (
 )"""
 
 
-def _create_v4(db: Database) -> None:
+def _create_v5(db: Database) -> None:
     """Snapshots are guarded like events: rows are only inserted (a newer snapshot is a
     new row, the newest that still holds is read), never updated or deleted."""
     kept = [sql for (sql,) in db.execute(
         "SELECT sql FROM sqlite_master WHERE tbl_name = 'snapshots' AND type IN "
         "('trigger', 'index') AND sql IS NOT NULL AND name NOT LIKE 'snapshots_refuse_%' "
         "ORDER BY rowid").fetchall()]
-    db.execute(_SNAPSHOTS_V4)
-    db.execute("INSERT INTO snapshots_v4 (stream_id, kind, seq, hash, data) "
+    db.execute(_SNAPSHOTS_V5)
+    db.execute("INSERT INTO snapshots_v5 (stream_id, kind, seq, hash, data) "
                "SELECT stream_id, kind, seq, hash, data FROM snapshots")
     db.execute("DROP TABLE snapshots")
-    db.execute("ALTER TABLE snapshots_v4 RENAME TO snapshots")
+    db.execute("ALTER TABLE snapshots_v5 RENAME TO snapshots")
     for sql in kept:  # an extension's triggers and indexes on the table come back
         db.execute(sql)
     for operation in ("UPDATE", "DELETE"):
@@ -258,7 +308,7 @@ def _create_v4(db: Database) -> None:
 
 
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -267,11 +317,15 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 READABLE_FROM = 1
 """The oldest core schema a read-only handle reads as it is (v2 added only the snapshot
 cache, whose absence just means no snapshot; v3 only stores hashes as bytes, and a
-reader of an older journal reads them as the hex text they were: read commands need
-no migration first)."""
+reader of an older journal reads them as the hex text they were; v4 adds the log tree,
+which a reader of an older journal recomputes from the events where it needs it: read
+commands need no migration first)."""
 
 COMPACT_HASHES_FROM = 3
 """The first core schema whose ``events.hash`` and ``prev_hash`` are 32-byte BLOBs."""
+
+LOG_TREE_FROM = 4
+"""The first core schema with the log tree (``tree``, ``checkpoints``, the ``origin``)."""
 
 
 def open_schema(
@@ -312,7 +366,8 @@ def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> in
 
 def core_guards(version: int) -> dict[str, str]:
     """The triggers that keep a journal of schema ``version`` append-only, by name: their SQL."""
-    tables = ("events", "stream_links", "snapshots") if version >= 4 else ("events", "stream_links")
+    tables = ("events", "stream_links", *(("tree", "checkpoints") if version >= 4 else ()),
+              *(("snapshots",) if version >= 5 else ()))
     return {f"{table}_refuse_{op.lower()}": _refusal(table, op)
             for table in tables for op in ("UPDATE", "DELETE")}
 
