@@ -108,6 +108,7 @@ def _create_v5(conn: psycopg.Connection) -> None:
     conn.execute("ALTER TABLE snapshots DROP CONSTRAINT snapshots_pkey, "
                  "ADD PRIMARY KEY (stream_id, kind, seq)")
     for op in ("UPDATE", "DELETE", "TRUNCATE"):
+        conn.execute(f"DROP TRIGGER IF EXISTS snapshots_refuse_{op.lower()} ON snapshots")
         conn.execute(_refusal("snapshots", op))
 
 
