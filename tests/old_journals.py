@@ -66,6 +66,8 @@ def as_schema_2(path: Path) -> None:
         conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
         conn.execute(trigger)
         for statement in (  # schema 2's snapshots: one row per stream and kind, unguarded
+                "DROP TABLE tree", "DROP TABLE checkpoints",  # schema 4's log tree
+                "DELETE FROM _turnlog_meta WHERE key = 'origin'",
                 "DROP TRIGGER snapshots_refuse_update", "DROP TRIGGER snapshots_refuse_delete",
                 "CREATE TABLE snapshots_v2 (stream_id TEXT NOT NULL, kind TEXT NOT NULL, "
                 "seq INTEGER NOT NULL, hash TEXT NOT NULL, data BLOB NOT NULL, "
