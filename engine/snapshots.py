@@ -13,10 +13,13 @@ never trusted over the events:
 - bytes that do not decode (or that would inflate past :func:`inflate`'s cap: a
   zlib bomb), or decode to another conversation or seq, are ignored; in each
   case the state is folded from the events, as before;
-- what gates a side effect is never taken from it: which tools need approval,
+- what gates a side effect is never taken from it: for a writer's open
+  (:func:`open_builder`: runs, resumes, approvals) which tools need approval,
   the approval requests and decisions, the calls started and the calls still
   pending (so which ran already) are read from the events up to its seq
-  (:func:`gates_from_events`), whatever the snapshot says;
+  (:func:`gates_from_events`, reading every row but parsing only those events),
+  whatever the snapshot says; a reader (:func:`open_state`: show, export) shows
+  the saved state, which ``verify`` checks;
 - ``verify`` folds every conversation through the lifecycle, reporting an
   illegal history at its seq, and compares each saved snapshot with the fold
   of its events by canonical bytes (``true`` is not ``1``, nor ``1.0``)
@@ -161,8 +164,12 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
     conversation that folded ``SNAPSHOT_AFTER`` events or more saves a new snapshot
     (:func:`save_snapshot`); one up to an earlier seq never replaces it with an
     older one. Raises ``ConversationNotFound``.
+
+    The builder is what writers act on (``Conversation.open``: runs, resumes,
+    decisions), so what gates a side effect comes from the events, never the
+    snapshot (:func:`gates_from_events`).
     """
-    opened = _open(journal, conversation_id, to_seq)
+    opened = _open(journal, conversation_id, to_seq, gates=True)
     return opened if isinstance(opened, StateBuilder) else StateBuilder(opened)
 
 
@@ -178,16 +185,18 @@ def refresh_snapshot(journal: JournalProtocol, conversation_id: str) -> Snapshot
     snapshot and the events after it): what any later open would fold, never a
     writer's in-memory state. ``None`` when nothing was saved (see :func:`save_snapshot`)
     or the snapshot already is at the last event."""
-    opened = _open(journal, conversation_id, None, save=False)
+    opened = _open(journal, conversation_id, None, save=False, gates=True)
     if not isinstance(opened, StateBuilder):
         return None
     return save_snapshot(journal, conversation_id, opened)
 
 
 def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
-          save: bool = True) -> StateBuilder | ConversationState:
+          save: bool = True, gates: bool = False) -> StateBuilder | ConversationState:
     folded = [0]
     saved = _from_snapshot(journal, conversation_id, to_seq)
+    if saved is not None and gates:
+        saved = gates_from_events(journal, saved)
     if saved is None:
         base = 0
         builder = fold_stored(_counted(journal.lineage(conversation_id, to_seq), folded))
@@ -213,13 +222,33 @@ def _from_snapshot(journal: JournalProtocol, conversation_id: str,
     state = decode_state(snapshot.data)
     if state is None or state.seq != snapshot.seq or state.conversation_id != conversation_id:
         return None  # not a state, or another conversation's (a row copied over)
-    return gates_from_events(journal, state)
+    return state
 
 
 #: The events whose fold decides whether a tool call may run: read from the journal, never
 #: from a snapshot (which anyone who can write the file can forge).
 _GATES = frozenset({"conversation_started", "model_responded", "tool_started", "tool_completed",
                     "tool_call_rejected", "approval_requested", "approval_decided"})
+
+
+_CALL_EVENTS = frozenset({"tool_started", "tool_completed", "tool_call_rejected"})
+
+
+class _CallRef(msgspec.Struct):
+    call_id: str
+
+
+_CALL_REF = msgspec.json.Decoder(_CallRef)
+
+
+def _call_id(row: StoredEvent) -> str:
+    """The ``call_id`` of a tool event's payload (any version: the field never changed)."""
+    try:
+        return _CALL_REF.decode(row.payload).call_id
+    except msgspec.DecodeError:  # say where, as a full decode would
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"stream {row.stream_id!r} seq {row.seq}")
+        return event.call_id
 
 
 def gates_from_events(journal: JournalProtocol, state: ConversationState) -> ConversationState:
@@ -244,15 +273,18 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
         if kind == "model_responded":
             response, answered = row, set()
             continue
+        if kind in _CALL_EVENTS:  # only the call id: a result's content is not parsed
+            call_id = _call_id(row)
+            if kind == "tool_started":
+                started.add(call_id)
+            else:
+                started.discard(call_id)
+                answered.add(call_id)
+            continue
         event = decode_event(kind, row.version, row.payload,
                              where=f"stream {row.stream_id!r} seq {row.seq}")
         if isinstance(event, ConversationStarted):
             approve = event.approve
-        elif kind == "tool_started":
-            started.add(event.call_id)
-        elif kind in ("tool_completed", "tool_call_rejected"):
-            started.discard(event.call_id)
-            answered.add(event.call_id)
         elif kind == "approval_requested":
             approvals[event.call_id] = event
         else:
