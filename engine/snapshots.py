@@ -370,8 +370,8 @@ def _tracked(rows: Iterable[StoredEvent], last: list[StoredEvent]) -> Iterator[S
 
 
 def _illegal(row: StoredEvent, exc: TurnlogError) -> ProjectionMismatch:
-    what = "an illegal history" if isinstance(exc, InvalidTransition) else "an event that " \
-        "does not decode"
+    what = ("an illegal history" if isinstance(exc, InvalidTransition)
+            else "an event that does not decode")
     return ProjectionMismatch("engine.state", "history", row.stream_id, row.position, None,
                               f"{what} at seq {row.seq}: {exc}", seq=row.seq)
 
