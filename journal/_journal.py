@@ -13,7 +13,6 @@ from itertools import starmap
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
 
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
@@ -70,9 +69,11 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from sqlite_utils import Database
+
     from ._protocol import JournalProtocol
 
-__all__ = ["Journal", "connect_readonly"]
+__all__ = ["Journal", "connect_readonly", "sqlite_database"]
 
 _MAX_SEQ = 2**63 - 1
 _INSERT = (
@@ -151,7 +152,7 @@ class Journal:
         self._version = SCHEMA_VERSION
         try:
             restored, self._unwritable = open_schema(
-                Database(self._conn), self.path, extensions, synchronous)
+                sqlite_database(self._conn), self.path, extensions, synchronous)
             self.restored_guards = tuple(restored)
         except BaseException as exc:
             self._conn.close()
@@ -307,7 +308,7 @@ class Journal:
     def _run_hooks(self, written: list[list[StoredEvent]]) -> None:
         """Run each extension's ``on_append`` with the appended events, in the transaction."""
         appended = [event for stored in written for event in stored]
-        db = Database(self._conn, recursive_triggers=False)
+        db = sqlite_database(self._conn, recursive_triggers=False)
         for name, hook in self._hooks:
             action = f"the on_append hook of extension {name!r}"
             try:
@@ -592,12 +593,13 @@ class Journal:
             report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
-            guards = tuple(missing_guards(Database(self._conn), self._version, self._extensions))
+            guards = tuple(missing_guards(sqlite_database(self._conn), self._version,
+                                          self._extensions))
             try:
                 found = tuple(
                     mismatch
                     for ext in self._extensions if ext.verify is not None
-                    for mismatch in ext.verify(Database(self._conn), stream_id)
+                    for mismatch in ext.verify(sqlite_database(self._conn), stream_id)
                 ) + self._verify_journal(stream_id)
             except (sqlite3.Error, TurnlogError):
                 # the checks parse payloads: one edited into something else stops them
@@ -680,7 +682,7 @@ def _open_readonly(
     check_existing(path)
     conn = _connect_readonly(path, check_same_thread=check_same_thread)
     try:
-        version = check_schema(Database(conn), path, extensions)
+        version = check_schema(sqlite_database(conn), path, extensions)
     except BaseException as exc:
         conn.close()
         if isinstance(exc, sqlite3.Error):
@@ -720,3 +722,11 @@ def _sql_limit(limit: object, action: str) -> int:
 
 def _json_valid(conn: sqlite3.Connection, text: str) -> bool:
     return bool(conn.execute("SELECT json_valid(?)", (text,)).fetchone()[0])
+
+
+def sqlite_database(conn: object, **options: object) -> Database:
+    """A ``sqlite_utils.Database`` over the SQLite connection ``conn`` (sqlite-utils is
+    imported on first use, so importing turnlog, or asking ``turnlog --help``, never loads it)."""
+    from sqlite_utils import Database
+
+    return Database(conn, **options)

@@ -57,7 +57,7 @@ def write_old_journal(
 
 
 def as_schema_2(path: Path) -> None:
-    """Turn a current journal's hashes back into the hex text of schema 2, in place."""
+    """Turn a current journal back into schema 2, in place: hashes as hex text, no log tree."""
     conn = sqlite3.connect(path)
     try:
         [trigger] = conn.execute(
