@@ -388,7 +388,8 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: every backend.
 VIEWS_EXTENSION = Extension(name="engine.views", version=4, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
-                            verify_journal=check_snapshots)
+                            verify_journal=check_snapshots, guards=projections.GUARDS,
+                            guards_postgres=projections.PG_GUARDS)
 
 # Version 3's views: no events_hex, no costs.
 _V3 = {name: sql for name, sql in VIEWS.items() if name not in ("events_hex", "costs")}

@@ -94,7 +94,13 @@ def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
             check_existing(file)
     from turnlog.engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
-    return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
+    journal = Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
+    restored = getattr(journal, "restored_guards", ())
+    if restored:
+        problem(f"note: {journal.path}: reinstalled {', '.join(restored)}, removed outside "
+                "turnlog (a tool that rebuilds a table drops its triggers); check the "
+                f"history with {command_hint('verify', db_path=path)}")
+    return journal
 
 
 def emit(data: Any) -> None:
