@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError", "NeedsApproval",
            "NotAwaitingApprovalError", "UnknownCallError", "approved_call", "arguments_hash",
-           "awaiting", "decide", "needs_approval", "request_for", "spec_hash"]
+           "awaiting", "decide", "needs_approval", "reason_for", "request_for", "spec_hash"]
 
 #: ``True``/``False`` or a predicate over a call's validated arguments
 NeedsApproval = bool | Callable[[dict[str, Any]], bool]
@@ -87,11 +87,21 @@ def needs_approval(b: Any, call: ToolCall, tool: Any, validated: dict[str, Any],
     return bool(rule(validated)) if callable(rule) else bool(rule)
 
 
-def request_for(call: ToolCall, tool: Any) -> ApprovalRequested:
-    """The ``approval_requested`` event for ``call`` of ``tool``."""
+def request_for(call: ToolCall, tool: Any, reason: str | None = None) -> ApprovalRequested:
+    """The ``approval_requested`` event for ``call`` of ``tool`` (``reason``: why it needs a
+    decision, for the approver)."""
     return ApprovalRequested(call_id=call.id, name=call.name,
                              arguments_hash=arguments_hash(call.name, call.arguments),
-                             spec_hash=spec_hash(tool.spec))
+                             spec_hash=spec_hash(tool.spec), reason=reason)
+
+
+def reason_for(b: Any, call: ToolCall, marked: frozenset[str] | set[str] = frozenset(),
+               loop_reason: str | None = None) -> str | None:
+    """Why ``call`` needs a decision: the run's ``approve_reason`` (recorded, else the
+    loop's) when the run marks its tool; ``None`` when only the tool's own rule asks."""
+    if call.name not in b.approve and call.name not in marked:
+        return None
+    return getattr(b, "approve_reason", None) or loop_reason
 
 
 def awaiting(state: Any) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 ``tools_from_mcp("python server.py")`` (a command: stdio) or
 ``tools_from_mcp("http://host/mcp")`` (a URL: streamable HTTP) connects to
 an MCP server through the official ``mcp`` SDK (``pip install
-'turnlog[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
+-e '.[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
 of its tools, usable wherever tools are, and closed with ``close()`` (or
 ``with``)::
 
@@ -40,7 +40,7 @@ import collections
 import concurrent.futures
 import os
 import shlex
-import sys
+import tempfile
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -106,6 +106,57 @@ def _never_local() -> None:
     raise ToolError("an MCP tool runs on its server")
 
 
+class ServerLog:
+    """Where a stdio server's own stderr goes (its log lines, its tracebacks): a file, never
+    the terminal ``turnlog run`` prints its output to.
+
+    ``$TURNLOG_MCP_LOG`` names the file (appended to); else a temporary file, removed at
+    :meth:`close` when the server wrote nothing.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        chosen = os.environ.get("TURNLOG_MCP_LOG")
+        if chosen:
+            self.path, self._kept = chosen, True
+            self.file = open(chosen, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+        else:
+            fd, self.path = tempfile.mkstemp(prefix="turnlog-mcp-", suffix=".log")
+            self._kept = False
+            self.file = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+        self._start = self.file.tell()
+        self.note: str | None = None
+
+    def lines(self) -> list[str]:
+        """The non-blank lines the server has written to its stderr so far."""
+        if not self.file.closed:
+            self.file.flush()
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            f.seek(self._start)
+            return [line.rstrip() for line in f if line.strip()]
+
+    def last_line(self) -> str | None:
+        """The server's last non-blank stderr line (``None``: it wrote none)."""
+        lines = self.lines()
+        return lines[-1] if lines else None
+
+    def close(self) -> str | None:
+        """Close the file; return one line saying what the server wrote there (``None``:
+        nothing, and a temporary file is removed)."""
+        if self.file.closed:
+            return self.note
+        self.file.close()
+        lines = self.lines()
+        if not lines:
+            if not self._kept:
+                os.unlink(self.path)
+            return None
+        last = lines[-1] if len(lines[-1]) <= 160 else lines[-1][:159] + "…"
+        self.note = (f"MCP server {self.server!r} wrote {len(lines)} line(s) to its stderr, "
+                     f"in {self.path} (last: {last})")
+        return self.note
+
+
 class MCPToolset(ToolRegistry):
     """The tools of one MCP server, connected (see the module doc); close it when done.
 
@@ -120,24 +171,27 @@ class MCPToolset(ToolRegistry):
         try:
             from mcp import Client, StdioServerParameters
         except ImportError:
-            raise MCPError("MCP tools need the mcp package: pip install 'turnlog[mcp]'") from None
+            raise MCPError("MCP tools need the mcp package: pip install -e '.[mcp]' in turnlog's "
+                           "checkout") from None
         self.target = server
         self.timeout = timeout
         self.name = server
-        self._stderr: _StderrTail | None = None
         if server.startswith(("http://", "https://")):
             transport: Any = server
         else:
             words = shlex.split(server)
             if not words:
                 raise MCPError("--mcp: name a server as a command line or an http(s) URL")
+            transport = StdioServerParameters(command=words[0], args=words[1:],
+                                              env={**os.environ, **(env or {})})
+        self._client_type = Client
+        #: the stdio server's stderr (``None`` over HTTP): see :class:`ServerLog`
+        self.log: ServerLog | None = None
+        if isinstance(transport, StdioServerParameters):
             from mcp.client.stdio import stdio_client
 
-            self._stderr = _StderrTail()
-            transport = stdio_client(StdioServerParameters(
-                command=words[0], args=words[1:], env={**os.environ, **(env or {})}),
-                errlog=self._stderr.file)
-        self._client_type = Client
+            self.log = ServerLog(server)
+            transport = stdio_client(transport, errlog=self.log.file)
         self._transport = transport
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="turnlog-mcp",
@@ -152,10 +206,11 @@ class MCPToolset(ToolRegistry):
             listed = self._ready.result(timeout)
         except concurrent.futures.TimeoutError:
             self.close()
-            raise MCPError(f"MCP server {server!r} did not answer within {timeout:g} s") from None
-        except MCPError:
+            raise MCPError(self._with_log(
+                f"MCP server {server!r} did not answer within {timeout:g} s")) from None
+        except MCPError as exc:
             self.close()
-            raise
+            raise MCPError(self._with_log(str(exc))) from None
         for spec in listed:
             self.register(MCPTool(self, spec))
 
@@ -169,6 +224,8 @@ class MCPToolset(ToolRegistry):
                 info = getattr(client, "server_info", None)
                 if info is not None and getattr(info, "name", None):
                     self.name = info.name
+                    if self.log is not None:
+                        self.log.server = info.name
                 listed = await client.list_tools()
                 specs = [self._spec(t) for t in listed.tools]
                 self._ready.set_result(specs)
@@ -185,7 +242,7 @@ class MCPToolset(ToolRegistry):
         described = _describe(exc)
         if _LOST in described:  # it went away before answering: it did not start
             described = "it failed to start (it exited or closed the connection before answering)"
-        line = self._stderr.last_line() if self._stderr is not None else None
+        line = self.log.last_line() if self.log is not None else None
         said = f"; its last stderr line: {line}" if line else ""
         return f"cannot use MCP server {self.target!r}: {described}{said}"
 
@@ -223,8 +280,27 @@ class MCPToolset(ToolRegistry):
                     "error": f"{where} reported an error: {text or 'no details'}"}
         return data
 
+    def _with_log(self, message: str) -> str:
+        """``message`` plus what the server wrote to its stderr, if anything (after close)."""
+        notes = self.notes()
+        return f"{message}; {notes[0]}" if notes else message
+
+    def notes(self) -> list[str]:
+        """After :meth:`close`: a line for each server that wrote to its stderr (see
+        :class:`ServerLog`), for the caller to show once instead of the server's output."""
+        note = self.log.note if self.log is not None else None
+        return [note] if note else []
+
     def close(self) -> None:
-        """Close the session (a stdio server is stopped) and the event-loop thread."""
+        """Close the session (a stdio server is stopped), the event-loop thread and the
+        server's log."""
+        try:
+            self._close_session()
+        finally:
+            if self.log is not None:
+                self.log.close()
+
+    def _close_session(self) -> None:
         if self._loop.is_closed():
             return
         if self._stop is not None:
@@ -237,8 +313,6 @@ class MCPToolset(ToolRegistry):
         self._thread.join(10)
         if not self._thread.is_alive():
             self._loop.close()
-        if self._stderr is not None:
-            self._stderr.close()
 
     def __enter__(self) -> MCPToolset:
         return self
@@ -248,42 +322,6 @@ class MCPToolset(ToolRegistry):
 
 
 _LOST = "the connection to the server was lost"
-
-
-class _StderrTail:
-    """A stdio server's stderr: passed through to ours line by line, its last lines kept."""
-
-    def __init__(self) -> None:
-        read, write = os.pipe()
-        self.file = os.fdopen(write, "w")
-        self._lines: collections.deque[str] = collections.deque(maxlen=20)
-        self._reader = threading.Thread(target=self._pump, args=(os.fdopen(read, "rb"),),
-                                        name="turnlog-mcp-stderr", daemon=True)
-        self._reader.start()
-
-    def _pump(self, pipe: Any) -> None:
-        with pipe:
-            for raw in pipe:
-                line = raw.decode("utf-8", "replace")
-                self._lines.append(line.rstrip())
-                try:
-                    sys.stderr.write(line)
-                    sys.stderr.flush()
-                except (OSError, ValueError):  # our stderr is gone: keep draining
-                    pass
-
-    def last_line(self) -> str | None:
-        """The server's last non-blank stderr line (read what it wrote before it exited)."""
-        if not self.file.closed:
-            self.file.close()  # the server holds its own copy; EOF comes when it has gone
-        self._reader.join(2)
-        return next((line for line in reversed(self._lines) if line.strip()), None)
-
-    def close(self) -> None:
-        """Stop passing stderr through once the server is gone."""
-        if not self.file.closed:
-            self.file.close()
-        self._reader.join(2)
 
 
 def _call_errors() -> tuple[type[BaseException], ...]:
@@ -343,3 +381,7 @@ class _Combined(MCPToolset):
         """Close every server's toolset."""
         for s in self._sets:
             s.close()
+
+    def notes(self) -> list[str]:
+        """Every server's note (see :meth:`MCPToolset.notes`)."""
+        return [n for s in self._sets for n in s.notes()]

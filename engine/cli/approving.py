@@ -12,14 +12,15 @@ from turnlog.engine.conversation import load_state
 
 from ._common import (
     CLIError,
-    command_hint,
     db_option,
     emit,
     flag_pair,
+    hint,
     journal_for,
     json_option,
     translate_errors,
 )
+from .run import options_of, waiting_calls
 
 __all__ = ["COMMANDS", "approve"]
 
@@ -54,33 +55,41 @@ def approve(conversation_id: str, call_ids: tuple[str, ...], every: bool,
     """
     if approved is None:
         raise CLIError("say --yes (approve) or --no (deny)")
-    if every == bool(call_ids):
-        raise CLIError("name the calls to decide with --call CALL_ID, or use --all")
     arguments = _edited(edited, call_ids, approved)
     with journal_for(db_path) as journal:
-        waiting = load_state(journal, conversation_id).awaiting_approval
+        before = load_state(journal, conversation_id)
+        waiting = before.awaiting_approval
+        if every == bool(call_ids):
+            raise CLIError("name the calls to decide with --call CALL_ID, or use --all"
+                           + ("; waiting: " + "; ".join(
+                               line.strip() for line in waiting_calls(before, waiting))
+                              if waiting else ""))
         chosen = tuple(waiting) if every else call_ids
         if not chosen:
             raise CLIError(f"conversation {conversation_id} has no tool call waiting for "
                            "approval (nothing was written)")
         decided = [decide(journal, conversation_id, call_id, approved, approver, reason,
                           arguments) for call_id in chosen]
-        left = load_state(journal, conversation_id).awaiting_approval
-    hint = command_hint("resume", conversation_id, db_path=db_path)
+        state = load_state(journal, conversation_id)
+        left = state.awaiting_approval
+    continue_with = hint("resume", conversation_id, run=options_of(state))
     if as_json:
         emit({"conversation_id": conversation_id,
               "decisions": [{"call_id": d.call_id, "decision": d.decision, "approver": d.approver,
                              "reason": d.reason, "decided_at": d.decided_at,
+                             "request_reason": before.approvals[d.call_id].reason,
                              "edited": d.arguments is not None} for d in decided],
               "awaiting_approval": list(left)})
         return
     for d in decided:
+        asked = before.approvals.get(d.call_id)
         click.echo(f"{d.call_id}: {_PAST[d.decision]} by {d.approver}"
-                   + (" (with edited arguments)" if d.arguments is not None else ""))
+                   + (" (with edited arguments)" if d.arguments is not None else "")
+                   + (f"; it waited because: {asked.reason}" if asked and asked.reason else ""))
     if left:
         click.echo(f"still waiting: {', '.join(left)}")
     else:
-        click.echo(f"Continue the run with:\n  {hint}  (add its --tools)")
+        click.echo(f"Continue the run with:\n  {continue_with}")
 
 
 def _edited(edited: str | None, call_ids: tuple[str, ...], approved: bool) -> Any:

@@ -256,3 +256,46 @@ def test_run_with_a_server_that_cannot_start_exits_2_and_writes_nothing(tmp_path
                     "no-such-command-turnlog", "--db", db)
     assert result.exit_code == 2 and "cannot use MCP server" in result.output
     assert not db.exists()
+
+
+def _console(*args, **env):
+    from tests.cli.conftest import turnlog
+
+    return turnlog(*args, TURNLOG_MCP_TIMEOUT=str(TIMEOUT), **env)
+
+
+def test_a_stdio_servers_traceback_goes_to_a_log_named_in_one_line(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [call("fail", reason="boom")]},
+                                            {"text": "ok"}]}))
+    out = _console("run", "go", "--script", script, "--mcp", COMMAND, "--db", tmp_path / "t.db")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    (note,) = out.stderr.splitlines()
+    assert note.startswith("MCP server 'testserver' wrote ") and "Error executing tool fail" in note
+    log = Path(note.split(" in ", 1)[1].split(" (last: ", 1)[0])
+    assert "Traceback (most recent call last)" in log.read_text() and "ValueError: boom" in \
+        log.read_text()
+    log.unlink()
+
+
+def test_turnlog_mcp_log_chooses_the_file_and_a_quiet_server_leaves_nothing(tmp_path):
+    chosen = tmp_path / "servers.log"
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [call("fail", reason="once")]},
+                                            {"text": "ok"}]}))
+    _console("run", "go", "--script", script, "--mcp", COMMAND, "--db", tmp_path / "a.db",
+             TURNLOG_MCP_LOG=str(chosen))
+    assert "ValueError: once" in chosen.read_text()
+    quiet = tmp_path / "q.json"
+    quiet.write_text(json.dumps({"turns": [{"text": "no tools needed"}]}))
+    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("turnlog-mcp-*.log"))
+    out = _console("run", "go", "--script", quiet, "--mcp", COMMAND, "--db", tmp_path / "b.db")
+    assert out.returncode == 0 and out.stderr == ""
+    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("turnlog-mcp-*.log")) <= before
+
+
+def test_a_server_that_dies_at_start_is_reported_with_its_last_stderr_line(tmp_path):
+    dying = f"{sys.executable} -c \"import sys; sys.exit('bad config: no API key')\""
+    with pytest.raises(MCPError, match="last: bad config: no API key"):
+        MCPToolset(dying, timeout=TIMEOUT)
