@@ -310,8 +310,8 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
     _check_reason(approve, approve_reason)
-    with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
     prices = _prices(prices_file)
+    with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
         state = load_state(journal, conversation_id)
         if state.finished:
             if as_json:

@@ -85,8 +85,11 @@ def caught(tmp_path, seed: int) -> dict[str, int]:
                     f"--hypothesis-seed={seed}", f"--junitxml={report}", "test_wrong.py"],
                    cwd=tmp_path, capture_output=True, text=True, timeout=900)
     failed = {name: 0 for name in WRONG}
-    for case in ET.parse(report).iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+    cases = list(ET.parse(report).iter("testcase"))
+    assert len(cases) == 6 * len(WRONG), "every law ran on every wrong rule"
+    for case in cases:
+        assert case.find("error") is None, case.find("error").get("message")
+        if case.find("failure") is not None:
             failed[case.get("classname").rsplit(".Test", 1)[1]] += 1
     return failed
 
