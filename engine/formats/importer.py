@@ -68,8 +68,8 @@ _PROGRESS_EVERY = 64  # entries between two progress reports
 
 #: The largest transcript file an import reads. An import is atomic and holds the whole
 #: transcript in memory (parsed, normalised and folded before one transaction writes it):
-#: its peak is about 4 times the file (a 200 MB file of long messages: 730 MB) plus about
-#: 1.5 KB per entry (a million tiny messages: 1.5 GB). These bounds keep it under 1 GB.
+#: its peak is about 4 times the file (a 200 MB file of long messages: 750 MB) plus about
+#: 3 KB per entry (a million tiny messages in 41 MB: 2.9 GB). These bounds keep it near 1 GB.
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
 #: The most entries one import takes (see ``MAX_IMPORT_BYTES``).
 MAX_IMPORT_ENTRIES = 250_000
@@ -513,7 +513,7 @@ def _check_count(entries: Sequence[Any], source: str = "the transcript") -> None
         raise FormatError(
             f"{source} has {len(entries):,} entries and an import takes at most "
             f"{MAX_IMPORT_ENTRIES:,}: it is atomic and holds the whole transcript in memory "
-            "(about 1.5 KB per entry); split it into several conversations")
+            "(about 3 KB per entry); split it into several conversations")
 
 
 def read_file(path: str | Path) -> tuple[list[Any], dict[str, Any]]:
