@@ -52,6 +52,7 @@ import msgspec
 from ..errors import PriceTableError
 from ..events import Charge
 from ..messages import Usage
+from ..providers.registry import by_key, price_key
 
 __all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version"]
 
@@ -60,15 +61,11 @@ DATABASE = "genai-prices"
 
 _RATES = ("input", "cached_input", "output", "cache_write", "cache_write_1h")
 
-#: Provider names of turnlog's adapters -> the vendor whose price entries they share.
-VENDORS = {"openai-responses": "openai"}
 
 #: An override table's rate names -> genai-prices' token kinds (prices per million tokens).
 _KINDS = {"input": "input_mtok", "cached_input": "cache_read_mtok", "output": "output_mtok",
           "cache_write": "cache_write_mtok", "cache_write_1h": "cache_write_1h_mtok"}
 
-#: turnlog's provider names -> genai-prices' provider ids, where they differ.
-_DATABASE_IDS = {"openai-responses": "openai", "gemini": "google"}
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,11 +136,11 @@ class PriceTable:
         """The price in effect for ``provider``/``model`` on ``day`` (``YYYY-MM-DD``), if any.
 
         An adapter of another API of the same vendor is priced as the vendor
-        (``VENDORS``: ``openai-responses`` at ``openai``'s prices) unless the table
-        names it itself.
+        (its wire's ``PRICE_KEY``: ``openai-responses`` at ``openai``'s prices) unless
+        the table names it itself.
         """
-        for key in ((provider, model), (provider, "*"),
-                    (VENDORS.get(provider, provider), model), (VENDORS.get(provider, provider), "*")):
+        vendor = price_key(provider)
+        for key in ((provider, model), (provider, "*"), (vendor, model), (vendor, "*")):
             days = self._days.get(key)
             if days:
                 i = bisect.bisect_right(days, day)
@@ -333,7 +330,7 @@ class Prices:
     def _lookup(self, provider: str, model: str) -> tuple[Any, Any] | str:
         if not model:
             return "the call names no model"
-        tries = [(_DATABASE_IDS.get(provider, provider), model)]
+        tries = [(price_key(provider), model)]  # the wire's PRICE_KEY: gemini is google
         head, _, tail = model.partition("/")
         if tail:
             tries.append((head, tail))
@@ -379,7 +376,8 @@ class Prices:
             entries = [] if isinstance(found, str) else [found]
         else:
             entries = [(v, m) for v in _snapshot().providers
-                       if provider in (None, v.id, _DATABASE_IDS.get(provider)) for m in v.models]
+                       if provider in (None, v.id) or v.id == price_key(provider)
+                       for m in v.models]
         for vendor, info in entries:
             rows.append({"provider": vendor.id, "model": info.id, "source": DATABASE,
                          "version": database_version(),
@@ -424,3 +422,9 @@ def _moment(when: str) -> dt.datetime:
     except ValueError:
         raise PriceTableError(f"cannot price a call at {when!r}: not an ISO date or time") from None
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "VENDORS":  # turnlog's provider names -> the vendor they are priced as
+        return {k: v for k, v in by_key("PRICE_KEY").items() if k != v}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
