@@ -9,7 +9,7 @@ import click
 from turnlog.engine.formats.detect import FORMATS
 from turnlog.engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
 from turnlog.engine.formats.otlp import send_otlp, traces_url
-from turnlog.engine.formats.importer import import_file
+from turnlog.engine.formats.importer import import_entries, read_file
 
 from ._common import (
     CLIError,
@@ -55,10 +55,12 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     """
     if not Path(file).is_file():
         raise CLIError(f"no such file: {file}")
+    entries, envelope = read_file(file)  # a file refused is refused before the journal opens
     with journal_for(db_path, must_exist=False) as journal, \
             progress(None, label="importing", as_json=as_json) as bar:
-        result = import_file(journal, file, fmt=_IMPORT_ALIASES.get(fmt, fmt),
-                             conversation_id=conversation_id, progress=bar.at)
+        result = import_entries(journal, entries, fmt=_IMPORT_ALIASES.get(fmt, fmt),
+                                conversation_id=conversation_id, envelope=envelope,
+                                progress=bar.at)
     for warning in result.warnings:  # what the importer kept without understanding it
         problem(f"warning: {warning}")
     if as_json:

@@ -61,9 +61,18 @@ from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extr
 from .detect import AMBIGUOUS_TEXT, FORMATS, PROVIDER_FORMATS, detect_entry
 from .otlp_import import is_otlp, otlp_transcript
 
-__all__ = ["ImportResult", "Progress", "import_entries", "import_file", "read_transcript"]
+__all__ = ["MAX_IMPORT_BYTES", "MAX_IMPORT_ENTRIES", "ImportResult", "Progress",
+           "import_entries", "import_file", "read_file", "read_transcript"]
 
 _PROGRESS_EVERY = 64  # entries between two progress reports
+
+#: The largest transcript file an import reads. An import is atomic and holds the whole
+#: transcript in memory (parsed, normalised and folded before one transaction writes it):
+#: its peak is about 4 times the file (a 200 MB file of long messages: 750 MB) plus about
+#: 3 KB per entry (a million tiny messages in 41 MB: 2.9 GB). These bounds keep it near 1 GB.
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+#: The most entries one import takes (see ``MAX_IMPORT_BYTES``).
+MAX_IMPORT_ENTRIES = 250_000
 
 
 class ImportResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -452,6 +461,7 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
         raise FormatError("a transcript is a list of entries")
     if not entries:
         raise FormatError("the transcript has no entries")
+    _check_count(entries)
     items, formats = normalise(entries, fmt, envelope, progress)
     cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
     if valid_unicode(cid)[1]:
@@ -488,15 +498,39 @@ def _with_response_usage(events: list[Event], envelope: dict[str, Any]) -> list[
     return [*events[:last], msgspec.structs.replace(events[last], usage=usage), *events[last + 1:]]
 
 
-def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
-                conversation_id: str | None = None,
-                progress: Progress | None = None) -> ImportResult:
-    """Read ``path`` (``read_transcript``) and ``import_entries`` it (``progress`` too)."""
+def _check_count(entries: Sequence[Any], source: str = "the transcript") -> None:
+    if len(entries) > MAX_IMPORT_ENTRIES:
+        raise FormatError(
+            f"{source} has {len(entries):,} entries and an import takes at most "
+            f"{MAX_IMPORT_ENTRIES:,}: it is atomic and holds the whole transcript in memory "
+            "(about 3 KB per entry); split it into several conversations")
+
+
+def read_file(path: str | Path) -> tuple[list[Any], dict[str, Any]]:
+    """``read_transcript`` of the file at ``path``, refusing (``FormatError``) a file over
+    ``MAX_IMPORT_BYTES`` before reading it and one over ``MAX_IMPORT_ENTRIES`` entries."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            raise FormatError(
+                f"{path} has {size / 2**20:,.0f} MiB and an import reads at most "
+                f"{MAX_IMPORT_BYTES / 2**20:,.0f} MiB: it is atomic and holds the whole "
+                "transcript in memory (about 4 times the file); split it into several "
+                "conversations")
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     entries, envelope = read_transcript(data, str(path))
+    del data
+    _check_count(entries, str(path))
+    return entries, envelope
+
+
+def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
+                conversation_id: str | None = None,
+                progress: Progress | None = None) -> ImportResult:
+    """Read ``path`` (``read_file``) and ``import_entries`` it (``progress`` too)."""
+    entries, envelope = read_file(path)
     return import_entries(journal, entries, fmt=fmt, conversation_id=conversation_id,
                           envelope=envelope, progress=progress)
