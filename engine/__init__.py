@@ -20,6 +20,7 @@ from .approvals import (
     ApprovalError,
     ApprovalMismatchError,
     NotAwaitingApprovalError,
+    UnknownApprovalToolError,
     UnknownCallError,
     decide,
 )
@@ -192,6 +193,7 @@ __all__ = [
     "TranscriptOrderError",
     "TurnLimitReached",
     "TurnlogError",
+    "UnknownApprovalToolError",
     "UnknownCallError",
     "UnknownEntryError",
     "UnknownProviderError",

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from turnlog.engine.approvals import check_approve
 from turnlog.engine.choices import PROVIDERS, make_provider, open_tools
 from turnlog.engine.conversation import load_state
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
@@ -199,19 +200,20 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     chosen = make_provider(provider, model, script)
     cid = conversation_id or new_conversation_id()
     hint = resume_hint(cid, db_path, tool_specs, script, mcp)
-    with open_tools(tool_specs, mcp) as tools, \
-            journal_for(db_path, must_exist=False) as journal:
-        printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
-        if conversation_id and journal.last_seq(conversation_id):
-            _check_continuable(journal, cid, db_path, tool_specs, script,
-                               {"max_turns": max_turns, "mode": mode}, mcp)
-            result = run_interruptible(journal, cid, lambda: loop.send(
-                cid, prompt, single_turn=single_turn), hint)
-        else:
-            result = run_interruptible(journal, cid, lambda: loop.start(
-                prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
-                system=system, single_turn=single_turn), hint)
+    printer = StreamPrinter(as_json) if stream else None
+    with open_tools(tool_specs, mcp) as tools:
+        check_approve(approve, tools.names())  # a misspelt name: refused before a file exists
+        with journal_for(db_path, must_exist=False) as journal:
+            loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+            if conversation_id and journal.last_seq(conversation_id):
+                _check_continuable(journal, cid, db_path, tool_specs, script,
+                                   {"max_turns": max_turns, "mode": mode}, mcp)
+                result = run_interruptible(journal, cid, lambda: loop.send(
+                    cid, prompt, single_turn=single_turn), hint)
+            else:
+                result = run_interruptible(journal, cid, lambda: loop.start(
+                    prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
+                    system=system, single_turn=single_turn), hint)
     _report(result, as_json, printer, db_path)
 
 
@@ -236,6 +238,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
     with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
+        check_approve(approve, tools.names())
         state = load_state(journal, conversation_id)
         if state.finished:
             if as_json:
