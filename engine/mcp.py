@@ -41,6 +41,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from turnlog.journal import shown_url
+
 from .errors import EngineError, ToolError
 from .events import ToolEffect, ToolSpec
 from .tools import Tool, ToolContext, ToolRegistry
@@ -113,9 +115,11 @@ class MCPToolset(ToolRegistry):
             from mcp import Client, StdioServerParameters
         except ImportError:
             raise MCPError("MCP tools need the mcp package: pip install 'turnlog[mcp]'") from None
-        self.target = server
+        #: the server as messages show it (a URL's password masked: ``shown_url``)
+        self.target = shown_url(server)
         self.timeout = timeout
-        self.name = server
+        #: recorded in each tool's spec (``server``) until the server names itself
+        self.name = self.target
         if server.startswith(("http://", "https://")):
             transport: Any = server
         else:
@@ -139,7 +143,7 @@ class MCPToolset(ToolRegistry):
             listed = self._ready.result(timeout)
         except concurrent.futures.TimeoutError:
             self.close()
-            raise MCPError(f"MCP server {server!r} did not answer within {timeout:g} s") from None
+            raise MCPError(f"MCP server {self.target!r} did not answer within {timeout:g} s") from None
         except MCPError:
             self.close()
             raise

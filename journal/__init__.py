@@ -10,6 +10,7 @@ from ._hashing import GENESIS_HASH, event_hash
 from ._heads import dump_heads, load_heads
 from ._journal import Journal, connect_readonly
 from ._lineage import walk_ancestry
+from ._open import shown_url
 from ._protocol import JournalProtocol
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension
 from ._types import (
@@ -79,6 +80,7 @@ __all__ = [
     "dump_heads",
     "event_hash",
     "load_heads",
+    "shown_url",
     "walk_ancestry",
 ]
 

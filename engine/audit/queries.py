@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal
+from turnlog.journal import Journal, shown_url
 
 from .sql import SOURCES
 from .timeline import entries
@@ -311,7 +311,7 @@ class Reader:
 
         Raises ``ConversationNotFound`` for an unknown id.
         """
-        info = conversation_info(self.conn, conversation_id, self.path)
+        info = conversation_info(self.conn, conversation_id, shown_url(self.path))
         first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
                                   (conversation_id,)).fetchone()
         info["started"] = json.loads(first[0])
@@ -368,7 +368,7 @@ class Reader:
             "SELECT min(seq) FROM events WHERE stream_id = ? AND type = 'model_requested' "
             f"GROUP BY {self.dialect.json('payload', '$.turn')} ORDER BY 1", (conversation_id,))]
         if not starts and self.journal.last_seq(conversation_id) == 0:
-            raise ConversationNotFound(f"no conversation {conversation_id!r} in {self.path}")
+            raise ConversationNotFound(f"no conversation {conversation_id!r} in {shown_url(self.path)}")
         pages = max(1, math.ceil(len(starts) / per_page))
         if page > pages:
             raise BadFilterError(f"page {page} is past the timeline's last page ({pages})")

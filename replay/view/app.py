@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from turnlog.engine.audit import AuditQuery, ListQuery, PriceTable, Reader, parse_since
 from turnlog.engine.errors import BadFilterError, ConversationNotFound
-from turnlog.journal import TurnlogError
+from turnlog.journal import TurnlogError, shown_url
 
 from ..diff import diff
 from .charts import by_day, hbars
@@ -56,7 +56,7 @@ class _App:
         self.env = environment()
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(db=self.path, **context),
+        return HTMLResponse(self.env.get_template(name).render(db=shown_url(self.path), **context),
                             status_code=status)
 
     def reader(self) -> Reader:
