@@ -44,7 +44,13 @@ from turnlog.journal import Journal, StreamNotFoundError
 
 from ..conversation import Conversation
 from ..canonical import valid_unicode
-from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
+from ..errors import (
+    ConversationExistsError,
+    CorruptEventError,
+    FormatError,
+    NestingError,
+    UnknownEntryError,
+)
 from ..events import (
     EVENT_TYPES,
     ConversationStarted,
@@ -55,6 +61,7 @@ from ..events import (
     with_valid_unicode,
 )
 from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
+from ..nesting import check_depth, too_deep
 from .assemble import Item, assemble
 from .cassette import split_document
 from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
@@ -123,8 +130,8 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     text = _decode_text(data, source) if isinstance(data, bytes) else data
     try:
         doc = _parse(text, source)
-    except RecursionError:
-        raise FormatError(f"{source}: JSON nested too deeply") from None
+    except RecursionError:  # deeper than Python's parser goes: far past the limit
+        raise NestingError(too_deep(source)) from None
     if isinstance(doc, list):
         return doc, {}
     if isinstance(doc, dict):
@@ -456,6 +463,9 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
         raise FormatError("a transcript is a list of entries")
     if not entries:
         raise FormatError("the transcript has no entries")
+    # one nesting limit (engine.nesting), before any walk of the entries could recurse
+    check_depth(list(entries), "transcript")
+    check_depth(envelope or {}, "transcript envelope")
     items, formats = normalise(entries, fmt, envelope, progress)
     cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
     if valid_unicode(cid)[1]:

@@ -66,6 +66,7 @@ from ..messages import (
     ToolResult,
     render_opaque,
 )
+from ..nesting import check_depth, too_deep
 from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [
@@ -257,7 +258,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
     except ValueError:
         return {}, raw, _NOT_FINITE
     except RecursionError:
-        return {}, raw, "arguments nest too deep to read"
+        return {}, raw, too_deep("arguments")
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
     try:
@@ -291,6 +292,18 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
     """``(media_type, base64 data)`` of a base64 ``data:`` URL, else ``None``."""
     m = re.fullmatch(r"data:([\w.+/-]+);base64,(.*)", url, re.DOTALL)
     return (m.group(1), m.group(2)) if m else None
+
+
+def response_body(body: Any, provider: str) -> dict[str, Any]:
+    """``body`` once it is a JSON object within the nesting limit (``engine.nesting``): what
+    every adapter's ``map_response`` checks first, so a body parsed elsewhere is as safe to
+    map and record as one ``read_body`` returned. Else ``MalformedResponseError``."""
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=provider)
+    check_depth(body, "response body",
+                error=lambda message: MalformedResponseError(message, provider=provider))
+    return body
 
 
 def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provider: str) -> Any:
