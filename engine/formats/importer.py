@@ -132,6 +132,7 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
         doc = _parse(text, source)
     except RecursionError:  # deeper than Python's parser goes: far past the limit
         raise NestingError(too_deep(source)) from None
+    check_depth(doc, source)  # the one nesting limit (engine.nesting), naming the file
     if isinstance(doc, list):
         return doc, {}
     if isinstance(doc, dict):

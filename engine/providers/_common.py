@@ -49,6 +49,7 @@ from ..errors import (
     BadRequestError,
     FormatError,
     MalformedResponseError,
+    NestingError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -66,7 +67,7 @@ from ..messages import (
     ToolResult,
     render_opaque,
 )
-from ..nesting import check_depth, too_deep
+from ..nesting import check_depth, load_json
 from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [
@@ -252,18 +253,18 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
     if not raw.strip():
         return {}, raw, "arguments are empty; expected a JSON object"
     try:
-        parsed = json.loads(raw, parse_constant=_refuse_constant)
+        parsed = load_json(raw, "arguments", parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
     except ValueError:
         return {}, raw, _NOT_FINITE
-    except RecursionError:
-        return {}, raw, too_deep("arguments")
+    except NestingError as exc:  # the one limit (engine.nesting)
+        return {}, raw, str(exc)
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
     try:
         Redactor(None).data(parsed, "")
-    except MalformedResponseError as exc:  # a lone surrogate, or nesting beyond MAX_DEPTH
+    except MalformedResponseError as exc:  # a lone surrogate
         return {}, raw, "arguments " + str(exc).removeprefix("response ")
     return parsed, raw, None
 
