@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnlog.journal import ConcurrencyError
+from turnlog.journal._rows import format_timestamp
 
 from .canonical import digest
 from .duplicates import call_key
 from .errors import EngineError, InvalidEventError, TranscriptLockContention
-from .events import ApprovalDecided, ApprovalRequested, ToolSpec, encode_event
+from .events import ApprovalDecided, ApprovalRequested, ToolSpec, check_json_data, encode_event
 from .messages import ToolCall
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError", "NeedsApproval",
            "NotAwaitingApprovalError", "UnknownApprovalToolError", "UnknownCallError",
            "approved_call", "arguments_hash", "awaiting", "check_approve", "decide",
-           "needs_approval", "request_for", "spec_hash"]
+           "needs_approval", "reason_for", "request_for", "spec_hash"]
 
 #: ``True``/``False`` or a predicate over a call's validated arguments
 NeedsApproval = bool | Callable[[dict[str, Any]], bool]
@@ -122,11 +123,21 @@ def needs_approval(b: Any, call: ToolCall, tool: Any, validated: dict[str, Any],
     return bool(rule(validated)) if callable(rule) else bool(rule)
 
 
-def request_for(call: ToolCall, tool: Any) -> ApprovalRequested:
-    """The ``approval_requested`` event for ``call`` of ``tool``."""
+def request_for(call: ToolCall, tool: Any, reason: str | None = None) -> ApprovalRequested:
+    """The ``approval_requested`` event for ``call`` of ``tool`` (``reason``: why it needs a
+    decision, for the approver)."""
     return ApprovalRequested(call_id=call.id, name=call.name,
                              arguments_hash=arguments_hash(call.name, call.arguments),
-                             spec_hash=spec_hash(tool.spec))
+                             spec_hash=spec_hash(tool.spec), reason=reason)
+
+
+def reason_for(b: Any, call: ToolCall, marked: frozenset[str] | set[str] = frozenset(),
+               loop_reason: str | None = None) -> str | None:
+    """Why ``call`` needs a decision: the run's ``approve_reason`` (recorded, else the
+    loop's) when the run marks its tool; ``None`` when only the tool's own rule asks."""
+    if call.name not in b.approve and call.name not in marked:
+        return None
+    return getattr(b, "approve_reason", None) or loop_reason
 
 
 def awaiting(state: Any) -> tuple[str, ...]:
@@ -160,6 +171,11 @@ def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, 
         raise ApprovalError("an approval needs the approver's name (approver / --as)")
     if arguments is not None and (not approve or not isinstance(arguments, dict)):
         raise ApprovalError("edited arguments go with an approval, as a JSON object")
+    if arguments is not None:
+        try:
+            check_json_data(arguments)
+        except (TypeError, ValueError) as exc:
+            raise ApprovalError(f"the edited arguments are not JSON data: {exc}") from None
     if not journal.last_seq(conversation_id):
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
     conv = Conversation.open(journal, conversation_id)
@@ -183,7 +199,7 @@ def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, 
         chosen_hash = arguments_hash(call.name, chosen)
         event = ApprovalDecided(
             call_id=call_id, decision="approve" if approve else "deny", approver=approver,
-            reason=reason, decided_at=(clock or (lambda: datetime.now(UTC)))().isoformat(),
+            reason=reason, decided_at=format_timestamp((clock or (lambda: datetime.now(UTC)))()),
             arguments=arguments, arguments_hash=chosen_hash)
         encode_event(event)
     except InvalidEventError as exc:

@@ -15,11 +15,11 @@ offered unless named: no specs, no tools.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ._imports import import_object
 from .errors import EngineError
 from .tools import ToolRegistry
 
@@ -49,7 +49,7 @@ def load_tools(specs: Iterable[str]) -> ToolRegistry:
         if not module or not attr:
             raise ChoiceError(f"tools {spec!r}: name them as demo, none or MODULE:ATTR")
         try:
-            found: Any = getattr(importlib.import_module(module), attr)
+            found: Any = import_object(module, attr)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ChoiceError(f"tools {spec!r}: cannot import it ({exc}); "
                               "name them as demo, none or MODULE:ATTR") from None
@@ -62,13 +62,15 @@ def load_tools(specs: Iterable[str]) -> ToolRegistry:
 
 @contextlib.contextmanager
 def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
-               timeout: float | None = None) -> Iterator[ToolRegistry]:
+               timeout: float | None = None,
+               report: Callable[[str], None] | None = None) -> Iterator[ToolRegistry]:
     """``load_tools(specs)`` plus the tools of the MCP servers in ``mcp``, connected meanwhile.
 
     Each of ``mcp`` is a command line (stdio) or an ``http(s)://`` URL
     (streamable HTTP); see ``engine.mcp``. The servers are closed when the
     block ends. ``timeout`` (default ``$TURNLOG_MCP_TIMEOUT`` or 60 s) bounds
-    connecting and each call.
+    connecting and each call. A stdio server's stderr goes to a log file; when
+    the block ends, ``report`` is given one line per server that wrote there.
     """
     registry = load_tools(specs)
     servers = list(mcp)
@@ -79,10 +81,15 @@ def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
 
     if timeout is None:
         timeout = float(os.environ.get("TURNLOG_MCP_TIMEOUT") or 60)
-    with tools_from_mcp(servers, timeout=timeout) as served:
-        for t in served:
-            registry.register(t)
-        yield registry
+    served = tools_from_mcp(servers, timeout=timeout)
+    try:
+        with served:
+            for t in served:
+                registry.register(t)
+            yield registry
+    finally:
+        for note in served.notes() if report is not None else ():
+            report(note)
 
 
 def make_provider(name: str, model: str | None = None, script: str | None = None) -> Any:

@@ -13,12 +13,12 @@ the ordinal of the last call that had it, so every check is O(1)::
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
+from ._imports import import_object
 from .canonical import canonical_json
 from .errors import InvalidEventError
 from .events import DuplicatePolicy
@@ -113,7 +113,7 @@ def resolve_predicate(ref: str) -> DuplicatePredicate:
         return _PREDICATES[ref]
     module, _, attr = ref.partition(":")
     try:
-        fn = getattr(importlib.import_module(module), attr) if attr else None
+        fn = import_object(module, attr) if attr else None
     except (ImportError, AttributeError):
         fn = None
     if not callable(fn):

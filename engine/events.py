@@ -18,6 +18,7 @@ upcaster with ``register_upcaster`` that rewrites the old payload dict.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ __all__ = [
     "VERSIONS",
     "ApprovalDecided",
     "ApprovalRequested",
+    "Charge",
     "ConversationCompleted",
     "ConversationFailed",
     "ConversationHalted",
@@ -214,6 +216,9 @@ class ConversationStarted(Event, tag="conversation_started"):
     #: tools whose every call waits for a person's decision in this conversation
     #: (``Loop(approve=...)``, ``turnlog run --approve``), besides the tools' own rule
     approve: tuple[str, ...] = ()
+    #: why those calls need a decision (``Loop(approve_reason=...)``, ``--approve-reason``):
+    #: recorded with each approval request they make and shown to the approver
+    approve_reason: str | None = None
 
 
 class UserMessage(Event, tag="user_message"):
@@ -249,6 +254,25 @@ class ModelRequested(Event, tag="model_requested"):
     attempt: int = 1
 
 
+class Charge(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What one model call cost, priced when it was recorded (``engine.audit.prices``).
+
+    ``amount`` is ``None`` when no price was known: the call is *unpriced*
+    (``reason`` says why), never free. ``source`` names the price list
+    (``genai-prices``, ``overrides`` for a ``--prices`` file, ``scripted``),
+    ``version`` its version (the genai-prices release, or ``sha256:…`` of the
+    override file) and ``priced_as`` the entry that matched
+    (``provider/model``).
+    """
+
+    amount: float | None = None
+    currency: str = "USD"
+    source: str = ""
+    version: str = ""
+    priced_as: str = ""
+    reason: str | None = None
+
+
 class ModelResponded(Event, tag="model_responded"):
     """The model's answer to turn ``turn``: ordered parts, neutral stop reason, usage.
 
@@ -269,6 +293,9 @@ class ModelResponded(Event, tag="model_responded"):
     latency_ms: float | None = None
     source: Literal["provider", "imported", "runner"] = "provider"
     timestamp: str | None = None
+    #: the cost as priced when recorded (absent on events written before turnlog priced
+    #: turns, and on imported ones: the audit prices those at their recorded time)
+    charge: Charge | None = None
 
 
 class ModelFailed(Event, tag="model_failed"):
@@ -341,13 +368,15 @@ class ApprovalRequested(Event, tag="approval_requested"):
 
     ``arguments_hash`` is the SHA-256 of the call's canonical arguments and
     ``spec_hash`` that of the tool's spec, as they were when approval was asked:
-    an approved call runs only while both still match.
+    an approved call runs only while both still match. ``reason`` says why the call
+    needs a decision (the run's ``approve_reason``), for the approver to read.
     """
 
     call_id: str
     name: str
     arguments_hash: str
     spec_hash: str
+    reason: str | None = None
 
 
 class ApprovalDecided(Event, tag="approval_decided"):
@@ -487,14 +516,24 @@ def with_valid_unicode(event: Event) -> Event:
 
 def check_json_data(value: Any) -> None:
     """Raise ``TypeError`` unless ``value`` (builtins) encodes as an event's JSON does
-    (:func:`encode_event`: sorted keys, so every object key must be a string).
+    (:func:`encode_event`: sorted keys, so every object key must be a string), and
+    ``ValueError`` for NaN or an infinity, which are not JSON (the encoder would store
+    ``null`` in their place).
 
     >>> check_json_data({"a": [1, 2.5, None]})
     >>> check_json_data({1: "one"})
     Traceback (most recent call last):
     TypeError: Only dicts with str keys are supported when `order` is not `None`
+    >>> check_json_data({"amount": float("nan")})
+    Traceback (most recent call last):
+    ValueError: NaN and Infinity are not JSON numbers
     """
-    _encoder.encode(value)
+    encoded = _encoder.encode(value)
+    if b"null" in encoded:  # where a non-finite float would have gone: look closer
+        try:
+            json.dumps(value, allow_nan=False)
+        except ValueError:
+            raise ValueError("NaN and Infinity are not JSON numbers") from None
 
 
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:

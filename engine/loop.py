@@ -133,7 +133,10 @@ class LoopBase:
     the partial parts (the run stops unfinished; ``resume`` sends again).
     ``approve`` names tools whose calls wait for a person's decision (recorded
     in ``conversation_started.approve`` of the conversations it starts; see
-    ``engine.approvals`` and ``decide``).
+    ``engine.approvals`` and ``decide``); ``approve_reason`` says why, for the
+    approver (recorded with it and with each approval request). ``prices`` (an
+    ``engine.audit.prices.Prices``; default genai-prices) prices each
+    response; the cost, its source and version are recorded with it.
     """
 
     def __init__(self, journal: Journal, provider: Provider,
@@ -145,7 +148,8 @@ class LoopBase:
                  directives: Directives | None = None, model: str | None = None,
                  retry: RetryPolicy | None = None,
                  refuse: RefusalHook | None = None, max_parallel_tools: int = 8,
-                 stream: bool = False, approve: Iterable[str] = ()) -> None:
+                 stream: bool = False, approve: Iterable[str] = (),
+                 approve_reason: str | None = None, prices: Any = None) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -167,7 +171,15 @@ class LoopBase:
         #: tools whose calls wait for a person's decision (``engine.approvals``); each must be
         #: an offered tool (``check_approve``: a misspelt name would approve nothing)
         self.approve = check_approve(approve, self.tools.names())
+        if approve_reason is not None and (not isinstance(approve_reason, str)
+                                           or not approve_reason.strip()):
+            raise EngineError(f"approve_reason must be a non-empty text, got {approve_reason!r}")
+        #: why the ``approve`` tools' calls wait (shown to the approver)
+        self.approve_reason = approve_reason
         self._digest = RequestDigest()
+        #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
+        #: default, genai-prices), recorded with it as ``model_responded.charge``
+        self.prices = prices
 
     def build_request(self, b: Any) -> ModelRequest:
         """The request for the next turn, from the live state (never re-read from the journal)."""
@@ -210,7 +222,7 @@ class LoopBase:
                 mode=mode, max_turns=max_turns, system=text, directives=layers,
                 tools=self.tools.specs(), duplicate_policy=duplicate_policy or DuplicatePolicy(),
                 parameters=dict(parameters or {}), metadata=dict(metadata or {}),
-                approve=self.approve)
+                approve=self.approve, approve_reason=self.approve_reason)
         if self.journal.last_seq(started.conversation_id):
             raise ConversationExistsError(
                 f"conversation {started.conversation_id!r} already exists in {self.journal.path}; "

@@ -3,7 +3,7 @@
 ``tools_from_mcp("python server.py")`` (a command: stdio) or
 ``tools_from_mcp("http://host/mcp")`` (a URL: streamable HTTP) connects to
 an MCP server through the official ``mcp`` SDK (``pip install
-'turnlog[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
+-e '.[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
 of its tools, usable wherever tools are, and closed with ``close()`` (or
 ``with``)::
 
@@ -12,10 +12,12 @@ of its tools, usable wherever tools are, and closed with ``close()`` (or
 
 Each tool's ``ToolSpec`` is the server's: its name, description and input
 schema (recorded in the conversation's tool specs), ``server`` naming the
-server, and its effect class from the server's annotations —
-``readOnlyHint`` → ``read_only``; ``idempotentHint`` (and not
-``destructiveHint``) → ``idempotent``; ``destructiveHint`` or no hint →
-``side_effecting`` — so resume never blindly re-runs a destructive call.
+server, and its effect class from the server's annotations, read with the
+spec's defaults for a hint left out (``readOnlyHint`` false,
+``destructiveHint`` true, ``idempotentHint`` false): ``readOnlyHint`` →
+``read_only``; ``idempotentHint`` with ``destructiveHint: false`` →
+``idempotent``; anything else → ``side_effecting`` — so resume never blindly
+re-runs a destructive call, and a hint written out as its default changes nothing.
 
 A call is recorded like any tool call (``tool_started``/``tool_completed``):
 its data is ``{"server", "tool", "content", "structuredContent"?}``. An
@@ -34,9 +36,11 @@ and their results are served from the journal (``replay.tools``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import os
 import shlex
+import tempfile
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -57,18 +61,22 @@ class MCPError(EngineError):
 def effect_of(annotations: Any) -> ToolEffect:
     """The effect class an MCP tool's annotations claim (see the module doc).
 
+    A hint left out has the spec's default, so writing it out changes nothing:
+
     >>> class A:  # the SDK's ToolAnnotations, in short
     ...     read_only_hint = None; idempotent_hint = True; destructive_hint = None
-    >>> effect_of(A()), effect_of(None)
-    ('idempotent', 'side_effecting')
+    >>> class B(A):
+    ...     destructive_hint = False
+    >>> effect_of(A()), effect_of(B()), effect_of(None)
+    ('side_effecting', 'idempotent', 'side_effecting')
     """
-    if annotations is None:
-        return "side_effecting"
-    if getattr(annotations, "read_only_hint", None) is True:
+    def hint(name: str, default: bool) -> bool:
+        value = getattr(annotations, name, None)
+        return default if value is None else value is True
+
+    if hint("read_only_hint", False):
         return "read_only"
-    if getattr(annotations, "destructive_hint", None) is True:
-        return "side_effecting"
-    if getattr(annotations, "idempotent_hint", None) is True:
+    if hint("idempotent_hint", False) and not hint("destructive_hint", True):
         return "idempotent"
     return "side_effecting"
 
@@ -100,6 +108,57 @@ def _never_local() -> None:
     raise ToolError("an MCP tool runs on its server")
 
 
+class ServerLog:
+    """Where a stdio server's own stderr goes (its log lines, its tracebacks): a file, never
+    the terminal ``turnlog run`` prints its output to.
+
+    ``$TURNLOG_MCP_LOG`` names the file (appended to); else a temporary file, removed at
+    :meth:`close` when the server wrote nothing.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        chosen = os.environ.get("TURNLOG_MCP_LOG")
+        if chosen:
+            self.path, self._kept = chosen, True
+            self.file = open(chosen, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+        else:
+            fd, self.path = tempfile.mkstemp(prefix="turnlog-mcp-", suffix=".log")
+            self._kept = False
+            self.file = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+        self._start = self.file.tell()
+        self.note: str | None = None
+
+    def lines(self) -> list[str]:
+        """The non-blank lines the server has written to its stderr so far."""
+        if not self.file.closed:
+            self.file.flush()
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            f.seek(self._start)
+            return [line.rstrip() for line in f if line.strip()]
+
+    def last_line(self) -> str | None:
+        """The server's last non-blank stderr line (``None``: it wrote none)."""
+        lines = self.lines()
+        return lines[-1] if lines else None
+
+    def close(self) -> str | None:
+        """Close the file; return one line saying what the server wrote there (``None``:
+        nothing, and a temporary file is removed)."""
+        if self.file.closed:
+            return self.note
+        self.file.close()
+        lines = self.lines()
+        if not lines:
+            if not self._kept:
+                os.unlink(self.path)
+            return None
+        last = lines[-1] if len(lines[-1]) <= 160 else lines[-1][:159] + "…"
+        self.note = (f"MCP server {self.server!r} wrote {len(lines)} line(s) to its stderr, "
+                     f"in {self.path} (last: {last})")
+        return self.note
+
+
 class MCPToolset(ToolRegistry):
     """The tools of one MCP server, connected (see the module doc); close it when done.
 
@@ -114,7 +173,8 @@ class MCPToolset(ToolRegistry):
         try:
             from mcp import Client, StdioServerParameters
         except ImportError:
-            raise MCPError("MCP tools need the mcp package: pip install 'turnlog[mcp]'") from None
+            raise MCPError("MCP tools need the mcp package: pip install -e '.[mcp]' in turnlog's "
+                           "checkout") from None
         #: the server as messages show it (a URL's password masked: ``shown_url``)
         self.target = shown_url(server)
         self.timeout = timeout
@@ -129,6 +189,13 @@ class MCPToolset(ToolRegistry):
             transport = StdioServerParameters(command=words[0], args=words[1:],
                                               env={**os.environ, **(env or {})})
         self._client_type = Client
+        #: the stdio server's stderr (``None`` over HTTP): see :class:`ServerLog`
+        self.log: ServerLog | None = None
+        if isinstance(transport, StdioServerParameters):
+            from mcp.client.stdio import stdio_client
+
+            self.log = ServerLog(server)
+            transport = stdio_client(transport, errlog=self.log.file)
         self._transport = transport
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="turnlog-mcp",
@@ -143,10 +210,11 @@ class MCPToolset(ToolRegistry):
             listed = self._ready.result(timeout)
         except concurrent.futures.TimeoutError:
             self.close()
-            raise MCPError(f"MCP server {self.target!r} did not answer within {timeout:g} s") from None
-        except MCPError:
+            raise MCPError(self._with_log(
+                f"MCP server {self.target!r} did not answer within {timeout:g} s")) from None
+        except MCPError as exc:
             self.close()
-            raise
+            raise MCPError(self._with_log(str(exc))) from None
         for spec in listed:
             self.register(MCPTool(self, spec))
 
@@ -160,17 +228,27 @@ class MCPToolset(ToolRegistry):
                 info = getattr(client, "server_info", None)
                 if info is not None and getattr(info, "name", None):
                     self.name = info.name
+                    if self.log is not None:
+                        self.log.server = info.name
                 listed = await client.list_tools()
                 specs = [self._spec(t) for t in listed.tools]
                 self._ready.set_result(specs)
                 await self._stop.wait()
         except BaseException as exc:  # a server that cannot start or dies: reported, never raised here
             if not self._ready.done():
-                self._ready.set_exception(MCPError(
-                    f"cannot use MCP server {self.target!r}: {_describe(exc)}"))
+                self._ready.set_exception(MCPError(self._start_failure(exc)))
             self._client = None
             if not isinstance(exc, Exception):
                 raise
+
+    def _start_failure(self, exc: BaseException) -> str:
+        """Why the server could not be used, with its last line on stderr when it wrote one."""
+        described = _describe(exc)
+        if _LOST in described:  # it went away before answering: it did not start
+            described = "it failed to start (it exited or closed the connection before answering)"
+        line = self.log.last_line() if self.log is not None else None
+        said = f"; its last stderr line: {line}" if line else ""
+        return f"cannot use MCP server {self.target!r}: {described}{said}"
 
     def _spec(self, tool: Any) -> ToolSpec:
         schema = dict(tool.input_schema or {"type": "object", "properties": {}})
@@ -206,8 +284,27 @@ class MCPToolset(ToolRegistry):
                     "error": f"{where} reported an error: {text or 'no details'}"}
         return data
 
+    def _with_log(self, message: str) -> str:
+        """``message`` plus what the server wrote to its stderr, if anything (after close)."""
+        notes = self.notes()
+        return f"{message}; {notes[0]}" if notes else message
+
+    def notes(self) -> list[str]:
+        """After :meth:`close`: a line for each server that wrote to its stderr (see
+        :class:`ServerLog`), for the caller to show once instead of the server's output."""
+        note = self.log.note if self.log is not None else None
+        return [note] if note else []
+
     def close(self) -> None:
-        """Close the session (a stdio server is stopped) and the event-loop thread."""
+        """Close the session (a stdio server is stopped), the event-loop thread and the
+        server's log."""
+        try:
+            self._close_session()
+        finally:
+            if self.log is not None:
+                self.log.close()
+
+    def _close_session(self) -> None:
         if self._loop.is_closed():
             return
         if self._stop is not None:
@@ -288,3 +385,7 @@ class _Combined(MCPToolset):
         """Close every server's toolset."""
         for s in self._sets:
             s.close()
+
+    def notes(self) -> list[str]:
+        """Every server's note (see :meth:`MCPToolset.notes`)."""
+        return [n for s in self._sets for n in s.notes()]

@@ -23,6 +23,7 @@ import msgspec
 
 __all__ = [
     "EXTRA",
+    "USAGE_COUNTS",
     "Image",
     "Message",
     "Opaque",
@@ -148,14 +149,20 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults
     model: str | None = None
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Token usage of one model call, in one meaning for every provider.
 
     ``input_tokens`` counts ALL prompt tokens, cached ones included (OpenAI's
     ``prompt_tokens``; for Anthropic, ``input_tokens + cache_read_input_tokens
     + cache_creation_input_tokens``). ``cached_input_tokens`` is the part read
-    from the provider's cache, ``cache_write_tokens`` the part written to it.
-    ``reasoning_tokens`` is the part of ``output_tokens`` spent thinking.
+    from the provider's cache, ``cache_write_tokens`` the part written to it
+    and ``cache_write_1h_tokens`` the part of those written for one hour
+    (Anthropic's ``ephemeral_1h``; the rest are 5-minute writes).
+    ``input_audio_tokens`` and ``input_image_tokens`` are parts of
+    ``input_tokens``; ``reasoning_tokens`` and ``output_audio_tokens`` parts
+    of ``output_tokens``. No token is counted twice: each part is inside its
+    total. ``raw`` is the wire's usage object verbatim (``None`` when none was
+    sent); it is dropped when usages are added up.
     """
 
     input_tokens: int = 0
@@ -163,20 +170,24 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    input_audio_tokens: int = 0
+    input_image_tokens: int = 0
+    output_audio_tokens: int = 0
+    raw: dict[str, Any] | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-        )
+        return Usage(**{name: getattr(self, name) + getattr(other, name)
+                        for name in USAGE_COUNTS})
 
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+
+#: The token counts of a ``Usage`` (every field but ``raw``), in order.
+USAGE_COUNTS: tuple[str, ...] = tuple(name for name in Usage.__struct_fields__ if name != "raw")
 
 
 def _elide(value: Any) -> Any:

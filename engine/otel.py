@@ -1,6 +1,6 @@
 """``OTelObserver``: a run's GenAI spans, emitted live through ``opentelemetry-sdk``.
 
-Install the extra (``pip install 'turnlog[otel]'``) and pass the observer to
+Install the extra (``pip install -e '.[otel]'``) and pass the observer to
 the loop; it turns the events the loop records (the observers' ``recorded``
 event) into spans as they become durable, built by the same
 ``engine.formats.genai.GenAISpans`` as ``turnlog export --format otlp``, so a

@@ -41,10 +41,9 @@ from .events import (
     TurnLimitReached,
 )
 from .messages import Message, Text, ToolCall, ToolResult, Usage, text_of
+from .texts import UNANSWERED
 
 __all__ = ["RunRequest", "Runner", "RunnerResult", "apply_runner_result", "normalise_message"]
-
-_UNANSWERED = "Error: no result was recorded for this tool call."
 
 
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,7 +149,7 @@ def runner_events(result: RunnerResult, first_turn: int, provider: str,
 
 
 def _unanswered(pending: dict[str, ToolCall]) -> list[Event]:
-    return [ToolCallRejected(call_id=c.id, name=c.name, reason="unrecorded", content=_UNANSWERED,
+    return [ToolCallRejected(call_id=c.id, name=c.name, reason="unrecorded", content=UNANSWERED,
                              arguments=c.arguments) for c in pending.values()]
 
 

@@ -126,6 +126,8 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
     call_count: int = 0
     call_index: dict[str, int] = {}
     approve: tuple[str, ...] = ()
+    #: why the run's marked tools need a decision (``conversation_started.approve_reason``)
+    approve_reason: str | None = None
     #: ``approval_requested`` by call id (every call of the conversation that asked)
     approvals: dict[str, ApprovalRequested] = {}
     #: ``approval_decided`` by call id
@@ -260,7 +262,7 @@ class StateBuilder:
         self.duplicate_policy, self.parameters, self.metadata = (
             e.duplicate_policy, e.parameters, e.metadata)
         self.fork, self.replay_of = e.fork, e.replay_of
-        self.approve = e.approve
+        self.approve, self.approve_reason = e.approve, e.approve_reason
 
     def _user(self, e: UserMessage) -> None:
         if self.lifecycle in _RUN_START:

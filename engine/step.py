@@ -46,7 +46,15 @@ from typing import Any
 
 import msgspec
 
-from .approvals import approved_call, arguments_hash, awaiting, needs_approval, request_for, spec_hash
+from .approvals import (
+    approved_call,
+    arguments_hash,
+    awaiting,
+    needs_approval,
+    reason_for,
+    request_for,
+    spec_hash,
+)
 from .calls import assign_call_ids
 from .canonical import valid_unicode
 from .duplicates import check_duplicate, resolve_predicate
@@ -58,7 +66,10 @@ from .errors import (
     RunnerError,
     StreamInterrupted,
 )
+from datetime import UTC
+
 from .events import (
+    Charge,
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -348,12 +359,22 @@ class Step:
             usage=response.usage, provider=response.provider or self.loop.provider.name,
             model=response.model or request.model, response_id=response.response_id,
             raw=response.raw, latency_ms=_ms(seconds), replaced=response.replaced))
+        event = msgspec.structs.replace(event, charge=self._charge(event))
         parts = assign_call_ids(event.parts, b.call_ids)  # call ids unique in the conversation
         if parts != event.parts:
             event = msgspec.structs.replace(event, parts=parts)
         calls = [p.name for p in parts if type(p) is ToolCall]
         return Record((event,), notices=(("model_responded", {
             "turn": action.turn, "stop_reason": response.stop_reason, "tool_calls": calls}),))
+
+    def _charge(self, event: ModelResponded) -> Charge:
+        """What the response cost, priced now by the loop's prices (genai-prices by default)."""
+        from .audit.prices import Prices  # the audit package imports the engine
+
+        if self.loop.prices is None:
+            self.loop.prices = Prices.default()
+        when = self.loop.clock().astimezone(UTC).isoformat()
+        return self.loop.prices.charge(event.provider, event.model, when, event.usage)
 
     def failed(self, action: CallModel, exc: ProviderError, seconds: float) -> Record:
         """Record the provider's failure to answer ``action`` (only a ``ProviderError`` is one)."""
@@ -470,9 +491,11 @@ class Step:
         if asked is None:
             if self._batch.runs:  # the batch before it runs first
                 return self._dispatch()
-            event = request_for(call, tool)
+            event = request_for(call, tool, reason_for(
+                b, call, self._marked, getattr(self.loop, "approve_reason", None)))
             return Record((event,), notices=(("approval_requested", {
-                "call_id": call.id, "name": call.name, "arguments": call.arguments}),))
+                "call_id": call.id, "name": call.name, "arguments": call.arguments,
+                "reason": event.reason}),))
         decision = b.decisions.get(call.id)
         if decision is None:
             return None

@@ -19,21 +19,30 @@ characters as they are and does not escape ``/``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .canonical import canonical_json
 from .errors import InvalidEventError
 
 __all__ = [
+    "UNANSWERED",
     "display_name",
     "duplicate_message",
     "failure_message",
     "json_data",
+    "readable_result",
     "refusal_message",
     "result_content",
     "success_message",
     "tool_failed_message",
 ]
+
+
+#: The result a request carries for a tool call the history holds no result for (every API
+#: refuses an unanswered call). It is a placeholder, not a result: an import that meets it
+#: leaves a trailing call pending and records an earlier one as ``unrecorded``.
+UNANSWERED = "Error: no result was recorded for this tool call."
 
 
 def display_name(tool_name: str) -> str:
@@ -99,6 +108,28 @@ def result_content(tool_name: str, *, success: bool, data: Any = None, error: st
     if not handler and data is not None:
         text += "\n\n" + json_data(data)
     return text
+
+
+#: The default success text (``success_message``) of any tool, at the start of a result.
+_SUCCESS = re.compile(r"SUCCESS: [^\n]*? completed successfully\. "
+                      r"The requested operation has been finished as requested\.(?:\n\n|$)")
+
+
+def readable_result(content: str) -> str:
+    """A tool result as people read it (``show``, the viewer, reports, diffs): the model's
+    text without the default success sentence, which says nothing the status does not.
+
+    The journal and every export keep the exact text the model was sent.
+
+    >>> readable_result(result_content("add", success=True, data={"sum": 5}))
+    '{"sum":5}'
+    >>> readable_result(success_message("publish"))
+    ''
+    >>> readable_result("TOOL FAILED: add execution failed - boom")
+    'TOOL FAILED: add execution failed - boom'
+    """
+    found = _SUCCESS.match(content)
+    return content[found.end():] if found else content
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -18,7 +19,16 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._open import open_journal
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
-from ._schema import COMPACT_HASHES_FROM, Extension, check_extensions, check_schema, open_schema
+from ._logtree import LogTree, SqliteTreeStore, grow
+from ._merkle import Frontier
+from ._schema import (
+    COMPACT_HASHES_FROM,
+    LOG_TREE_FROM,
+    Extension,
+    check_extensions,
+    check_schema,
+    open_schema,
+)
 from ._snapshots import WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
@@ -67,6 +77,7 @@ _INSERT = (
 )
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
+_INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (?, ?)"
 
 
 class Journal:
@@ -111,22 +122,30 @@ class Journal:
         self._heads: dict[str, tuple[int, str]] = {}
         self._extensions = tuple(extensions)
         self._hooks = tuple((e.name, e.on_append) for e in extensions if e.on_append is not None)
+        # the log tree's right edge as (size, {(level, idx): hash}) after this handle's
+        # last append: the next append starts from it when no other writer came between
+        self._edge: tuple[int, dict[tuple[int, int], bytes]] = (-1, {})
         if self.readonly:
             self._conn, version = _open_readonly(self.path, extensions, True)
+            self._has_tree = version >= LOG_TREE_FROM
             self._sql = statements(version >= COMPACT_HASHES_FROM)
             self._cursor = self._conn.cursor()
             self._thread = threading.get_ident()
             return
         check_header(self.path)
+        created = self.path != ":memory:" and not os.path.exists(self.path)
         self._conn = connect(self.path)
         try:
             open_schema(Database(self._conn), self.path, extensions, synchronous)
         except BaseException as exc:
             self._conn.close()
+            if created:  # a failed open leaves no file behind that later opens would refuse
+                _remove_new_file(self.path)
             if isinstance(exc, sqlite3.Error):
                 raise translate(exc, self.path, "opening the journal") from exc
             raise
         self._sql = statements(True)  # opened to write: migrated to the current schema
+        self._has_tree = True
         self._cursor = self._conn.cursor()
         self._thread = threading.get_ident()
 
@@ -139,7 +158,7 @@ class Journal:
 
         A file path, ``:memory:`` or ``sqlite:///path``: a SQLite :class:`Journal`;
         ``postgresql://user@host/db``: a :class:`~journal.PostgresJournal` (needs
-        ``pip install 'turnlog[postgres]'``). ``options`` go to the backend.
+        ``pip install -e '.[postgres]'``). ``options`` go to the backend.
         """
         return open_journal(target, **options)
 
@@ -218,6 +237,7 @@ class Journal:
             self._cursor.execute("BEGIN IMMEDIATE")
             try:
                 written = [self._write(batch, now) for batch in batches]
+                edge = self._grow_tree(written)
                 if self._hooks:
                     self._run_hooks(written)
                 self._cursor.execute("COMMIT")
@@ -227,10 +247,32 @@ class Journal:
                 raise
         except sqlite3.Error as exc:
             raise translate(exc, self.path, f"append to stream {batches[0].stream_id!r}") from exc
+        self._edge = edge
         for stored in written:
             last = stored[-1]
             self._heads[last.stream_id] = (last.seq, last.hash)
         return written
+
+    def _grow_tree(self, written: list[list[StoredEvent]]
+                   ) -> tuple[int, dict[tuple[int, int], bytes]]:
+        """Add the appended events' leaves (and the subtrees they complete) to ``tree``,
+        inside the append's transaction; return the tree's new right edge."""
+        size = written[0][0].position - 1
+        cached_size, edge = self._edge
+        keys = Frontier.edge(size)
+        if cached_size != size:
+            edge = SqliteTreeStore(self._conn, self.path, True).nodes(keys)
+            if len(edge) != len(keys) or self._tree_size() != size:
+                raise JournalError(
+                    f"{self.path}: the log tree does not end at event {size} (it was edited "
+                    "outside turnlog); turnlog verify --checkpoint reports where")
+        rows, new_edge = grow(size, edge, (bytes.fromhex(e.hash)
+                                           for stored in written for e in stored))
+        self._cursor.executemany(_INSERT_NODE, rows)
+        return size + sum(map(len, written)), new_edge
+
+    def _tree_size(self) -> int:
+        return SqliteTreeStore(self._conn, self.path, True).tree_size()
 
     def _write(self, batch: StreamAppend, now: str) -> list[StoredEvent]:
         """Chain and insert one stream's events inside the open transaction."""
@@ -542,6 +584,29 @@ class Journal:
         return tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
                      for mismatch in ext.verify_journal(self, stream_id))
 
+    @contextlib.contextmanager
+    def log_tree(self) -> Iterator[LogTree]:
+        """The journal's log tree (roots, inclusion and consistency proofs, checkpoints),
+        read in one snapshot: a context manager, one read transaction.
+
+        An RFC 6962 Merkle tree whose leaf *i* is the chain hash of the event at
+        position *i* + 1, kept in step with every append. A journal of an older schema
+        read as it is has none stored: :meth:`LogTree.check` then recomputes it from
+        the events, and the rest raises :class:`JournalError`. A checkpoint added in
+        the block is committed at its end.
+        """
+        try:
+            self._conn.execute("BEGIN")
+            try:
+                yield LogTree(SqliteTreeStore(self._conn, self.path, self._has_tree))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "reading the log tree") from exc
+
     def heads(self) -> list[Head]:
         """Every stream's last seq and hash, ordered by stream id."""
         try:
@@ -590,6 +655,15 @@ def _open_readonly(
             raise translate(exc, path, "opening the journal for reading") from exc
         raise
     return conn, version
+
+
+def _remove_new_file(path: str) -> None:
+    """Remove the journal file (and its ``-wal``/``-shm``) a failed first open created."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            os.remove(name)
+        except OSError:
+            pass
 
 
 def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:

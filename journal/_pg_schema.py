@@ -20,7 +20,9 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
-from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension
+from ._logtree import leaf_data
+from ._merkle import Frontier, node_id
+from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, new_origin
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = ["MIGRATIONS", "MIGRATION_LOCK", "check_pg_schema", "open_pg_schema"]
@@ -86,8 +88,35 @@ def _create_v3(conn: psycopg.Connection) -> None:
     """Nothing: SQLite's version 3 stores hashes as 32-byte BLOBs; PostgreSQL keeps hex text."""
 
 
+def _create_v4(conn: psycopg.Connection) -> None:
+    """The log tree and signed checkpoints, as SQLite's schema 4 (hashes as ``BYTEA``);
+    the tree of the events already there is built from their chain hashes."""
+    conn.execute("CREATE TABLE tree (id BIGINT PRIMARY KEY, hash BYTEA NOT NULL)")
+    conn.execute("""CREATE TABLE checkpoints (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        size BIGINT NOT NULL,
+        note TEXT NOT NULL
+    )""")
+    for table in ("tree", "checkpoints"):
+        for op in ("UPDATE", "DELETE", "TRUNCATE"):
+            conn.execute(
+                f"CREATE TRIGGER {table}_refuse_{op.lower()} BEFORE {op} ON {table} "
+                f"FOR EACH {'STATEMENT' if op == 'TRUNCATE' else 'ROW'} "
+                "EXECUTE FUNCTION turnlog_refuse_rewrite()")
+    conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES ('origin', %s)", (new_origin(),))
+    frontier = Frontier(0, lambda *_: b"")
+    with conn.cursor(name="turnlog_migrate_tree") as cursor:
+        cursor.itersize = 10_000
+        cursor.execute("SELECT hash FROM events ORDER BY position")
+        while batch := cursor.fetchmany(10_000):
+            conn.cursor().executemany(
+                "INSERT INTO tree (id, hash) VALUES (%s, %s)",
+                [(node_id(level, index), h) for level, index, h
+                 in frontier.add(leaf_data(h) for (h,) in batch)])
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"

@@ -21,6 +21,7 @@ with its last position, for followers that would rather wait than poll.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -33,8 +34,11 @@ from psycopg import errors as pg_errors
 
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
+from ._logtree import LogTree, grow
+from ._merkle import Frontier, Node
 from ._open import shown_url
 from ._pg import Pool
+from ._pg_tree import PgTreeStore
 from ._pg_schema import check_pg_schema, open_pg_schema
 from ._journal import _sql_limit
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
@@ -54,6 +58,7 @@ from ._verify import TEXT_TYPES, check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
     InvalidAppendError,
+    JournalError,
     ReadOnlyJournalError,
     StreamNotFoundError,
 )
@@ -80,6 +85,7 @@ SELECT min(position), max(position), pg_notify(%s, max(position)::text) FROM ins
 """
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (%s, %s, %s)"
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (%s, %s)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
 _READ = (f"SELECT {_COLUMNS} FROM events WHERE stream_id = %s AND seq >= %s AND seq <= %s "
@@ -170,6 +176,7 @@ class PostgresJournal:
         self._extensions = tuple(extensions)
         self._now = system_stamp if clock is None else partial(clock_stamp, clock)
         self._heads: dict[str, tuple[int, str]] = {}
+        self._edge: tuple[int, dict[Node, bytes]] = (-1, {})
         self._pool = Pool(self.url, self.path, max_size=max_connections, timeout=timeout,
                           readonly=self.readonly)
         try:
@@ -245,6 +252,7 @@ class PostgresJournal:
                     conn.execute(_LOCK, (self._lock_key,))
                     first, _, _ = conn.execute(
                         _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone()
+                    edge = self._grow_tree(conn, first - 1, rows)
                     links = [(b.stream_id, *b.parent) for b in batches if b.parent is not None]
                     if links:
                         conn.cursor().executemany(_INSERT_LINK, links)
@@ -252,12 +260,39 @@ class PostgresJournal:
                 raise self._lost_race(conn, batches) from None
             except psycopg.DataError as exc:
                 raise self._bad_payload(conn, batches) from exc
+        self._edge = edge
         written, position = [], first
         for stream_rows in chained:
             written.append([StoredEvent(position + i, *row) for i, row in enumerate(stream_rows)])
             position += len(stream_rows)
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
+
+    def _grow_tree(self, conn: psycopg.Connection, size: int, rows: list[Row]
+                   ) -> tuple[int, dict[Node, bytes]]:
+        """Add the appended events' leaves and completed subtrees to ``tree``, under the
+        position lock; return the tree's new right edge (reused by this handle's next
+        append when no other writer came between)."""
+        cached_size, edge = self._edge
+        keys = Frontier.edge(size)
+        if cached_size != size:
+            store = PgTreeStore(conn, self.path)
+            edge = store.nodes(keys)
+            if len(edge) != len(keys) or store.tree_size() != size:
+                raise JournalError(
+                    f"{self.path}: the log tree does not end at event {size} (it was edited "
+                    "outside turnlog); turnlog verify --checkpoint reports where")
+        nodes, new_edge = grow(size, edge, (bytes.fromhex(row[7]) for row in rows))
+        conn.cursor().executemany(_INSERT_NODE, nodes)
+        return size + len(rows), new_edge
+
+    @contextlib.contextmanager
+    def log_tree(self) -> Iterator[LogTree]:
+        """As :meth:`journal.Journal.log_tree`: the log tree, read in one snapshot
+        (one connection, one transaction; a checkpoint added commits at the end)."""
+        with self._pool.connection("reading the log tree") as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield LogTree(PgTreeStore(conn, self.path))
 
     def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
                now: str) -> list[list[Row]]:

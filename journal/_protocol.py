@@ -9,11 +9,13 @@ Hash values are the same on every backend (:func:`journal.event_hash`).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from ._lineage import Segment
+from ._logtree import LogTree
 from ._types import (
     BadEvent,
     Head,
@@ -236,6 +238,22 @@ class JournalProtocol(Protocol):
 
     def heads(self) -> list[Head]:
         """Every stream's last seq and hash, ordered by stream id."""
+        ...
+
+    def log_tree(self) -> AbstractContextManager[LogTree]:
+        """The log tree over every event (RFC 6962), read in one snapshot: a context manager.
+
+        Leaf *i* is the chain hash of the event at position *i* + 1; roots, inclusion
+        and consistency proofs, checkpoints kept in the journal, and the check of the
+        stored tree against the events (see :class:`~journal._logtree.LogTree`).
+
+        >>> from turnlog.journal import Journal, NewEvent
+        >>> j = Journal(":memory:")
+        >>> _ = j.append("s", [NewEvent("x", 1, "{}")] * 3, 0)
+        >>> with j.log_tree() as tree:
+        ...     tree.size(), len(tree.inclusion(0, 3)), len(tree.consistency(1, 3))
+        (3, 2, 2)
+        """
         ...
 
     def check_heads(self, heads: Iterable[Head]) -> list[BadEvent]:

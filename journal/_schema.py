@@ -11,24 +11,29 @@ completely or not at all, and two processes opening it at once cannot both migra
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 from sqlite_utils import Database
 
+from ._logtree import LEAF_COLUMN, leaf_data
+from ._merkle import Frontier, node_id
 from ._types import ProjectionMismatch, StoredEvent
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = [
     "APPLICATION_ID",
     "COMPACT_HASHES_FROM",
+    "LOG_TREE_FROM",
     "MIGRATIONS",
     "READABLE_FROM",
     "SCHEMA_VERSION",
     "Extension",
     "check_extensions",
     "check_schema",
+    "new_origin",
     "open_schema",
 ]
 
@@ -215,8 +220,53 @@ def _create_v3(db: Database) -> None:
         conn.execute(sql)
 
 
+_TREE_V4 = """CREATE TABLE tree (
+    id INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL
+)"""
+
+_CHECKPOINTS_V4 = """CREATE TABLE checkpoints (
+    id INTEGER PRIMARY KEY,
+    size INTEGER NOT NULL,
+    note TEXT NOT NULL
+)"""
+
+
+def new_origin() -> str:
+    """A journal's stable origin: the default first line of its checkpoints (C2SP: a
+    schema-less, URL-like name without spaces or ``+``)."""
+    return f"turnlog.invalid/{uuid.uuid4().hex}"
+
+
+def _create_v4(db: Database) -> None:
+    """The log tree (RFC 6962 over every event, in position order) and signed checkpoints.
+
+    ``tree`` holds the hash of every complete subtree, numbered in the order appends
+    complete them (``_merkle.node_id``); ``checkpoints``
+    the signed notes kept; ``_turnlog_meta`` gains the journal's ``origin``. Both
+    tables are append-only, as ``events`` is. The tree of the events already there is
+    built from their stored chain hashes, in one pass.
+    """
+    conn = db.conn
+    conn.execute(_TREE_V4)
+    conn.execute(_CHECKPOINTS_V4)
+    for table in ("tree", "checkpoints"):
+        for operation in ("UPDATE", "DELETE"):
+            conn.execute(
+                f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, 'turnlog journal is append-only: "
+                f"{operation} on {table} is not allowed'); END")
+    conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES ('origin', ?)", (new_origin(),))
+    frontier = Frontier(0, lambda *_: b"")
+    rows = conn.execute(f"SELECT {LEAF_COLUMN} FROM events ORDER BY position")
+    insert = "INSERT INTO tree (id, hash) VALUES (?, ?)"
+    while batch := rows.fetchmany(10_000):
+        conn.executemany(insert, [(node_id(level, index), h) for level, index, h
+                                  in frontier.add(leaf_data(h) for (h,) in batch)])
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -225,11 +275,15 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 READABLE_FROM = 1
 """The oldest core schema a read-only handle reads as it is (v2 added only the snapshot
 cache, whose absence just means no snapshot; v3 only stores hashes as bytes, and a
-reader of an older journal reads them as the hex text they were: read commands need
-no migration first)."""
+reader of an older journal reads them as the hex text they were; v4 adds the log tree,
+which a reader of an older journal recomputes from the events where it needs it: read
+commands need no migration first)."""
 
 COMPACT_HASHES_FROM = 3
 """The first core schema whose ``events.hash`` and ``prev_hash`` are 32-byte BLOBs."""
+
+LOG_TREE_FROM = 4
+"""The first core schema with the log tree (``tree``, ``checkpoints``, the ``origin``)."""
 
 
 def open_schema(

@@ -19,7 +19,9 @@
     │   │                       or fork links that loop
     │   ├── StreamNotFoundError no such stream / conversation
     │   ├── EventNotFoundError  no event at that (stream, seq), e.g. a fork point too far
-    │   └── HeadsFileError      a saved heads file cannot be read or has the wrong shape
+    │   ├── HeadsFileError      a saved heads file cannot be read or has the wrong shape
+    │   └── CheckpointError     a key or signed checkpoint that is malformed (``tampered``
+    │                           False) or does not hold (``tampered`` True)
     └── (engine and replay add their own branches: see ``engine.errors``)
 
 sqlite3 and psycopg errors are translated where they enter turnlog's code; none escapes raw.
@@ -28,6 +30,7 @@ sqlite3 and psycopg errors are translated where they enter turnlog's code; none 
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointError",
     "ConcurrencyError",
     "CorruptEventError",
     "EventNotFoundError",
@@ -143,3 +146,16 @@ class EventNotFoundError(JournalError):
 
 class HeadsFileError(JournalError):
     """A saved heads file cannot be read, is not JSON, or does not have the heads shape."""
+
+
+class CheckpointError(JournalError):
+    """A signer or verifier key, or a signed checkpoint, that is malformed or does not hold.
+
+    ``tampered`` is False for bad input (not a key, not a checkpoint: the command line
+    exits 2) and True when the input is well formed but does not hold (a signature
+    that fails, a journal that differs from what was signed: exit 1).
+    """
+
+    def __init__(self, message: str, *, tampered: bool = False) -> None:
+        super().__init__(message)
+        self.tampered = tampered

@@ -14,28 +14,17 @@ The engine never imports this package; it builds on ``engine`` and ``journal``::
 Testing support for users lives in ``replay.testing``.
 """
 
-from .deterministic import ReplayResult, replay
-from .diff import ConversationDiff, TurnDiff, diff
-from .errors import Divergence, ForkPointError, RecordingError, ReplayError
-from .fork import fork
-from .rebuild import rebuild
-from .reports import ReplayReport, replay_all
-from .swap import SwapResult, swap
+from turnlog._lazy import export
 
-__all__ = [
-    "ConversationDiff",
-    "Divergence",
-    "ForkPointError",
-    "RecordingError",
-    "ReplayError",
-    "ReplayReport",
-    "ReplayResult",
-    "SwapResult",
-    "TurnDiff",
-    "diff",
-    "fork",
-    "rebuild",
-    "replay",
-    "replay_all",
-    "swap",
-]
+#: What this package re-exports, by the module that defines it (imported on first use).
+_EXPORTS = {
+    ".deterministic": ("ReplayResult", "replay"),
+    ".diff": ("ConversationDiff", "TurnDiff", "diff"),
+    ".errors": ("Divergence", "ForkPointError", "RecordingError", "ReplayError"),
+    ".fork": ("fork",),
+    ".rebuild": ("rebuild",),
+    ".reports": ("ReplayReport", "replay_all"),
+    ".swap": ("SwapResult", "swap"),
+}
+
+__all__ = export(__name__, _EXPORTS)

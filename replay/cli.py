@@ -19,6 +19,7 @@ from turnlog.engine.cli._common import (
     fail,
     journal_for,
     json_option,
+    problem,
     progress,
     translate_errors,
 )
@@ -137,7 +138,8 @@ def _swap(conversation_id: str, provider_name: str, model: str | None, policy: s
     if policy == "live" and not (tool_sets or mcp):
         raise CLIError("--tools live needs --tool-set demo|MODULE:ATTR or --mcp (the tools to run)")
     provider = make_provider(provider_name, model, script)
-    tools = open_tools(tool_sets, mcp) if policy == "live" else contextlib.nullcontext(None)
+    tools = (open_tools(tool_sets, mcp, report=problem) if policy == "live"
+             else contextlib.nullcontext(None))
     with tools as live, journal_for(db_path) as journal:
         result = swap(journal, conversation_id, provider, model=model, tools=policy,
                       live_tools=live, new_id=new_id)

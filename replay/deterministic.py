@@ -7,7 +7,7 @@ with the recorded digest) and ``RecordedTools`` (the recorded results, served
 only to calls with the recorded tool name and canonical arguments). Every
 event the loop appends is compared with the recorded event at the same seq,
 ignoring only wall-clock fields (``recorded_at``, ``duration_ms``,
-``latency_ms``); the first difference stops the re-run with a ``Divergence``::
+``latency_ms``) and the price charged (``charge``); the first difference stops the re-run with a ``Divergence``::
 
     result = replay(journal, "c-1a2b", collect=True)
     if not result.ok:
@@ -49,8 +49,9 @@ from .recorded import REPLAY_LATENCY_MS, RecordedProvider, RecordedTools, Record
 __all__ = ["REPLAY_LATENCY_MS", "WALL_CLOCK_FIELDS", "Driver", "ReplayResult", "RunPaused", "replay",
            "same_event"]
 
-#: Payload fields that hold wall-clock measurements; replay ignores them (and ``recorded_at``).
-WALL_CLOCK_FIELDS = frozenset({"duration_ms", "latency_ms"})
+#: Payload fields that hold measurements of the run's surroundings (the wall clock, and
+#: ``charge``: the price list of the day); replay ignores them (and ``recorded_at``).
+WALL_CLOCK_FIELDS = frozenset({"charge", "duration_ms", "latency_ms"})
 
 #: the events that end a run: a recording ending elsewhere was cut short (a crash)
 _RUN_ENDS = (ConversationCompleted, ConversationFailed, ConversationHalted, TurnLimitReached)

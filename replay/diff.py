@@ -31,7 +31,7 @@ from turnlog.engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from turnlog.engine.messages import Thinking, ToolCall, Usage, text_of
+from turnlog.engine.messages import USAGE_COUNTS, Thinking, ToolCall, Usage, text_of
 from turnlog.journal import Journal
 
 from .rebuild import lineage_events, rebuild
@@ -163,7 +163,7 @@ def _arguments(call: ToolCall) -> Any:
 
 
 def _usage_delta(a: Usage, b: Usage) -> dict[str, int]:
-    return {f: getattr(b, f) - getattr(a, f) for f in Usage.__struct_fields__}
+    return {f: getattr(b, f) - getattr(a, f) for f in USAGE_COUNTS}
 
 
 def _cost(price: Pricing | None, t: TurnSummary | None) -> float | None:

@@ -83,7 +83,7 @@ __all__ = [
 ]
 
 _HINT = ("turnlog.replay.testing's strategies need hypothesis: pip install hypothesis "
-         "(or pip install 'turnlog[test]')")
+         "(or pip install -e '.[testing]' in turnlog's checkout)")
 
 
 def _st():

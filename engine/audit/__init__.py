@@ -4,8 +4,8 @@ Everything that reads the journal to answer audit questions lives here: the
 SQL views (``views``) and the trigger-maintained projection tables
 (``projections``) installed as a journal extension, their rendering for
 SQLite or PostgreSQL (``dialects``), the audit's questions in either source
-(``sql``), the figures (``figures``), prices (``prices``, with the shipped
-``prices.toml``), conversation listings for ``ls``/``show``/``tail``
+(``sql``), the figures (``figures``), prices (``prices``: genai-prices'
+database under a user's override table), conversation listings for ``ls``/``show``/``tail``
 (``listing``), a conversation's timeline entries (``timeline``) and the
 viewer's reader (``queries``).
 
@@ -38,7 +38,7 @@ from .listing import (
     last_position,
     list_conversations,
 )
-from .prices import PriceTable
+from .prices import Prices, PriceTable
 from .queries import ListQuery, Reader, chain_state
 from .views import EXTENSIONS, connect_readonly
 
@@ -50,6 +50,7 @@ __all__ = [
     "AuditQuery",
     "ListQuery",
     "PriceTable",
+    "Prices",
     "ReadConnection",
     "Reader",
     "appends_waiter",

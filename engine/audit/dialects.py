@@ -78,6 +78,13 @@ class Dialect(msgspec.Struct, frozen=True):
             return f"json_group_array(json_array(\n        {listed}))"
         return f"json_agg(json_build_array(\n        {listed}))::text"
 
+    def hex(self, column: str) -> str:
+        """A hash column as its 64-character lower-case hex text (SQLite stores the 32
+        bytes; an edited value that is not bytes is shown as it is)."""
+        if self.name == "sqlite":
+            return f"CASE WHEN typeof({column}) = 'blob' THEN lower(hex({column})) ELSE {column} END"
+        return column
+
     def flag(self, condition: str) -> str:
         """A condition as a value that mixes with 0 and 1 in a CASE."""
         return condition if self.name == "sqlite" else f"({condition})::int"

@@ -6,7 +6,7 @@ tool fared (calls, failures, duplicates prevented, refusals by reason,
 calls still pending, median and p95 duration); which server tools the
 providers ran themselves (``server_tools``, by kind and name, never mixed
 with the client tools); which model errors occurred; what the runs cost
-(estimated from a :class:`~engine.audit.prices.PriceTable`); and which divergences
+(``engine.audit.costs``, priced by :class:`~engine.audit.prices.Prices`); and which divergences
 the last recorded replay found. Nothing is folded in Python: a handful of
 grouped queries over ``conversations``, ``model_calls`` and ``tool_calls``
 (see ``engine.audit.views``) does the work, scoped by a temporary table of the
@@ -30,8 +30,8 @@ import msgspec
 from .sql import REQUESTED_TOOL, SOURCES, Source, requested_scope
 from .dialects import ReadConnection, dialect_of
 from ..errors import BadFilterError
-from ..messages import Usage
-from .prices import PriceTable, add_cost
+from .costs import cost_figures
+from .prices import Prices, PriceTable
 from .projections import check as check_projections
 from .projections import in_step
 
@@ -109,8 +109,9 @@ def check_query(query: AuditQuery) -> None:
 
 
 def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
-          prices: PriceTable | None = None, source: Source | None = None, *,
-          check: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+          prices: Prices | PriceTable | None = None, source: Source | None = None, *,
+          check: bool = False, progress: Callable[[int], None] | None = None,
+          reprice: bool = False) -> dict[str, Any]:
     """The audit figures as a JSON-ready dict (the ``turnlog audit --json`` document).
 
     ``conn`` is a connection to a journal that has the engine's views and
@@ -124,12 +125,15 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
     ``projection_mismatches`` and the figures then come from ``events``, never
     from a forged table. Without it, ``projection_mismatches`` is ``None``.
 
+    ``reprice`` adds ``cost.repriced``: every call at today's ``prices`` beside
+    the cost recorded with it (``engine.audit.costs``).
+
     ``progress(1)``, when given, is called after each of :func:`audit_steps` stages
     (for a progress bar).
     """
     check_query(query)
     step = progress or _no_progress
-    prices = prices or PriceTable.default()
+    prices = Prices.of(prices)
     mismatches = check_projections(conn) if check else None
     if check:
         step(1)
@@ -169,7 +173,9 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
            f"WHERE conversation_id IN (SELECT conversation_id FROM {dialect.temp}.audit_scope)")
         + (" AND tool = ?" if query.tool else ""), params))
     report["source"] = src.name
-    report["cost"] = _cost(calls, prices, query.top)
+    report["cost"] = cost_figures(conn, prices, query.top, reprice=reprice,
+                                  in_scope="" if unfiltered else "AND e.stream_id IN (SELECT "
+                                  f"conversation_id FROM {dialect.temp}.audit_scope)")
     report["divergences"] = _divergences(conn)
     report["filters"] = {k: v for k, v in msgspec.to_builtins(query).items() if k != "top"}
     report["projection_mismatches"] = None if mismatches is None else [
@@ -336,35 +342,6 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
         return max((b - a).total_seconds(), 0.0)
     except ValueError:
         return None
-
-
-def _cost(calls: list[tuple], prices: PriceTable, top: int) -> dict[str, Any]:
-    per_model: dict[tuple[str, str], float | None] = {}
-    per_conv: dict[str, float | None] = {}
-    for cid, provider, model, day, _responses, inp, out, cached, written, _reasoning in calls:
-        usage = Usage(input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
-                      cache_write_tokens=written)
-        cost = prices.cost(provider or "", model or "", day, usage)
-        per_model[(provider, model)] = add_cost(per_model.get((provider, model), 0.0), cost)
-        per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
-    priced = [v for v in per_model.values() if v is not None]
-    unpriced = sorted((p, m) for (p, m), v in per_model.items() if v is None)
-    # the most expensive first; unpriced ones (unknown) after every priced one
-    ranked = sorted(per_conv.items(), key=lambda kv: (kv[1] is not None, kv[1] or 0.0),
-                    reverse=True)
-    return {
-        "currency": prices.currency,
-        "prices": prices.source,
-        "total": round(sum(priced), 6),
-        "complete": not unpriced,
-        "unpriced": [{"provider": p, "model": m} for p, m in unpriced],
-        "by_provider_model": [
-            {"provider": p, "model": m, "cost": None if v is None else round(v, 6)}
-            for (p, m), v in sorted(per_model.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))],
-        "conversations": [
-            {"conversation_id": cid, "cost": None if v is None else round(v, 6)}
-            for cid, v in (ranked if top == 0 else ranked[:top])],
-    }
 
 
 def _divergences(conn: ReadConnection) -> dict[str, Any] | None:

@@ -1,8 +1,13 @@
-"""Model prices with the date each took effect, for estimating what runs cost.
+"""What model calls cost: genai-prices' database, with a user's override table on top.
 
-A price table is a TOML file users edit (turnlog ships ``engine/audit/prices.toml``)::
+By default every call is priced from **genai-prices** (Pydantic's maintained
+price database, bundled with the package: no network), which knows each
+model's prices per token kind (input, cache reads, cache writes of 5 minutes
+and 1 hour, output, audio, images), their long-context tiers and their
+history. A price table in TOML (``--prices FILE``) adds or overrides entries,
+such as negotiated discounts or private models; its entries win::
 
-    currency = "USD"
+    currency = "USD"                # the database's currency: overrides must use it too
     per_tokens = 1_000_000          # prices below are per million tokens
 
     [[prices]]
@@ -13,11 +18,13 @@ A price table is a TOML file users edit (turnlog ships ``engine/audit/prices.tom
     cached_input = 1.25             # input tokens read from the provider's cache
     output = 10.00
     # cache_write = 3.75            # input tokens written to the cache (default: input)
+    # cache_write_1h = 6.00         # ... written for one hour (default: cache_write)
 
-A call is priced at the entry of its provider and model with the latest
-``since`` on or before the day of the call, so old runs keep their own time's
-rates. ``model = "*"`` prices every model of a provider that has no entry of
-its own. A call with no entry in effect is *unpriced* (``None``), never zero.
+A call is priced at the override entry of its provider and model with the
+latest ``since`` on or before the day of the call, so old runs keep their
+own time's rates. ``model = "*"`` prices every model of a provider that has
+no entry of its own. A call neither source prices is *unpriced* (an amount
+of ``None`` with a reason), never zero.
 
 >>> table = PriceTable.parse('[[prices]]\\nprovider="p"\\nmodel="m"\\nsince=2025-01-01\\n'
 ...                          'input=1\\noutput=2', "example")
@@ -26,30 +33,42 @@ its own. A call with no entry in effect is *unpriced* (``None``), never zero.
 2.0
 >>> table.cost("p", "m", "2024-12-31", Usage(input_tokens=10)) is None
 True
+>>> Prices(table).charge("p", "m", "2025-06-01", Usage(output_tokens=10)).source
+'overrides'
 """
 
 from __future__ import annotations
 
 import bisect
 import datetime as dt
+import hashlib
 import tomllib
-from importlib import resources
+from decimal import Decimal
+from functools import cache
 from typing import Any
 
 import msgspec
 
 from ..errors import PriceTableError
+from ..events import Charge
 from ..messages import Usage
 
-__all__ = ["DEFAULT_PRICES", "VENDORS", "Price", "PriceTable", "add_cost"]
+__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version"]
 
-#: The price table shipped with turnlog (a resource of the ``engine.audit`` package).
-DEFAULT_PRICES = "prices.toml"
+#: The price database turnlog prices calls from by default (a Python package).
+DATABASE = "genai-prices"
 
-_RATES = ("input", "cached_input", "output", "cache_write")
+_RATES = ("input", "cached_input", "output", "cache_write", "cache_write_1h")
 
 #: Provider names of turnlog's adapters -> the vendor whose price entries they share.
 VENDORS = {"openai-responses": "openai"}
+
+#: An override table's rate names -> genai-prices' token kinds (prices per million tokens).
+_KINDS = {"input": "input_mtok", "cached_input": "cache_read_mtok", "output": "output_mtok",
+          "cache_write": "cache_write_mtok", "cache_write_1h": "cache_write_1h_mtok"}
+
+#: turnlog's provider names -> genai-prices' provider ids, where they differ.
+_DATABASE_IDS = {"openai-responses": "openai", "gemini": "google"}
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,24 +81,21 @@ class Price(msgspec.Struct, frozen=True, kw_only=True):
     output: float
     cached_input: float
     cache_write: float
+    cache_write_1h: float
 
 
 class PriceTable:
     """Prices by provider and model, each a list ordered by the day it took effect."""
 
     def __init__(self, prices: list[Price], *, currency: str = "USD",
-                 per_tokens: int = 1_000_000, source: str = "") -> None:
+                 per_tokens: int = 1_000_000, source: str = "", digest: str = "") -> None:
         self.currency, self.per_tokens, self.source = currency, per_tokens, source
+        #: ``sha256:…`` of the file's text: the version a charge from this table records
+        self.digest = digest
         self._by_model: dict[tuple[str, str], list[Price]] = {}
         for price in sorted(prices, key=lambda p: p.since):
             self._by_model.setdefault((price.provider, price.model), []).append(price)
         self._days = {key: [p.since for p in ps] for key, ps in self._by_model.items()}
-
-    @classmethod
-    def default(cls) -> PriceTable:
-        """The table shipped with turnlog."""
-        text = resources.files("turnlog.engine.audit").joinpath(DEFAULT_PRICES).read_text("utf-8")
-        return cls.parse(text, f"turnlog's default {DEFAULT_PRICES}")
 
     @classmethod
     def load(cls, path: str) -> PriceTable:
@@ -116,7 +132,8 @@ class PriceTable:
                 raise PriceTableError(f"price table {source}: two prices for {p.provider}/{p.model} "
                                       f"since {p.since}")
             seen.add((p.provider, p.model, p.since))
-        return cls(prices, currency=currency, per_tokens=per_tokens, source=source)
+        return cls(prices, currency=currency, per_tokens=per_tokens, source=source,
+                   digest="sha256:" + hashlib.sha256(text.encode()).hexdigest())
 
     def price(self, provider: str, model: str, day: str) -> Price | None:
         """The price in effect for ``provider``/``model`` on ``day`` (``YYYY-MM-DD``), if any.
@@ -141,10 +158,12 @@ class PriceTable:
         if price is None:
             return None
         cached, written = usage.cached_input_tokens, usage.cache_write_tokens
+        hour = min(usage.cache_write_1h_tokens, written)
         # Usage.input_tokens counts every prompt token, cached and cache-written ones too.
         fresh = max(usage.input_tokens - cached - written, 0)
         total = (fresh * price.input + cached * price.cached_input
-                 + written * price.cache_write + usage.output_tokens * price.output)
+                 + (written - hour) * price.cache_write + hour * price.cache_write_1h
+                 + usage.output_tokens * price.output)
         return total / self.per_tokens
 
 
@@ -171,6 +190,7 @@ def _price(entry: Any, where: str) -> Price:
     # Without a cached or cache-write rate, such tokens cost what plain input costs.
     rates.setdefault("cached_input", rates["input"])
     rates.setdefault("cache_write", rates["input"])
+    rates.setdefault("cache_write_1h", rates["cache_write"])
     return Price(provider=entry["provider"], model=entry["model"], since=since, **rates)
 
 
@@ -196,3 +216,211 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
     (0.75, None, None)
     """
     return None if total is None or cost is None else total + cost
+
+
+def database_version() -> str:
+    """The installed genai-prices release: the version a charge from the database records."""
+    from importlib.metadata import version
+
+    return version(DATABASE)
+
+
+@cache
+def _snapshot() -> Any:
+    # imported on first use: the database is a large module, and most commands price nothing
+    from genai_prices import data_snapshot
+
+    return data_snapshot.get_snapshot()
+
+
+class Prices:
+    """The prices every figure of cost uses: the ``overrides`` table, then genai-prices.
+
+    ``charge`` prices one call; :func:`add_cost` sums. A call neither source
+    knows is unpriced, with the reason, never free. The ``scripted`` provider
+    runs offline and costs nothing (unless the overrides price it).
+    """
+
+    def __init__(self, overrides: PriceTable | None = None, *, database: bool = True) -> None:
+        if database and overrides is not None and overrides.currency != "USD":
+            raise PriceTableError(
+                f"price table {overrides.source}: currency is {overrides.currency!r}, but "
+                "overrides must be in USD, the currency of the price database under them")
+        self.overrides, self.database = overrides, database
+        self.currency = "USD" if database or overrides is None else overrides.currency
+        self._found: dict[tuple[str, str], tuple[Any, Any] | str] = {}
+
+    @classmethod
+    def default(cls) -> Prices:
+        """genai-prices alone."""
+        return cls()
+
+    @classmethod
+    def of(cls, prices: Prices | PriceTable | None) -> Prices:
+        """``prices`` as a ``Prices``: ``None`` is the default, a ``PriceTable`` alone is
+        the only source (no database under it)."""
+        if prices is None:
+            return cls.default()
+        if isinstance(prices, PriceTable):
+            return cls(prices, database=False)
+        return prices
+
+    @classmethod
+    def load(cls, path: str | None) -> Prices:
+        """genai-prices under the override table at ``path`` (``None``: none)."""
+        return cls(PriceTable.load(path) if path else None)
+
+    @property
+    def source(self) -> str:
+        """What prices come from, for a report: ``genai-prices 0.2.3 + overrides FILE``."""
+        base = f"{DATABASE} {database_version()}"
+        if self.overrides is None:
+            return base
+        if not self.database:
+            return self.overrides.source
+        return f"overrides {self.overrides.source} ({self.overrides.digest[:19]}) over {base}"
+
+    def cost(self, provider: str, model: str, day: str, usage: Usage) -> float | None:
+        """The amount of :meth:`charge` (``None``: unpriced)."""
+        return self.charge(provider, model, day, usage).amount
+
+    def charge(self, provider: str, model: str, when: str, usage: Usage) -> Charge:
+        """What ``usage`` of ``provider``/``model`` cost at ``when`` (an ISO day or time, UTC).
+
+        The override table wins where it has a price in effect that day; else
+        the database prices it at that moment (its history, tiers and
+        off-peak hours apply).
+        """
+        if self.overrides is not None:
+            price = self.overrides.price(provider, model, when[:10])
+            if price is not None:
+                return Charge(amount=self.overrides.cost(provider, model, when[:10], usage),
+                              currency=self.currency, source="overrides", version=self.overrides.digest,
+                              priced_as=f"{price.provider}/{price.model}")
+        if provider == "scripted":
+            return Charge(amount=0.0, source="scripted", priced_as="scripted/*")
+        if not self.database:
+            assert self.overrides is not None
+            return Charge(currency=self.currency, source="overrides", version=self.overrides.digest,
+                          reason=f"{provider}/{model} has no price in {self.overrides.source} "
+                                 f"on {when[:10]}")
+        found = self.find(provider, model)
+        if isinstance(found, str):
+            return Charge(source=DATABASE, version=database_version(), reason=found)
+        vendor, info = found
+        try:
+            calc = info.calc_price(_database_usage(usage), vendor,
+                                   genai_request_timestamp=_moment(when))
+        except (ValueError, ArithmeticError) as exc:
+            return Charge(source=DATABASE, version=database_version(),
+                          priced_as=f"{vendor.id}/{info.id}",
+                          reason=f"{DATABASE} cannot price this usage: {exc}")
+        return Charge(amount=float(calc.total_price), source=DATABASE, version=database_version(),
+                      priced_as=f"{vendor.id}/{info.id}")
+
+    def find(self, provider: str, model: str) -> tuple[Any, Any] | str:
+        """genai-prices' ``(provider, model)`` entry for a call, or why there is none.
+
+        Tried in turn: the adapter's vendor (``gemini`` is ``google``), the
+        vendor a ``vendor/model`` name starts with, then any vendor whose model
+        matches (an OpenAI-compatible wire to DeepSeek names ``deepseek-chat``).
+        """
+        key = (provider, model)
+        if key not in self._found:
+            self._found[key] = self._lookup(provider, model)
+        return self._found[key]
+
+    def _lookup(self, provider: str, model: str) -> tuple[Any, Any] | str:
+        if not model:
+            return "the call names no model"
+        tries = [(_DATABASE_IDS.get(provider, provider), model)]
+        head, _, tail = model.partition("/")
+        if tail:
+            tries.append((head, tail))
+        tries.append((None, model))
+        snapshot = _snapshot()
+        for vendor_id, ref in tries:
+            try:
+                return snapshot.find_provider_model(ref, None, vendor_id, None)
+            except LookupError:
+                continue
+        where = " or the override table" if self.overrides is not None else ""
+        return (f"{provider}/{model} is not in {DATABASE} {database_version()}{where}; "
+                "add it to a --prices file")
+
+    def rates(self, model: str | None = None, provider: str | None = None,
+              when: str | None = None) -> list[dict[str, Any]]:
+        """What would be charged per token kind, per million tokens (``turnlog prices``).
+
+        One row per model: ``provider``, ``model``, ``source``, ``version``,
+        ``rates`` (token kind -> price, or ``{"base", "tiers"}`` for tiered
+        ones). ``model`` narrows to the entry a call of that model would be
+        priced at (from either source); ``when`` is the moment (default now).
+        """
+        moment = _moment(when) if when else dt.datetime.now(dt.UTC)
+        day = moment.date().isoformat()
+        rows: list[dict[str, Any]] = []
+        if self.overrides is not None:
+            for (p, m), _days in sorted(self.overrides._by_model.items()):
+                if provider not in (None, p) or (model is not None and m not in (model, "*")):
+                    continue
+                price = self.overrides.price(p, m, day)
+                if price is not None:
+                    per = 1_000_000 / self.overrides.per_tokens
+                    rows.append({"provider": p, "model": m, "source": "overrides",
+                                 "version": self.overrides.digest, "since": price.since,
+                                 "rates": {_KINDS[k]: getattr(price, k) * per for k in _RATES}})
+            if model is not None and rows:
+                return rows[:1]
+        if not self.database:
+            return rows
+        if model is not None:
+            found = self.find(provider or "", model)
+            entries = [] if isinstance(found, str) else [found]
+        else:
+            entries = [(v, m) for v in _snapshot().providers
+                       if provider in (None, v.id, _DATABASE_IDS.get(provider)) for m in v.models]
+        for vendor, info in entries:
+            rows.append({"provider": vendor.id, "model": info.id, "source": DATABASE,
+                         "version": database_version(),
+                         "rates": _rates(info.get_prices(moment))})
+        return rows
+
+
+def _rates(price: Any) -> dict[str, Any]:
+    """A genai-prices ``ModelPrice`` as plain numbers: kind -> price (or base and tiers)."""
+    out: dict[str, Any] = {}
+    for key, value in vars(price).items():
+        if key.startswith("_") or value is None:
+            continue
+        if isinstance(value, Decimal):
+            out[key] = float(value)
+        else:  # TieredPrices
+            out[key] = {"base": float(value.base),
+                        "tiers": [{"above": t.start, "price": float(t.price)} for t in value.tiers]}
+    return out
+
+
+def _database_usage(usage: Usage) -> Any:
+    """``usage`` in genai-prices' terms (the same nesting: each part inside its total)."""
+    from genai_prices import Usage as DatabaseUsage
+
+    written, hour = usage.cache_write_tokens, min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
+    counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+              "cache_read_tokens": usage.cached_input_tokens, "cache_write_tokens": written,
+              "input_audio_tokens": usage.input_audio_tokens,
+              "input_image_tokens": usage.input_image_tokens,
+              "output_audio_tokens": usage.output_audio_tokens}
+    if hour:
+        counts["cache_write_1h_tokens"] = hour
+        counts["cache_write_5m_tokens"] = written - hour
+    return DatabaseUsage(**{k: v for k, v in counts.items() if v})
+
+
+def _moment(when: str) -> dt.datetime:
+    """An ISO day or time as an aware UTC datetime (a day is its midnight)."""
+    try:
+        moment = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+    except ValueError:
+        raise PriceTableError(f"cannot price a call at {when!r}: not an ISO date or time") from None
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)

@@ -38,8 +38,8 @@ from .dialects import SQLITE, Dialect, ReadConnection, dialect_of
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
-from ..messages import Usage
-from .prices import PriceTable, add_cost
+from .costs import cost_figures
+from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
@@ -127,9 +127,9 @@ class Reader:
     foreign file. A reader belongs to the thread that opened it.
     """
 
-    def __init__(self, path: str, prices: PriceTable | None = None) -> None:
+    def __init__(self, path: str, prices: Prices | PriceTable | None = None) -> None:
         self.path = path
-        self.prices = prices or PriceTable.default()
+        self.prices = Prices.of(prices)
         # Without the engine's extensions, ``verify`` checks the hash chains alone (the
         # projections' recomputation is ``turnlog verify``'s and the audit's business).
         self.journal = Journal.open(path, readonly=True)
@@ -276,27 +276,14 @@ class Reader:
         return found
 
     def _costs(self, ids: list[str]) -> dict[str, float | None]:
-        """Each conversation's estimated cost, priced as ``turnlog audit`` prices it:
-        the conversation's provider and model at the rates of each call's day."""
+        """Each conversation's cost, as ``turnlog audit`` figures it (``engine.audit.costs``):
+        each call at its recorded charge, else at the prices of its time."""
         if not ids:
             return {}
         marks = ", ".join("?" * len(ids))
-        j = self.dialect.json
-        calls = self.conn.execute(
-            f"SELECT e.stream_id, {j('s.payload', '$.provider')}, "
-            f"{j('s.payload', '$.model')}, substr(e.recorded_at, 1, 10), "
-            + ", ".join(f"coalesce(sum({j('e.payload', f'$.usage.{k}', 'number')}), 0)" for k in (
-                "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens"))
-            + " FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1 "
-            f"WHERE e.type = 'model_responded' AND e.stream_id IN ({marks}) "
-            "GROUP BY 1, 2, 3, 4", ids)
-        costs: dict[str, float | None] = {}
-        for cid, provider, model, day, inp, out, cached, written in calls:
-            cost = self.prices.cost(provider or "", model or "", day, Usage(
-                input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
-                cache_write_tokens=written))
-            costs[cid] = add_cost(costs.get(cid, 0.0), cost)
-        return costs
+        figures = cost_figures(self.conn, self.prices, 0, in_scope=f"AND e.stream_id IN ({marks})",
+                               params=ids)
+        return {c["conversation_id"]: c["cost"] for c in figures["conversations"]}
 
     def _model_calls(self) -> str:
         if in_step(self.conn):
@@ -404,18 +391,18 @@ class Reader:
             where += (" AND " if where else " WHERE ") + "started_at >= ?"
             params.append(query.since)
         per: dict[tuple[str, str, str], list] = {}
-        for provider, model, day, n, inp, out, cached, written in self.conn.execute(
+        costs = {(c["day"], c["provider"], c["model"]): c["cost"]
+                 for c in report["cost"]["by_day_model"]}
+        for provider, model, day, n, inp, out in self.conn.execute(
                 f"SELECT {self.dialect.json('s.payload', '$.provider')}, "
-                f"{self.dialect.json('s.payload', '$.model')}, m.day, count(*), sum(m.input_tokens), sum(m.output_tokens), "
-                "sum(m.cached_input_tokens), sum(m.cache_write_tokens) "
+                f"{self.dialect.json('s.payload', '$.model')}, m.day, count(*), "
+                "sum(m.input_tokens), sum(m.output_tokens) "
                 f"FROM {self._model_calls()} AS m JOIN events AS s "
                 "ON s.stream_id = m.conversation_id AND s.seq = 1 "
                 f"WHERE m.ok AND m.conversation_id IN (SELECT conversation_id FROM conversations"
                 f"{where}) GROUP BY 1, 2, 3 ORDER BY 3, 1, 2", params):
-            cost = self.prices.cost(provider or "", model or "", day, Usage(
-                input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
-                cache_write_tokens=written))
-            per[(day, provider or "", model or "")] = [n, inp, out, cost]
+            key = (day, provider or "", model or "")
+            per[key] = [n, inp, out, costs.get(key)]
         report["by_day"] = [{"day": d, "provider": p, "model": m, "responses": n, "input": i,
                              "output": o, "cost": c} for (d, p, m), (n, i, o, c) in per.items()]
         report["generated_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

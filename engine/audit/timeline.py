@@ -15,12 +15,16 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ..messages import Usage
-from .prices import PriceTable
+import msgspec
+
+from ..events import Charge
+from ..messages import USAGE_COUNTS, Usage
+from .costs import call_cost
+from .prices import Prices
 
 __all__ = ["entries"]
 
-_USAGE_FIELDS = tuple(Usage.__struct_fields__)
+_USAGE_FIELDS = USAGE_COUNTS
 
 
 def _text(parts: list[dict[str, Any]]) -> str:
@@ -99,11 +103,12 @@ def _seconds(start: str | None, end: str | None) -> float | None:
 
 
 def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[str, Any],
-            prices: PriceTable) -> list[dict[str, Any]]:
+            prices: Prices) -> list[dict[str, Any]]:
     """Timeline entries of ``events`` (``(seq, type, recorded_at, payload)`` in seq order).
 
     ``started`` is the conversation's start payload (its provider and model
-    price each turn, as ``turnlog audit`` prices the conversation).
+    stand in for a response's own). Each turn costs what was recorded with it,
+    else what ``prices`` say (``engine.audit.costs.call_cost``).
     """
     out: list[dict[str, Any]] = []
     calls: dict[str, dict[str, Any]] = {}
@@ -126,7 +131,10 @@ def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[st
                         "stop_reason": p.get("stop_reason", "end_turn"),
                         "source": p.get("source", "provider"),
                         "usage": {k: getattr(usage, k) for k in _USAGE_FIELDS},
-                        "cost": prices.cost(provider, model, at[:10], usage),
+                        "cost": call_cost(prices, p.get("provider") or provider,
+                                          p.get("model") or model, at, usage,
+                                          msgspec.convert(p["charge"], Charge)
+                                          if isinstance(p.get("charge"), dict) else None),
                         "ms": p.get("latency_ms")})
         elif type_ == "model_failed":
             out.append({**base, "kind": "failure", "turn": p.get("turn"),
@@ -160,7 +168,8 @@ def entries(events: list[tuple[int, str, str, dict[str, Any]]], started: dict[st
                             "arguments": json.dumps(p.get("arguments", {}), ensure_ascii=False,
                                                     indent=2, sort_keys=True)})
         elif type_ == "approval_requested":
-            approval = {"status": "waiting", "asked_seq": seq, "asked_at": at, **_UNDECIDED}
+            approval = {"status": "waiting", "asked_seq": seq, "asked_at": at,
+                        "asked_reason": p.get("reason"), **_UNDECIDED}
             call = calls.get(p.get("call_id", ""))
             if call is not None:
                 call["approval"] = approval

@@ -22,6 +22,12 @@ Views (columns are documented in README.md, "SQL views"):
   the response's, with the call's arguments).
 - ``approvals``: every call that asked for a person's approval, with its
   decision (approver, reason, time, edited arguments) once there is one.
+- ``events_hex``: ``events`` with ``prev_hash`` and ``hash`` as hex text, for
+  tools that show bytes as ``<Binary: 32 bytes>`` (Datasette) or ``b'…'``.
+- ``costs``: every model response with its token counts and the charge
+  recorded with it (cost, currency, price source and version, or why it was
+  unpriced); ``cost`` is NULL for a response recorded without a price
+  (``turnlog audit`` prices those at their time).
 
 Example, with nothing but ``sqlite3 turnlog.db``::
 
@@ -244,11 +250,56 @@ FROM events AS e
 WHERE e.type = 'approval_requested'"""
 
 
+def _events_hex(d: Dialect) -> str:
+    return f"""CREATE VIEW events_hex AS
+SELECT position, stream_id, seq, type, version, recorded_at, payload,
+    {d.hex('prev_hash')} AS prev_hash,
+    {d.hex('hash')} AS hash
+FROM events"""
+
+
+def _costs(d: Dialect) -> str:
+    j = d.json
+
+    def charge(key: str, kind: str = "text") -> str:
+        return j('e.payload', f'$.charge.{key}', kind)
+
+    def tokens(key: str) -> str:
+        return f"coalesce({j('e.payload', f'$.usage.{key}', 'number')}, 0) AS {key}"
+
+    return f"""CREATE VIEW costs AS
+SELECT
+    e.position, e.stream_id AS conversation_id, e.seq, e.recorded_at,
+    substr(e.recorded_at, 1, 10) AS day,
+    {j('e.payload', '$.turn', 'number')} AS turn,
+    coalesce(nullif({j('e.payload', '$.provider')}, ''),
+             (SELECT {j('s.payload', '$.provider')} FROM events s
+              WHERE s.stream_id = e.stream_id AND s.seq = 1)) AS provider,
+    coalesce(nullif({j('e.payload', '$.model')}, ''),
+             (SELECT {j('s.payload', '$.model')} FROM events s
+              WHERE s.stream_id = e.stream_id AND s.seq = 1)) AS model,
+    {tokens('input_tokens')},
+    {tokens('output_tokens')},
+    {tokens('cached_input_tokens')},
+    {tokens('cache_write_tokens')},
+    {tokens('cache_write_1h_tokens')},
+    {tokens('reasoning_tokens')},
+    {charge('amount', 'number')} AS cost,
+    CASE WHEN {charge('source')} IS NOT NULL
+         THEN coalesce({charge('currency')}, 'USD') END AS currency,
+    {charge('source')} AS price_source,
+    {charge('version')} AS price_version,
+    {charge('priced_as')} AS priced_as,
+    {charge('reason')} AS unpriced_reason
+FROM events AS e
+WHERE e.type = 'model_responded'"""
+
+
 def views(d: Dialect) -> dict[str, str]:
     """View name -> its CREATE VIEW statement in dialect ``d``."""
     return {"conversations": _conversations(d), "messages": _messages(d),
             "model_calls": _model_calls(d), "tool_calls": _tool_calls(d),
-            "approvals": _approvals(d)}
+            "approvals": _approvals(d), "events_hex": _events_hex(d), "costs": _costs(d)}
 
 
 #: View name -> its CREATE VIEW statement.
@@ -262,7 +313,7 @@ def _migrate(db: Database, from_version: int) -> None:
 
     Version 2 added ``requested`` and ``call_id`` to the projections, version 3
     the Responses API's server tool calls to ``requested``: they are rebuilt
-    from ``events``.
+    from ``events``. Version 4 added the ``costs`` view.
     """
     db.execute(_INDEX)
     if from_version in (1, 2):
@@ -329,14 +380,18 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: the old definitions in ``_PREVIOUS``). 2: ``conversations.status`` says ``interrupted``;
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
 #: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
-#: projections count the Responses API's server tool calls. Its ``verify_journal`` refolds
-#: the saved conversation states (``engine.snapshots``), on every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=3, migrate=_migrate, verify=_verify,
+#: projections count the Responses API's server tool calls. 4: the ``events_hex`` and
+#: ``costs`` views. Its ``verify_journal`` refolds the saved conversation states
+#: (``engine.snapshots``), on
+#: every backend.
+VIEWS_EXTENSION = Extension(name="engine.views", version=4, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots)
 
+# Version 3's views: no events_hex, no costs.
+_V3 = {name: sql for name, sql in VIEWS.items() if name not in ("events_hex", "costs")}
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
-_V2 = {name: sql for name, sql in VIEWS.items() if name != "approvals"}
+_V2 = {name: sql for name, sql in _V3.items() if name != "approvals"}
 _V2["conversations"] = (_V2["conversations"]
                         .replace("    WHEN 'approval_pending' THEN 'awaiting_approval'\n", "")
                         .replace(f"\n        WHEN z.type NOT IN {_TERMINAL} AND "
@@ -348,7 +403,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2}
+}, 2: _V2, 3: _V3}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

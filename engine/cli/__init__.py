@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from importlib.metadata import entry_points
 from typing import Any
 
 import click
 
-from ._common import Interrupted
+from ._common import CLIError, Interrupted
 
-__all__ = ["ORIENTATION", "cli", "main"]
+__all__ = ["ORIENTATION", "cli", "main", "usage_message"]
 
 #: Commands that live above the engine, by name -> the module whose ``COMMANDS`` holds them.
 _LAZY = {"diff": "turnlog.replay.cli", "fork": "turnlog.replay.cli", "replay": "turnlog.replay.cli",
@@ -70,11 +71,30 @@ class _Group(click.Group):
             self._load_plugins()
         return self.commands.get(name)
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise CLIError(usage_message(exc)) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise Interrupted("interrupted (Ctrl-C)") from None
+        except click.UsageError as exc:  # a command's options: one line, as every error
+            raise CLIError(usage_message(exc)) from None
+
+
+def usage_message(exc: click.UsageError) -> str:
+    """click's usage error as one line in turnlog's wording: lower case, no full stop,
+    and where the command's help is (exit status 2 as before)."""
+    text = " ".join(exc.format_message().split())
+    text = re.sub(r"\.\s+Did you mean", "; did you mean", text).rstrip(".")
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    where = exc.ctx.command_path if exc.ctx is not None else "turnlog"
+    return f"{text} (see {where} --help)"
 
 
 @click.group(cls=_Group, invoke_without_command=True,

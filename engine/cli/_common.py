@@ -9,18 +9,20 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import click
 import msgspec
 
 from turnlog.journal import Journal, JournalProtocol, TurnlogError, shown_url
+from turnlog.journal.errors import CheckpointError
 from turnlog.journal._open import is_postgres, sqlite_path
+from turnlog.journal._sqlite import check_existing
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
-           "db_option", "emit", "fail", "journal_for", "json_option", "open_journal", "problem",
-           "progress", "translate_errors"]
+           "db_option", "emit", "fail", "flag_pair", "hint", "journal_for", "json_option",
+           "open_journal", "problem", "progress", "run_options", "translate_errors"]
 
 #: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
 DEFAULT_DB = "turnlog.db"
@@ -58,17 +60,38 @@ def json_option(fn: Callable) -> Callable:
                         help="Print machine-readable JSON on stdout.")(fn)
 
 
-def open_journal(path: str, *, must_exist: bool = False,
-                 readonly: bool = False) -> JournalProtocol:
+def flag_pair(decls: str, dest: str, *, default: bool | None, help: str) -> Callable:
+    """A ``--on/--off`` option whose two halves may not both be given (exit 2, never last-wins).
+
+    ``--on --on`` is the same answer twice and is accepted.
+    """
+    on, off = (d.strip() for d in decls.split("/"))
+
+    def one(ctx: click.Context, param: click.Parameter, given: tuple[bool, ...]) -> bool | None:
+        if len(set(given)) > 1:
+            raise CLIError(f"{on} and {off} contradict each other: give one of them")
+        return given[0] if given else default
+
+    return click.option(decls, dest, multiple=True, callback=one, help=help)
+
+
+def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
+                 named_by: str = "--db or TURNLOG_DB") -> JournalProtocol:
     """Open the journal a path or URL names (``Journal.open``), refusing to create a file
     where the command only reads.
 
     ``readonly``: for read commands; nothing is ever created, migrated or written.
+    ``must_exist``: the command works on what a journal holds, so an empty (0-byte) file
+    is refused as it is by a read, never turned into a journal.
+    ``named_by``: where the user named the journal (``--db``, or an argument such as
+    ``SRC``), so a missing one is reported there.
     """
     if (must_exist or readonly) and not is_postgres(path):
         file = sqlite_path(path)
         if file != ":memory:" and not os.path.exists(file):
-            raise CLIError(f"no journal at {path!r} (use --db or TURNLOG_DB)")
+            raise CLIError(f"no journal at {path!r} (check {named_by})")
+        if file != ":memory:" and must_exist:
+            check_existing(file)
     from turnlog.engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
     return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
@@ -106,6 +129,11 @@ def translate_errors(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except CheckpointError as exc:
+            if not exc.tampered:
+                raise CLIError(str(exc)) from None
+            click.echo(f"{colour('TAMPERED', 'tampered', err=True)}: {exc}", err=True)
+            sys.exit(1)  # well-formed, but it does not hold: as verify's exit 1
         except TurnlogError as exc:
             raise CLIError(f"{type(exc).__name__}: {exc}" if _debug() else str(exc)) from None
         except BrokenPipeError:  # output piped into `head`: click ends quietly
@@ -118,10 +146,11 @@ def translate_errors(fn: Callable) -> Callable:
 
 
 @contextlib.contextmanager
-def journal_for(path: str, *, must_exist: bool = True,
-                readonly: bool = False) -> Iterator[JournalProtocol]:
-    """Open, yield and always close a journal (``readonly`` for read commands)."""
-    journal = open_journal(path, must_exist=must_exist, readonly=readonly)
+def journal_for(path: str, *, must_exist: bool = True, readonly: bool = False,
+                named_by: str = "--db or TURNLOG_DB") -> Iterator[JournalProtocol]:
+    """Open, yield and always close a journal (``readonly`` for read commands; ``named_by``
+    as for :func:`open_journal`)."""
+    journal = open_journal(path, must_exist=must_exist, readonly=readonly, named_by=named_by)
     try:
         yield journal
     finally:
@@ -138,6 +167,32 @@ def command_hint(*parts: str, db_path: str | None = None) -> str:
     if db_path is not None and db_path != DEFAULT_DB:
         words += ["--db", shown_url(db_path)]
     return " ".join(shlex.quote(w) if w != "turnlog" else w for w in words)
+
+
+#: What a run needs to be continued, by click parameter name: the flag that gives it again.
+_RUN_OPTIONS = (("tool_specs", "--tools"), ("mcp", "--mcp"), ("script", "--script"))
+
+
+def run_options(params: Mapping[str, Any]) -> list[str]:
+    """The ``--tools``, ``--mcp`` and ``--script`` words that ``params`` (a ``run`` or
+    ``resume`` invocation's, or those recorded with its conversation) give: what
+    ``resume`` must be given again to continue the run."""
+    words: list[str] = []
+    for name, flag in _RUN_OPTIONS:
+        value = params.get(name)
+        for one in (value,) if isinstance(value, str) else (value or ()):
+            words += [flag, shown_url(one) if flag == "--mcp" else one]
+    return words
+
+
+def hint(*parts: str, run: Mapping[str, Any] | None = None) -> str:
+    """A complete command line to paste, built from the invocation that prints it: ``turnlog
+    PARTS...`` with its ``--db`` and, for ``run`` (parameters of a run: this invocation's
+    own, or those recorded with the conversation), the options that continue that run."""
+    ctx = click.get_current_context(silent=True)
+    params = ctx.params if ctx is not None else {}
+    words = [*parts, *run_options(run if run is not None else {})]
+    return command_hint(*words, db_path=params.get("db_path"))
 
 
 def _colour_on(err: bool = False) -> bool:

@@ -13,6 +13,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from turnlog.engine.texts import readable_result
+
+from ._common import command_hint
+
 __all__ = ["header", "timeline", "timeline_of"]
 
 _WIDTH = 200
@@ -37,15 +41,18 @@ def _indent(text: str, prefix: str) -> str:
     return text.replace("\n", "\n" + prefix)
 
 
-def header(info: dict[str, Any], started: dict[str, Any], full: bool) -> list[str]:
-    """The lines above the timeline: identity, status, lineage, system prompt, tools."""
+def header(info: dict[str, Any], started: dict[str, Any], full: bool,
+           db_path: str | None = None) -> list[str]:
+    """The lines above the timeline: identity, status, lineage, system prompt, tools
+    (``db_path``: the journal the commands it names must read)."""
     who = "/".join(x for x in (started.get("provider"), started.get("model")) if x) or "-"
     lines = [f"conversation {info['conversation_id']}  {who}  mode={started.get('mode', 'chat')}  "
              f"status={info['status']}  turns={info['turn_count']}  events={info['events']}"]
     fork = started.get("fork")
     if fork:
         lines.append(f"  fork of {fork['conversation_id']} at seq {fork['seq']} "
-                     f"(turnlog show {fork['conversation_id']} for the shared history)")
+                     f"({command_hint('show', fork['conversation_id'], db_path=db_path)} "
+                     "for the shared history)")
     replay = started.get("replay_of")
     if replay:
         lines.append(f"  replay of {replay['conversation_id']} "
@@ -118,14 +125,26 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
         case "tool_completed":
             took = f" in {p['duration_ms']:,.0f} ms" if p.get("duration_ms") is not None else ""
             source = f" [{p['source']}]" if p.get("source", "live") != "live" else ""
-            if p["success"]:
-                return [f"{at}tool {p['name']} ok{took}{source}: {_clip(p['content'], full)}"]
+            if p["success"]:  # --full: the exact text the model read
+                said = p["content"] if full else readable_result(p["content"])
+                return [f"{at}tool {p['name']} ok{took}{source}"
+                        + (f": {_clip(said, full)}" if said else "")]
             return [f"{at}tool {p['name']} FAILED{took}{source}: "
                     f"{_clip(p.get('error') or p['content'], full)}"]
         case "tool_call_rejected":
             args = f" {_clip(_json(p['arguments']), full)}" if p.get("arguments") else ""
             return [f"{at}tool {p['name']} REFUSED ({p['reason']}){args}  [{p['call_id']}]",
                     f"      sent back: {_clip(p['content'], full)}"]
+        case "approval_requested":
+            why = f": {_clip(p['reason'], full)}" if p.get("reason") else ""
+            return [f"{at}tool {p['name']} waits for approval{why}  [{p['call_id']}]"]
+        case "approval_decided":
+            done = "APPROVED" if p["decision"] == "approve" else "DENIED"
+            why = f": {_clip(p['reason'], full)}" if p.get("reason") else ""
+            lines = [f"{at}{done} by {p['approver']}{why}  [{p['call_id']}]"]
+            if p.get("arguments") is not None:
+                lines.append(f"      with edited arguments {_clip(_json(p['arguments']), full)}")
+            return lines
         case "turn_limit_reached":
             pending = ", the model still wanted tools" if p.get("pending_tool_calls") else ""
             return [f"{at}HALTED: turn limit {p['max_turns']} reached after "

@@ -9,13 +9,14 @@ import click
 from turnlog.engine.audit import (
     STATUSES,
     AuditQuery,
-    PriceTable,
+    Prices,
     audit,
     audit_steps,
     check_query,
     connect_readonly,
     parse_since,
 )
+from turnlog.engine.audit.display import milliseconds, model_label, money
 
 from ._common import (
     db_option,
@@ -31,6 +32,16 @@ from ._common import (
 __all__ = ["audit_command", "money", "render"]
 
 
+def _last_signed(conn) -> dict | None:
+    """The newest checkpoint kept in the journal (its size) and the events now, or None."""
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
+    row = has and conn.execute("SELECT size FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+    if not row:
+        return None
+    events = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    return {"size": row[0], "events": events}
+
+
 @click.command("audit")
 @click.option("--since", help="Conversations started on or after this date "
               "(2025-01-31, an ISO timestamp, or 7d / 12h / 30m ago).")
@@ -39,7 +50,10 @@ __all__ = ["audit_command", "money", "render"]
 @click.option("--status", help=f"Only conversations in this status ({', '.join(STATUSES)}).")
 @click.option("--tool", help="Only conversations that called this tool; tool figures for it alone.")
 @click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
-              help="A price table (TOML) instead of turnlog's default engine/audit/prices.toml.")
+              help="A price table (TOML) whose entries override or add to genai-prices' "
+                   "(negotiated discounts, private models).")
+@click.option("--reprice", is_flag=True,
+              help="Also price every call at today's prices, beside the cost recorded with it.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the most expensive conversations to list (0: all).")
 @click.option("--check", is_flag=True,
@@ -49,13 +63,15 @@ __all__ = ["audit_command", "money", "render"]
 @json_option
 @translate_errors
 def audit_command(since: str | None, provider: str | None, model: str | None,
-                  status: str | None, tool: str | None, prices_file: str | None, top: int,
-                  check: bool, db_path: str, as_json: bool) -> None:
+                  status: str | None, tool: str | None, prices_file: str | None,
+                  reprice: bool, top: int, check: bool, db_path: str, as_json: bool) -> None:
     """Figures across conversations: status, turns, tokens, tools, failures, cost.
 
-    Cost is estimated from a price table per model and token kind, at the
-    rates in effect on the day of each call; models without a price are
-    listed as unpriced, never counted as free.
+    Each call costs what was recorded with it when it ran; a call recorded
+    without a price (imported, or older) is priced from genai-prices (and the
+    --prices file on top) at the rates in effect when it was made. Models
+    without a price are listed as unpriced with the reason, never counted as
+    free.
 
     Example:
 
@@ -64,19 +80,24 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
     query = AuditQuery(since=parse_since(since) if since is not None else None,
                        provider=provider, model=model, status=status, tool=tool, top=top)
     check_query(query)
-    prices = PriceTable.load(prices_file) if prices_file else PriceTable.default()
+    prices = Prices.load(prices_file)
     with journal_for(db_path, readonly=True):  # refuses a missing or foreign file before anything else
         pass
     conn = connect_readonly(db_path)
     try:
         with progress(audit_steps(check), label="auditing", as_json=as_json) as bar:
-            report = audit(conn, query, prices, check=check, progress=bar.advance)
+            report = audit(conn, query, prices, check=check, progress=bar.advance,
+                           reprice=reprice)
+        signed = _last_signed(conn)
     finally:
         conn.close()
     if as_json:
-        emit(report)
+        emit({**report, "last_checkpoint": signed})
     else:
         click.echo(render(report))
+        if signed is not None:
+            click.echo(f"last signed checkpoint: {signed['size']} of {signed['events']} events "
+                       "(turnlog verify --checkpoint checks it)")
     for m in report["projection_mismatches"] or ():
         problem(f"FORGED PROJECTION: {m['table']} conversation {m['conversation_id']!r} "
                 f"position {m['position']}: {m['reason']} (figures above come from the events)")
@@ -101,17 +122,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def money(v: float | None) -> str:
-    """A cost as every line of the audit prints it: 4 decimals, ``<0.0001`` for a sliver."""
-    if v is None:
-        return "unpriced"
-    if v == 0:
-        return "0"
-    if abs(v) < 0.00005:
-        return "<0.0001"
-    return f"{v:,.4f}"
-
-
 def _cost_cell(costs: dict, key: tuple[str, str]) -> Any:
     if key not in costs:
         return "0"  # no model call at all: nothing was spent
@@ -126,7 +136,7 @@ def render(r: dict[str, Any]) -> str:
     costs = {(c["provider"], c["model"]): c["cost"] for c in r["cost"]["by_provider_model"]}
     lines += ["", "by provider/model:"] + _table(
         ["provider/model", "convs", "responses", "input", "cached", "output", "cost"],
-        [[f"{m['provider']}/{m['model']}", m["conversations"],
+        [[model_label(m["provider"], m["model"]), m["conversations"],
           tokens.get((m["provider"], m["model"]), {}).get("responses", 0),
           tokens.get((m["provider"], m["model"]), {}).get("input", 0),
           tokens.get((m["provider"], m["model"]), {}).get("cached_input", 0),
@@ -138,7 +148,8 @@ def render(r: dict[str, Any]) -> str:
             ["tool", "calls", "ok", "failed", "refused", "pending", "duplicates", "median ms",
              "p95 ms"],
             [[name, t["calls"], t["succeeded"], t["failures"], t["refused"], t["pending"],
-              t["duplicates_prevented"], t["median_ms"], t["p95_ms"]]
+              t["duplicates_prevented"], milliseconds(t["median_ms"]),
+              milliseconds(t["p95_ms"])]
              for name, t in r["tools"].items()])
         reasons = [f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(t["refused_by_reason"].items()))
                    for name, t in r["tools"].items() if t["refused_by_reason"]]
@@ -166,12 +177,27 @@ def render(r: dict[str, Any]) -> str:
     lines += ["", f"estimated cost: {money(cost['total'])} {cost['currency']}"
               + ("" if cost["complete"] else "  (priced models only)")
               + f"   prices: {cost['prices']}"]
-    if cost["unpriced"]:
-        lines += ["  unpriced: " + ", ".join(f"{u['provider']}/{u['model']}" for u in cost["unpriced"])]
+    for u in cost["unpriced"]:
+        lines += [f"  unpriced: {model_label(u['provider'], u['model'])}: {u['reason']}"]
+    if cost["by_provider"]:
+        lines += ["  by provider: " + ", ".join(f"{p['provider']} {money(p['cost'])}"
+                                                for p in cost["by_provider"])]
+    if cost["by_day"]:
+        lines += ["  by day: " + ", ".join(f"{d['day']} {money(d['cost'])}" for d in cost["by_day"])]
+    lines += [f"  tool-using turns: {cost['tool_turns']['responses']:,} "
+              f"{money(cost['tool_turns']['cost'])}   refused duplicates: "
+              f"{cost['duplicates']['responses']:,} {money(cost['duplicates']['cost'])}   "
+              f"retried requests: {cost['retried']['responses']:,} {money(cost['retried']['cost'])}"]
     if cost["conversations"]:
         lines += ["  most expensive: " + ", ".join(
             f"{c['conversation_id']} {money(c['cost'])}"
             for c in cost["conversations"])]
+    if "repriced" in cost:
+        again = cost["repriced"]
+        lines += [f"  at today's prices: {money(again['total'])} {cost['currency']}"
+                  + ("" if again["complete"] else "  (priced models only)")]
+        lines += [f"    {c['conversation_id']}: recorded {money(c['recorded'])}, "
+                  f"today {money(c['today'])}" for c in again["conversations"]]
     div = r["divergences"]
     if div is not None:
         lines += ["", f"last replay ({div['run_at']}): {div['checked']} checked, "
@@ -180,4 +206,47 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-COMMANDS = [audit_command]
+@click.command("prices")
+@click.argument("model", required=False)
+@click.option("--provider", help="Only this provider's models (turnlog's name or genai-prices' id).")
+@click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
+              help="A price table (TOML) whose entries override or add to genai-prices'.")
+@click.option("--at", "when", help="The day or time to show prices for (default: now, UTC).")
+@json_option
+@translate_errors
+def prices_command(model: str | None, provider: str | None, prices_file: str | None,
+                   when: str | None, as_json: bool) -> None:
+    """What a model call would be charged per token kind, per million tokens, and from
+    which source and version.
+
+    With MODEL, the one entry a call of it is priced at (exit 1 if none: it
+    would be unpriced); without, every entry (narrow with --provider).
+
+    Example:
+
+        turnlog prices claude-sonnet-4-5 --provider anthropic
+    """
+    prices = Prices.load(prices_file)
+    rows = prices.rates(model, provider, when)
+    if as_json:
+        emit({"source": prices.source, "currency": prices.currency, "prices": rows})
+    else:
+        for row in rows:
+            click.echo(f"{row['provider']}/{row['model']}   {row['source']} {row['version']}"
+                       + (f"   since {row['since']}" if "since" in row else ""))
+            for kind, rate in row["rates"].items():
+                click.echo(f"  {kind:<24} {_rate(rate)}")
+    if model is not None and not rows:
+        found = prices.find(provider or "", model)
+        problem(f"unpriced: {found if isinstance(found, str) else model}")
+        fail(1)
+
+
+def _rate(rate: Any) -> str:
+    if isinstance(rate, dict):
+        return f"{rate['base']:g}" + "".join(f", above {t['above']:,} tokens {t['price']:g}"
+                                             for t in rate["tiers"])
+    return f"{rate:g}"
+
+
+COMMANDS = [audit_command, prices_command]

@@ -27,7 +27,8 @@ def copy(source: str, target: str, as_json: bool) -> None:
 
         turnlog copy turnlog.db postgresql://me@dbhost/turnlog
     """
-    with journal_for(source, readonly=True) as src, journal_for(target, must_exist=False) as dst:
+    with journal_for(source, readonly=True, named_by="SRC") as src, \
+            journal_for(target, must_exist=False, named_by="DST") as dst:
         total = sum(1 for _ in src.streams())
         with progress(total, label="copying", as_json=as_json) as bar:
             result = copy_streams(src, dst, progress=lambda stream, events: bar.advance())

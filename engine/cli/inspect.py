@@ -22,14 +22,15 @@ from turnlog.journal import shown_url
 
 from ._common import (
     colour,
-    command_hint,
     db_option,
     emit,
+    hint,
     journal_for,
     json_option,
     translate_errors,
 )
 from ._timeline import header, timeline
+from .run import options_of
 
 __all__ = ["ls", "show"]
 
@@ -117,16 +118,15 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
         emit({"conversation_id": conversation_id, "events": events})
         return
     started = events[0]["payload"] if events and events[0]["type"] == "conversation_started" else {}
-    for line in header(info, started, full) + [""] + timeline(events, full):
+    for line in header(info, started, full, db_path) + [""] + timeline(events, full):
         click.echo(line)
+    continue_with = hint("resume", conversation_id, run=options_of(started))
     if info["status"] == "awaiting_approval":
-        decide = command_hint("approve", conversation_id, "--all", "--yes", "--as", "NAME",
-                              db_path=db_path)
+        decide = hint("approve", conversation_id, "--all", "--yes", "--as", "NAME")
         click.echo(f"\nwaiting for approval: {decide} decides (or --call CALL_ID, --no), "
-                   f"then {command_hint('resume', conversation_id, db_path=db_path)} continues it")
+                   f"then {continue_with} continues it")
     elif info["status"] in UNFINISHED:
-        click.echo(f"\nunfinished: {command_hint('resume', conversation_id, db_path=db_path)} "
-                   "continues it (name its --tools and --script as for run)")
+        click.echo(f"\nunfinished: {continue_with} continues it")
 
 
 COMMANDS = [ls, show]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from turnlog.engine.conversation import require_conversation
 from turnlog.journal import BadEvent, Head, JournalProtocol, dump_heads, load_heads
+from turnlog.journal._note import parse_checkpoint, verifier_key
+from turnlog.journal._proof import check_checkpoint
 
 from ._common import (
+    CLIError,
     colour,
     db_option,
     emit,
@@ -17,6 +22,7 @@ from ._common import (
     progress,
     translate_errors,
 )
+from .proving import read_text
 
 __all__ = ["heads", "verify"]
 
@@ -37,19 +43,36 @@ def _bad(b: BadEvent | None) -> dict | None:
 @click.argument("conversation_id", required=False)
 @click.option("--heads", "heads_file", type=click.Path(dir_okay=False, exists=True),
               help="Also check a heads file saved earlier by `turnlog heads` (plain or --json).")
+@click.option("--checkpoint", "checkpoint_file", type=click.Path(dir_okay=False),
+              help="Also check the journal against a signed checkpoint (needs --key).")
+@click.option("--key", "vkey", metavar="VKEY",
+              help="The checkpoint signer's verifier key: its text NAME+HASH+BASE64, or a file.")
 @db_option
 @json_option
 @translate_errors
-def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as_json: bool) -> None:
+def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file: str | None,
+           vkey: str | None, db_path: str, as_json: bool) -> None:
     """Check hash chains (every conversation, or one); exit 1 on the first bad event.
 
     A chain cannot notice events cut off its end: save `turnlog heads` (plain
-    or --json) somewhere else and check it later with --heads.
+    or --json) somewhere else and check it later with --heads. A chain's owner
+    can rewrite it and recompute every hash: --checkpoint FILE --key VKEY checks
+    the journal against a checkpoint signed earlier (`turnlog checkpoint`): the
+    signature, the tree of its events, every stored tree node and checkpoint.
 
     Example:
 
-        turnlog verify --heads heads.json
+        turnlog verify --checkpoint today.checkpoint --key acme+1a2b3c4d+AbC...
     """
+    checked = None
+    if (checkpoint_file is None) != (vkey is None):
+        raise CLIError("--checkpoint FILE and --key VKEY go together")
+    if checkpoint_file is not None and conversation_id is not None:
+        raise CLIError("--checkpoint checks the whole journal: give no conversation id")
+    if checkpoint_file is not None:
+        note = read_text(checkpoint_file, "checkpoint")
+        key = verifier_key(read_text(vkey, "verifier key") if os.path.isfile(vkey) else vkey)
+        parse_checkpoint(note)  # bad input (exit 2) before the journal is read
     with journal_for(db_path, readonly=True) as journal:
         if conversation_id is not None:
             require_conversation(journal, conversation_id)
@@ -62,14 +85,26 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
                      if conversation_id is None or h.stream_id == conversation_id]
             problems = journal.check_heads(saved)
             first_bad = problems[0] if problems else None
+        if checkpoint_file is not None:
+            with journal.log_tree() as tree:
+                checked = check_checkpoint(tree, note, key)
+            if not checked.ok and checked.position is not None and first_bad is None:
+                first_bad = _event_at(journal, checked.position, checked.problem or "")
+    if checked is not None and not checked.ok and first_bad is None:
+        first_bad = BadEvent("", 0, checked.problem or "")
     ok = first_bad is None and not report.projections
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
                "column": m.column, "reason": m.reason} for m in report.projections]
+    signed = None if checked is None else {"size": checked.size, "ok": checked.ok,
+                                           "problem": checked.problem}
     if as_json:
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
-              "projections": forged})
+              "projections": forged, **({"checkpoint": signed} if signed else {})})
     elif ok:
-        click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified")
+        also = "" if checked is None else f"; the checkpoint of {checked.size} events holds"
+        click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified{also}")
+    elif first_bad is not None and not first_bad.stream_id:
+        click.echo(f"{colour('TAMPERED', 'tampered')}: {first_bad.reason}")
     elif first_bad is not None:
         click.echo(f"{colour('TAMPERED', 'tampered')}: conversation {first_bad.stream_id!r} "
                    f"seq {first_bad.seq}: "
@@ -79,6 +114,14 @@ def verify(conversation_id: str | None, heads_file: str | None, db_path: str, as
                    f"position {m['position']}: {m['reason']}")
     if not ok:
         fail(1)
+
+
+def _event_at(journal: JournalProtocol, position: int, reason: str) -> BadEvent:
+    """The event at ``position`` as the bad event (the reason says it is the position's
+    event when the journal has none there, events cut off)."""
+    for event in journal.read_all(position - 1, 1):
+        return BadEvent(event.stream_id, event.seq, f"event {position}: {reason}")
+    return BadEvent("", 0, reason)
 
 
 @click.command()

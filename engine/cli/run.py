@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,29 +30,51 @@ from ._common import (
     db_option,
     emit,
     fail,
+    hint,
     journal_for,
     json_option,
+    problem,
+    run_options,
     translate_errors,
 )
 from ._timeline import timeline_of
 
-__all__ = ["StreamPrinter", "demo", "resume", "resume_hint", "run", "run_interruptible"]
+__all__ = ["RUN_OPTIONS_KEY", "StreamPrinter", "demo", "options_of", "recorded_run_options",
+           "resume", "resume_hint", "run", "run_interruptible", "waiting_calls"]
 
 
 def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
                 script: str | None = None, mcp: tuple[str, ...] = ()) -> str:
     """The command that continues ``conversation_id`` with the same tools and script."""
-    parts = ["resume", conversation_id]
-    for spec in tool_specs:
-        parts += ["--tools", spec]
-    for server in mcp:
-        parts += ["--mcp", server]
+    return command_hint("resume", conversation_id, *run_options(
+        {"tool_specs": tool_specs, "mcp": mcp, "script": script}), db_path=db_path)
+
+
+#: The key of ``conversation_started.metadata`` under which ``run`` records the options
+#: that continue it (``--tools`` and ``--script``), so that ``approve`` and ``show`` print a
+#: complete ``resume`` command. ``--mcp`` is left out: a server's command line or URL
+#: may carry a credential, and secrets never reach the journal.
+RUN_OPTIONS_KEY = "turnlog.run_options"
+
+
+def recorded_run_options(tool_specs: tuple[str, ...], script: str | None) -> dict[str, Any]:
+    """The ``metadata`` a new conversation of ``run`` records (see ``RUN_OPTIONS_KEY``)."""
+    options: dict[str, Any] = {"tool_specs": list(tool_specs)}
     if script is not None:
-        parts += ["--script", script]
-    return command_hint(*parts, db_path=db_path)
+        options["script"] = os.path.abspath(script)
+    return {RUN_OPTIONS_KEY: options}
 
 
-def run_interruptible(journal: Journal, conversation_id: str, go: Any, hint: str) -> RunResult:
+def options_of(started: Any) -> dict[str, Any] | None:
+    """What a conversation's ``run`` recorded to continue it (``None``: nothing recorded):
+    ``started`` is its state or its ``conversation_started`` payload."""
+    metadata = started.get("metadata") if isinstance(started, Mapping) else started.metadata
+    options = (metadata or {}).get(RUN_OPTIONS_KEY)
+    return options if isinstance(options, dict) else None
+
+
+def run_interruptible(journal: Journal, conversation_id: str, go: Any,
+                      continue_with: str) -> RunResult:
     """``go()``; on Ctrl-C record the interruption and exit 130 naming how to continue."""
     try:
         return go()
@@ -59,7 +84,7 @@ def run_interruptible(journal: Journal, conversation_id: str, go: Any, hint: str
         raise Interrupted(
             f"interrupted: conversation {conversation_id} stopped before its run finished"
             + (" (recorded in the journal)" if recorded else "")
-            + f".\nContinue it with:\n  {hint}") from None
+            + f".\nContinue it with:\n  {continue_with}") from None
 
 
 class StreamPrinter:
@@ -81,14 +106,41 @@ class StreamPrinter:
 
 
 def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
-          printer: StreamPrinter | None, approve: tuple[str, ...] = ()) -> Loop:
+          printer: StreamPrinter | None, approve: tuple[str, ...] = (),
+          approve_reason: str | None = None, prices: Any = None) -> Loop:
     return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
                 stream=printer is not None, observers=[printer] if printer else (),
-                approve=approve)
+                approve=approve, approve_reason=approve_reason, prices=prices)
+
+
+def _check_reason(approve: tuple[str, ...], approve_reason: str | None) -> None:
+    if approve_reason is not None and not approve:
+        raise CLIError("--approve-reason says why the --approve tools' calls wait: name those "
+                       "tools with --approve TOOL")
+
+
+def waiting_calls(state: Any, call_ids: Iterable[str]) -> list[str]:
+    """One line per call of ``state`` that waits for a decision: its id, tool, arguments
+    and why it waits (the reason recorded with its approval request)."""
+    lines, pending = [], {c.id: c for c in state.pending_calls}
+    for call_id in call_ids:
+        call, asked = pending.get(call_id), state.approvals.get(call_id)
+        what = (f" {call.name}({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)})"
+                if call is not None else "")
+        why = f": {asked.reason}" if asked is not None and asked.reason else ""
+        lines.append(f"  {call_id}{what}{why}")
+    return lines
+
+
+def _prices(path: str | None) -> Any:
+    """The prices a run records its costs at: genai-prices under the ``--prices`` file."""
+    from turnlog.engine.audit.prices import Prices  # the audit package is loaded only here
+
+    return Prices.load(path)
 
 
 def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = None,
-            db_path: str | None = None) -> None:
+            waiting: list[str] = ()) -> None:
     if as_json:
         emit(result.summary())
     else:
@@ -101,12 +153,22 @@ def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = No
             if line:
                 click.echo(line, err=True)
         if result.awaiting_approval:
-            decide = command_hint("approve", result.conversation_id, "--all", "--yes", "--as",
-                                  "NAME", db_path=db_path)
-            click.echo(f"waiting for approval: {', '.join(result.awaiting_approval)}. "
-                       f"Decide with:\n  {decide}\nthen continue it with turnlog resume.")
+            cid = result.conversation_id
+            click.echo("waiting for approval:\n" + "\n".join(waiting) + "\n"
+                       f"Decide with:\n  {hint('approve', cid, '--all', '--yes', '--as', 'NAME')}"
+                       f"\nthen continue it with:\n  {hint('resume', cid, run=_params())}")
     if result.status in ("failed", "halted"):
         fail(1)
+
+
+def _waiting(journal: Journal, result: RunResult) -> list[str]:
+    if not result.awaiting_approval:
+        return []
+    return waiting_calls(load_state(journal, result.conversation_id), result.awaiting_approval)
+
+
+def _params() -> dict[str, Any]:
+    return dict(click.get_current_context().params)
 
 
 def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple:
@@ -118,6 +180,12 @@ def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 
 
 def _tool_options(fn: Any) -> Any:
+    fn = click.option("--approve-reason", metavar="TEXT",
+                      help="Why the --approve tools' calls wait: recorded with each approval "
+                           "request and shown to whoever decides.")(fn)
+    fn = click.option("--prices", "prices_file", type=click.Path(dir_okay=False),
+                      help="A price table (TOML) over genai-prices' for the cost recorded "
+                           "with each model response (see turnlog prices).")(fn)
     fn = click.option("--approve", "approve", multiple=True, metavar="TOOL[,TOOL]",
                       callback=_tool_names,
                       help="Calls of these tools wait for a person's decision (turnlog "
@@ -132,7 +200,7 @@ def _tool_options(fn: Any) -> Any:
                            "with backoff; every attempt is journaled.")(fn)
     fn = click.option("--mcp", "mcp", multiple=True, metavar="'COMMAND ARGS'|URL",
                       help="Offer the tools of an MCP server (repeatable): a command line "
-                           "(stdio) or an http(s) URL (streamable HTTP); needs turnlog[mcp].")(fn)
+                           "(stdio) or an http(s) URL (streamable HTTP); needs the mcp extra.")(fn)
     return click.option("--tools", "tool_specs", multiple=True, metavar="demo|MODULE:ATTR|none",
                         help="Tools to offer the model (repeatable; default: none).")(fn)
 
@@ -161,7 +229,7 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
     if not state.finished:
         raise CLIError(f"conversation {cid} has an unfinished run, so it cannot take a new "
                        f"message yet. Finish it first with:\n  "
-                       f"{resume_hint(cid, db_path, tool_specs, script, mcp)}")
+                       f"{hint('resume', cid, run=_params())}")
     if state.mode != "chat":
         raise CLIError(f"conversation {cid} is a {state.mode} conversation and its run has "
                        "ended; only chat conversations take another message (start a new one)")
@@ -187,7 +255,8 @@ def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tup
 def run(prompt: str, provider: str, model: str | None, script: str | None,
         tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, max_turns: int,
         mode: str, system: str, conversation_id: str | None, single_turn: bool, db_path: str,
-        as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
+        as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
+        approve_reason: str | None = None, prices_file: str | None = None) -> None:
     """Run a conversation from PROMPT; exit 1 if it failed or was halted.
 
     No tools are offered unless named with --tools. Ctrl-C stops the run
@@ -197,24 +266,29 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 
         turnlog run "Weather in Paris?" --script script.json --tools demo --json
     """
+    _check_reason(approve, approve_reason)
     chosen = make_provider(provider, model, script)
+    prices = _prices(prices_file)  # a bad price file is refused before the journal is opened
     cid = conversation_id or new_conversation_id()
-    hint = resume_hint(cid, db_path, tool_specs, script, mcp)
+    continue_with = hint("resume", cid, run=_params())
     printer = StreamPrinter(as_json) if stream else None
-    with open_tools(tool_specs, mcp) as tools:
+    with open_tools(tool_specs, mcp, report=problem) as tools:
         check_approve(approve, tools.names())  # a misspelt name: refused before a file exists
         with journal_for(db_path, must_exist=False) as journal:
-            loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+            loop = _loop(journal, chosen, tools, model, retries, printer, approve,
+                         approve_reason, prices)
             if conversation_id and journal.last_seq(conversation_id):
                 _check_continuable(journal, cid, db_path, tool_specs, script,
                                    {"max_turns": max_turns, "mode": mode}, mcp)
                 result = run_interruptible(journal, cid, lambda: loop.send(
-                    cid, prompt, single_turn=single_turn), hint)
+                    cid, prompt, single_turn=single_turn), continue_with)
             else:
                 result = run_interruptible(journal, cid, lambda: loop.start(
                     prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
-                    system=system, single_turn=single_turn), hint)
-    _report(result, as_json, printer, db_path)
+                    system=system, single_turn=single_turn,
+                    metadata=recorded_run_options(tool_specs, script)), continue_with)
+            waiting = _waiting(journal, result)
+    _report(result, as_json, printer, waiting)
 
 
 @click.command()
@@ -227,7 +301,8 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
 @translate_errors
 def resume(conversation_id: str, provider: str | None, model: str | None, script: str | None,
            tool_specs: tuple[str, ...], mcp: tuple[str, ...], retries: int, db_path: str,
-           as_json: bool, stream: bool = False, approve: tuple[str, ...] = ()) -> None:
+           as_json: bool, stream: bool = False, approve: tuple[str, ...] = (),
+           approve_reason: str | None = None, prices_file: str | None = None) -> None:
     """Finish a conversation a crash, kill or Ctrl-C left unfinished.
 
     Tools whose results are recorded never run again. A finished
@@ -237,24 +312,26 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
 
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
-    with open_tools(tool_specs, mcp) as tools, journal_for(db_path) as journal:
+    _check_reason(approve, approve_reason)
+    prices = _prices(prices_file)
+    with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
         check_approve(approve, tools.names())
         state = load_state(journal, conversation_id)
         if state.finished:
             if as_json:
                 emit(result_of(state).summary())
             else:
-                click.echo(f"conversation {conversation_id} is not unfinished: its last run "
+                click.echo(f"conversation {conversation_id} has already finished: its last run "
                            f"{colour(state.status, state.status)}; nothing to resume "
                            "(nothing was written)")
             return
         chosen = make_provider(provider or state.provider, model, script)
         printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve)
+        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason, prices)
         result = run_interruptible(journal, conversation_id, lambda: loop.resume(conversation_id),
-                                   resume_hint(conversation_id, db_path, tool_specs, script,
-                                               mcp))
-    _report(result, as_json, printer, db_path)
+                                   hint("resume", conversation_id, run=_params()))
+        waiting = _waiting(journal, result)
+    _report(result, as_json, printer, waiting)
 
 
 @click.command()

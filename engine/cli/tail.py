@@ -10,7 +10,7 @@ import click
 
 from turnlog.engine.audit import appends_waiter, connect_readonly, events_after, last_position
 
-from ._common import db_option, journal_for, json_option, translate_errors
+from ._common import db_option, flag_pair, journal_for, json_option, translate_errors
 from ._timeline import timeline
 
 __all__ = ["tail"]
@@ -21,11 +21,12 @@ _BATCH = 1000
 @click.command()
 @click.option("--from-position", "from_position", type=click.IntRange(min=0),
               help="Start with the event at this global position (1: from the beginning). "
-                   "Default: the end, so only events appended from now on.")
+                   "Default: the beginning with --once; when following, the end, so only "
+                   "events appended from now on.")
 @click.option("--conversation", "conversation_id", help="Only this conversation's events.")
-@click.option("--follow/--once", default=True,
-              help="Follow appends (the default; on PostgreSQL by LISTEN/NOTIFY, on SQLite by "
-                   "polling every --interval), or print what is there now and exit.")
+@flag_pair("--follow/--once", "follow", default=True,
+           help="Follow appends (the default; on PostgreSQL by LISTEN/NOTIFY, on SQLite by "
+                "polling every --interval), or print what is there now and exit.")
 @click.option("--timeout", type=click.FloatRange(min=0), help="Stop following after this many seconds.")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after printing this many events.")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=0.2, show_default=True,
@@ -56,7 +57,10 @@ def tail(from_position: int | None, conversation_id: str | None, follow: bool,
     printed = 0
     try:
         wait = appends_waiter(conn, channel, interval)
-        after = last_position(conn) if from_position is None else max(from_position - 1, 0)
+        if from_position is None:  # --once prints what is there; following, what comes
+            after = last_position(conn) if follow else 0
+        else:
+            after = max(from_position - 1, 0)
         while True:
             rows = events_after(conn, after, conversation_id=conversation_id, limit=_BATCH)
             for row in rows:

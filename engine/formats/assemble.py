@@ -19,6 +19,10 @@ Rules (what an imported history becomes):
   provider id), or (Data Machine text, which has no ids) the first
   unanswered call; a result that answers nothing is refused with its entry
   index;
+- the placeholder an export writes for a call with no recorded result
+  (``engine.texts.UNANSWERED``, a failed result) is not a result: at the end
+  of the transcript its call stays pending, as it was; earlier, the call is
+  ``tool_call_rejected`` with reason ``unrecorded`` (what a runner records);
 - a Data Machine duplicate correction answers the pending call as a refused
   duplicate; without an ``AI ACTION`` before it (the reference's own
   transcripts) the refused call is the previous call again;
@@ -52,6 +56,7 @@ from ..events import (
 from ..machine import Lifecycle
 from ..messages import Part, ToolCall
 from ..state import StateBuilder
+from ..texts import UNANSWERED
 
 __all__ = ["Item", "assemble"]
 
@@ -176,6 +181,14 @@ class _Assembler:
             error=None if item.success else (item.error or item.content), source="imported")
         self.group.results.append((event, item.recorded_at, item.index))
 
+    def unrecorded(self, item: Item) -> None:
+        """The export's placeholder for a missing result, before more history: no result."""
+        call = self._pending(item)
+        self.group.answered.add(call.id)
+        self.group.results.append((ToolCallRejected(
+            call_id=call.id, name=call.name, reason="unrecorded", content=UNANSWERED,
+            arguments=call.arguments), item.recorded_at, item.index))
+
     def duplicate(self, item: Item) -> None:
         group = self.group
         if group is None or all(c.id in group.answered for c in group.calls):
@@ -214,6 +227,11 @@ class _Assembler:
             self._apply(item.event, item.recorded_at, item.index)
 
 
+def _placeholder(item: Item) -> bool:
+    """The failed result an export writes where no result was recorded (not a result)."""
+    return item.kind == "result" and not item.success and item.content == UNANSWERED
+
+
 def assemble(started: ConversationStarted, items: list[Item]
              ) -> tuple[list[Event], list[str | None], StateBuilder]:
     """``(events, recorded_at stamps, folded state)`` for ``items``; ``events[0]`` is ``started``.
@@ -222,7 +240,9 @@ def assemble(started: ConversationStarted, items: list[Item]
     the lifecycle refuses; nothing is written by this function.
     """
     asm = _Assembler(started)
-    for item in items:
+    # placeholders after the last real item: their calls were pending when exported
+    trailing = next((n for n in range(len(items), 0, -1) if not _placeholder(items[n - 1])), 0)
+    for at, item in enumerate(items):
         if item.kind == "assistant":
             asm.assistant(item)
         elif item.kind == "result":
@@ -230,7 +250,10 @@ def assemble(started: ConversationStarted, items: list[Item]
                 raise TranscriptOrderError(
                     f"entry {item.index}: tool result for call {item.call_id!r} with no model "
                     "turn before it", index=item.index)
-            asm.result(item)
+            if not _placeholder(item):
+                asm.result(item)
+            elif at < trailing:
+                asm.unrecorded(item)
         elif item.kind == "duplicate":
             asm.duplicate(item)
         else:

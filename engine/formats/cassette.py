@@ -38,6 +38,15 @@ _RESPONSES_ENVELOPE = ("instructions", "model", "tools")
 _ENVELOPE = ("system", "systemInstruction", "system_instruction", "model", "tools", "functions")
 
 
+def _responses_body(doc: dict[str, Any]) -> bool:
+    """An OpenAI Responses API body: a list of ``input`` items (turnlog's own export has no
+    ``model``), or an ``input`` string beside a key of that wire (an orchestrator entry is
+    ``{input, context?, timestamp?}`` with a string)."""
+    items = doc.get("input")
+    return isinstance(items, list) or (
+        isinstance(items, str) and any(k in doc for k in _RESPONSES_ENVELOPE))
+
+
 def _body(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
     for key in _BODY_LISTS:
         if isinstance(doc.get(key), list):
@@ -48,7 +57,7 @@ def _body(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
             if params and key != "events":
                 envelope["parameters"] = params
             return doc[key], envelope
-    if isinstance(doc.get("input"), (list, str)) and "model" in doc:
+    if _responses_body(doc):
         # an OpenAI Responses API body: its items are read with that wire's reader
         items = doc["input"]
         entries = [{"role": "user", "content": items}] if isinstance(items, str) else items

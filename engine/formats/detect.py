@@ -2,6 +2,10 @@
 
 >>> detect_entry({"role": "user", "content": "hi", "timestamp": "2025-08-27T21:40:00.000Z"})
 'api'
+>>> detect_entry({"role": "user", "content": "hi", "id": "m1"})  # a key no wire defines
+'api'
+>>> detect_entry({"role": "assistant", "content": "hi", "refusal": None})
+'openai'
 >>> detect_entry({"input": "draft claims", "context": "patent_streaming"})
 'orchestrator'
 >>> detect_entry({"role": "assistant", "content": "AI ACTION (Turn 1): Executing Add with parameters: a: 1"})
@@ -78,9 +82,9 @@ def _role_entry(entry: dict[str, Any]) -> str | None:
         return _content_list(content)
     if not isinstance(content, str) or role not in ("user", "assistant", "system"):
         return None
-    if entry.keys() - _API_KEYS:
-        # only the OpenAI wire has string content beside other keys (vendor extensions
-        # included: the reader keeps unknown keys as `extra` and reports them)
+    if (entry.keys() - _API_KEYS) & _OPENAI_KEYS:
+        # a key of the OpenAI wire beside string content (its reader keeps the others as
+        # `extra` and reports them); keys no wire has leave the entry as it was (`api`)
         return "openai"
     if (extract_tool_call(entry) or extract_tool_response(entry)
             or duplicate_tool_name(entry)):

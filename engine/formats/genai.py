@@ -39,7 +39,9 @@ Message content only on request (``content=True``): ``gen_ai.input.messages``,
 ``gen_ai.output.messages``, ``gen_ai.system_instructions`` and
 ``gen_ai.tool.definitions`` on model spans, ``gen_ai.tool.call.arguments``
 and ``gen_ai.tool.call.result`` on tool spans, each a JSON string in the
-conventions' JSON shapes (span attributes hold no nested maps).
+conventions' JSON shapes (span attributes hold no nested maps). An imported
+conversation recorded no requests and no tool starts: its model spans carry
+the history before each answer, its tool spans the pending call's arguments.
 
     >>> from turnlog.engine.events import ConversationStarted, UserMessage, ModelRequested, ModelResponded
     >>> from turnlog.engine.messages import Text
@@ -232,6 +234,7 @@ class GenAISpans:
         if self.first_ns is None:
             self.first_ns = at_ns
         self.last_ns = max(at_ns, self.last_ns or at_ns)
+        unopened = self._unopened_content(event)
         if self._state is not None:
             self._state.apply(event)
         if isinstance(event, ConversationStarted):
@@ -246,12 +249,12 @@ class GenAISpans:
             self._model = _Open(event=event, at_ns=at_ns, key=key, extra=extra)
             return closed
         if isinstance(event, (ModelResponded, ModelFailed)):
-            return [self._model_span(event, at_ns, key, parent)]
+            return [self._model_span(event, at_ns, key, parent, unopened)]
         if isinstance(event, ToolStarted):
             self._tools[event.call_id] = _Open(event=event, at_ns=at_ns, key=key, extra={})
             return []
         if isinstance(event, (ToolCompleted, ToolCallRejected)):
-            return [self._tool_span(event, at_ns, key, parent)]
+            return [self._tool_span(event, at_ns, key, parent, unopened)]
         if isinstance(event, ConversationFailed):
             self.failure = (event.error_type or "conversation_failed", event.error)
         elif isinstance(event, _RUN_END):
@@ -289,6 +292,23 @@ class GenAISpans:
         return SpanRecord(name="invoke_agent", key=key, kind="internal", start_ns=start or 0,
                           end_ns=max(self.last_ns or 0, start or 0), attributes=attrs,
                           error=error)
+
+    def _unopened_content(self, event: Event) -> dict[str, Any]:
+        """The content a span opened by no recorded event still has (before ``event`` is folded).
+
+        An imported answer has no ``model_requested``: its input is the history before it.
+        An imported result has no ``tool_started``: its arguments are the pending call's.
+        """
+        state = self._state
+        if not self.content or state is None:
+            return {}
+        if isinstance(event, (ModelResponded, ModelFailed)) and self._model is None:
+            return self._request_content()
+        if isinstance(event, ToolCompleted) and event.call_id not in self._tools:
+            call = state.pending.get(event.call_id)
+            if call is not None:
+                return {"gen_ai.tool.call.arguments": _dumps(call.arguments)}
+        return {}
 
     # --- model calls ------------------------------------------------------------
 
@@ -333,7 +353,7 @@ class GenAISpans:
         return attrs
 
     def _model_span(self, event: ModelResponded | ModelFailed, at_ns: int, key: str,
-                    parent: str | None) -> SpanRecord:
+                    parent: str | None, unopened: dict[str, Any]) -> SpanRecord:
         opened, self._model = self._model, None
         requested = opened.event if opened is not None else None
         if isinstance(requested, ModelRequested):
@@ -343,6 +363,7 @@ class GenAISpans:
             start, span_key = opened.at_ns, opened.key
         else:  # an imported or runner answer: no request was recorded
             attrs = self._model_attributes(event.provider, event.model, {})
+            attrs.update(unopened)
             start, span_key = at_ns, key
         end = at_ns
         if event.latency_ms is not None and requested is not None:
@@ -385,7 +406,7 @@ class GenAISpans:
         return attrs
 
     def _tool_span(self, event: ToolCompleted | ToolCallRejected, at_ns: int, key: str,
-                   parent: str | None) -> SpanRecord:
+                   parent: str | None, unopened: dict[str, Any]) -> SpanRecord:
         attrs = self._tool_attributes(event.name, event.call_id)
         opened = self._tools.pop(event.call_id, None)
         start, span_key = (opened.at_ns, opened.key) if opened is not None else (at_ns, key)
@@ -407,6 +428,7 @@ class GenAISpans:
         if self.content:
             if arguments is not None:
                 attrs["gen_ai.tool.call.arguments"] = _dumps(arguments)
+            attrs.update(unopened)  # an imported result's call arguments
             attrs["gen_ai.tool.call.result"] = event.content
         return SpanRecord(name=f"execute_tool {event.name}", key=span_key, kind="internal",
                           start_ns=start, end_ns=max(end, start), attributes=attrs,

@@ -186,7 +186,10 @@ def _api(entry: dict[str, Any], index: int) -> list[Item]:
     original, stamp = _stamp(entry.get("timestamp"), index)
     if role == "system":
         return [Item("system", index, content=content)]
-    return [Item(role, index, (Text(text=content),), original, stamp)]
+    # keys no format defines are kept (exported to no wire) and reported, never dropped
+    extra = {k: v for k, v in entry.items() if k not in ("role", "content", "timestamp")}
+    kept = (Opaque(provider="api", kind=EXTRA, data=extra),) if extra else ()
+    return [Item(role, index, (Text(text=content), *kept), original, stamp)]
 
 
 def _orchestrator(entry: dict[str, Any], index: int) -> list[Item]:
@@ -414,9 +417,11 @@ def _warnings(items: list[Item]) -> tuple[str, ...]:
         for part in item.parts:
             if type(part) is Opaque and part.kind == EXTRA and isinstance(part.data, dict):
                 unknown = sorted(k for k in part.data if k not in MESSAGE_KEYS)
+                back = ("exported to no wire" if part.provider == "api"
+                        else f"exported back to {part.provider}")
                 if unknown:
-                    out.append(f"entry {item.index}: unknown keys kept as `extra` and exported "
-                               f"back to {part.provider}: {', '.join(unknown)}")
+                    out.append(f"entry {item.index}: unknown keys kept as `extra` and {back}: "
+                               f"{', '.join(unknown)}")
     return tuple(dict.fromkeys(out))
 
 

@@ -68,6 +68,7 @@ from ..messages import (
     render_opaque,
 )
 from ..nesting import check_depth, load_json
+from ..texts import UNANSWERED
 from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [
@@ -96,7 +97,6 @@ __all__ = [
 ]
 
 CUT_OFF = "cut off by max_tokens"
-UNANSWERED = "Error: no result was recorded for this tool call."
 #: The text of an empty user message on a wire that refuses blank text (Anthropic).
 EMPTY_TEXT = "(empty message)"
 _NOT_FINITE = "arguments are not valid JSON: NaN and Infinity are not JSON numbers"

@@ -266,12 +266,23 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def map_usage(usage: Any) -> Usage:
-    """Messages API ``usage`` in neutral form (input counts cache reads and writes too)."""
+    """Messages API ``usage`` in neutral form.
+
+    Anthropic's cache reads and writes are *outside* its ``input_tokens``: the
+    neutral input adds them. ``cache_creation.ephemeral_1h_input_tokens`` is
+    the part of the writes kept for an hour.
+    """
     read = count(usage, "cache_read_input_tokens")
     write = count(usage, "cache_creation_input_tokens")
+    split = usage.get("cache_creation") if isinstance(usage, dict) else None
+    hour = count(split, "ephemeral_1h_input_tokens")
+    if isinstance(split, dict) and not write:  # only the split was sent
+        write = hour + count(split, "ephemeral_5m_input_tokens")
     return Usage(input_tokens=count(usage, "input_tokens") + read + write,
                  output_tokens=count(usage, "output_tokens"),
-                 cached_input_tokens=read, cache_write_tokens=write)
+                 cached_input_tokens=read, cache_write_tokens=write,
+                 cache_write_1h_tokens=min(hour, write),
+                 raw=usage if isinstance(usage, dict) else None)
 
 
 def _own_part(block: Any, kind: str, where: str) -> Part:

@@ -252,13 +252,30 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def map_usage(usage: Any) -> Usage:
-    """Gemini ``usageMetadata`` in neutral form (thoughts count as output and reasoning)."""
+    """Gemini ``usageMetadata`` in neutral form.
+
+    ``promptTokenCount`` counts the cached ones (``cachedContentTokenCount``);
+    the tool-use prompt is added to the input; thoughts (``thoughtsTokenCount``,
+    outside ``candidatesTokenCount``) are added to the output and are its
+    reasoning part. Audio and image prompt tokens come from
+    ``promptTokensDetails`` (by modality).
+    """
+    if not isinstance(usage, dict):
+        return Usage()
     thoughts = count(usage, "thoughtsTokenCount")
+    modality: dict[str, int] = {}
+    for detail in usage.get("promptTokensDetails") or ():
+        if isinstance(detail, dict) and isinstance(detail.get("modality"), str):
+            modality[detail["modality"]] = (modality.get(detail["modality"], 0)
+                                            + count(detail, "tokenCount"))
     return Usage(input_tokens=count(usage, "promptTokenCount")
                  + count(usage, "toolUsePromptTokenCount"),
                  output_tokens=count(usage, "candidatesTokenCount") + thoughts,
                  cached_input_tokens=count(usage, "cachedContentTokenCount"),
-                 reasoning_tokens=thoughts)
+                 reasoning_tokens=thoughts,
+                 input_audio_tokens=modality.get("AUDIO", 0),
+                 input_image_tokens=modality.get("IMAGE", 0),
+                 raw=usage)
 
 
 def _camel(key: str) -> str:

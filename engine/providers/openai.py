@@ -238,13 +238,25 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def map_usage(usage: Any) -> Usage:
-    """Chat Completions ``usage`` in neutral form (``prompt_tokens`` counts cached ones too)."""
-    usage = usage if isinstance(usage, dict) else {}
+    """Chat Completions ``usage`` in neutral form.
+
+    ``prompt_tokens`` counts the cached (``prompt_tokens_details.cached_tokens``;
+    DeepSeek's ``prompt_cache_hit_tokens``) and audio ones too;
+    ``completion_tokens`` counts the reasoning and audio ones: they are parts,
+    never added on top.
+    """
+    if not isinstance(usage, dict):
+        return Usage()
+    prompt, completion = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
     return Usage(input_tokens=count(usage, "prompt_tokens"),
                  output_tokens=count(usage, "completion_tokens"),
-                 cached_input_tokens=count(usage.get("prompt_tokens_details"), "cached_tokens"),
-                 reasoning_tokens=count(usage.get("completion_tokens_details"),
-                                        "reasoning_tokens"))
+                 cached_input_tokens=count(prompt, "cached_tokens")
+                 or count(usage, "prompt_cache_hit_tokens"),
+                 reasoning_tokens=count(completion, "reasoning_tokens"),
+                 input_audio_tokens=count(prompt, "audio_tokens"),
+                 input_image_tokens=count(prompt, "image_tokens"),
+                 output_audio_tokens=count(completion, "audio_tokens"),
+                 raw=usage)
 
 
 def _tool_call_parts(call: Any, where: str) -> list[Part]:
@@ -347,9 +359,13 @@ def _message_parts(message: dict[str, Any], where: str) -> list[Part]:
 
 
 def _extra(message: dict[str, Any], known: frozenset[str] | set[str]) -> list[Part]:
-    """The message's unknown non-null keys (and ``name``) as one ``EXTRA`` part."""
+    """The message's unknown non-null keys (and ``name``) as one ``EXTRA`` part.
+
+    ``timestamp`` is no vendor key: a transcript entry of any format may carry it, and the
+    importer records it on the entry's event.
+    """
     extra = {k: v for k, v in message.items()
-             if (k not in known or k == "name") and v is not None}
+             if (k not in known or k == "name") and k != "timestamp" and v is not None}
     return [Opaque(provider=NAME, kind=EXTRA, data=extra)] if extra else []
 
 

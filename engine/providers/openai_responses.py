@@ -154,12 +154,15 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
 
 
 def map_usage(usage: Any) -> Usage:
-    """Responses API ``usage`` in neutral form."""
-    usage = usage if isinstance(usage, dict) else {}
+    """Responses API ``usage`` in neutral form (``input_tokens`` counts the cached
+    ones, ``output_tokens`` the reasoning ones: parts, never added on top)."""
+    if not isinstance(usage, dict):
+        return Usage()
     return Usage(input_tokens=count(usage, "input_tokens"),
                  output_tokens=count(usage, "output_tokens"),
                  cached_input_tokens=count(usage.get("input_tokens_details"), "cached_tokens"),
-                 reasoning_tokens=count(usage.get("output_tokens_details"), "reasoning_tokens"))
+                 reasoning_tokens=count(usage.get("output_tokens_details"), "reasoning_tokens"),
+                 raw=usage)
 
 
 def _message(item: dict[str, Any], at: str) -> tuple[list[Part], bool]:

@@ -6,7 +6,7 @@ with its chain state, fork tree and replays, the diff of two conversations
 (``replay.diff``) and the audit dashboard with server-drawn SVG charts; and a
 self-contained HTML report of one conversation. It lives above ``replay``
 because it shows diffs; it needs the ``view`` extra (``pip install
-'turnlog[view]'``), which only these commands import::
+-e '.[view]'``), which only these commands import::
 
     from turnlog.replay.view import create_app, render_report
     app = create_app("turnlog.db")          # an ASGI app, e.g. for uvicorn.run(app)

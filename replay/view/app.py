@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from turnlog.engine.audit import AuditQuery, ListQuery, PriceTable, Reader, parse_since
+from turnlog.engine.audit import AuditQuery, ListQuery, Prices, PriceTable, Reader, parse_since
 from turnlog.engine.errors import BadFilterError, ConversationNotFound
 from turnlog.journal import TurnlogError, shown_url
 
@@ -86,7 +86,7 @@ def _param(request: Request, name: str) -> str | None:
 class _App:
     """The routes, bound to one journal path and price table."""
 
-    def __init__(self, path: str, prices: PriceTable, poll: float, live_for: float,
+    def __init__(self, path: str, prices: Prices, poll: float, live_for: float,
                  max_streams: int) -> None:
         self.path, self.prices, self.poll, self.live_for = path, prices, poll, live_for
         self.env = environment()
@@ -212,7 +212,7 @@ class _SecurityHeaders:
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
 
 
-def create_app(path: str, prices: PriceTable | None = None, *, poll: float = 0.5,
+def create_app(path: str, prices: Prices | PriceTable | None = None, *, poll: float = 0.5,
                live_for: float = 30.0, hosts: Iterable[str] = LOOPBACK_HOSTS,
                max_streams: int = MAX_STREAMS) -> Starlette:
     """The ASGI app over the journal at ``path`` (opened read-only on every request).
@@ -225,7 +225,7 @@ def create_app(path: str, prices: PriceTable | None = None, *, poll: float = 0.5
     """
     with Reader(path, prices):  # a missing or foreign file fails here, not on the first page
         pass
-    routes = _App(path, prices or PriceTable.default(), poll, live_for, max_streams)
+    routes = _App(path, Prices.of(prices), poll, live_for, max_streams)
     static = resources.files("turnlog.replay.view").joinpath("static")
     app = Starlette(routes=[
         Route("/", routes.conversations),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnlog.engine.audit.display import model_label
+
 __all__ = ["by_day", "hbars"]
 
 _PALETTE = 8
@@ -18,24 +20,25 @@ def by_day(rows: list[dict[str, Any]], key: str, *, width: int = 640,
     """Stacked bars, one per day, one segment per provider/model (``rows``: the dashboard's
     ``by_day``); ``key`` is the value drawn (``input``, ``output``, ``cost``, ...)."""
     days = sorted({r["day"] for r in rows})
-    series = sorted({f"{r['provider']}/{r['model']}" for r in rows})
+    series = sorted({model_label(r["provider"], r["model"]) for r in rows})
     totals = {d: sum(r[key] or 0 for r in rows if r["day"] == d) for d in days}
-    top = max(totals.values(), default=0) or 1
+    largest = max(totals.values(), default=0)
+    top = largest or 1  # scale: all-zero bars stay flat
     slot = width / max(len(days), 1)
     bar_w = max(min(slot * 0.7, 48), 2)
     bars, labels = [], []
     for i, day in enumerate(days):
         x, y = i * slot + (slot - bar_w) / 2, float(height)
         for r in sorted((r for r in rows if r["day"] == day),
-                        key=lambda r: f"{r['provider']}/{r['model']}"):
-            name = f"{r['provider']}/{r['model']}"
+                        key=lambda r: model_label(r["provider"], r["model"])):
+            name = model_label(r["provider"], r["model"])
             h = (r[key] or 0) / top * (height - 10)
             y -= h
             bars.append({"x": round(x, 1), "y": round(y, 1), "w": round(bar_w, 1),
                          "h": round(h, 1), "cls": f"s{series.index(name) % _PALETTE}",
                          "title": f"{day} {name}: {r[key] if r[key] is not None else 'unpriced'}"})
         labels.append({"x": round(i * slot + slot / 2, 1), "text": day[5:]})
-    return {"width": width, "height": height, "bars": bars, "labels": labels, "max": top,
+    return {"width": width, "height": height, "bars": bars, "labels": labels, "max": largest,
             "legend": [{"name": s, "cls": f"s{i % _PALETTE}"} for i, s in enumerate(series)],
             "empty": not rows}
 

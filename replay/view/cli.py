@@ -19,7 +19,8 @@ from turnlog.engine.cli._common import CLIError, db_option, journal_for, transla
 
 __all__ = ["COMMANDS", "report", "view"]
 
-_HINT = "turnlog {command} needs the view extra: pip install 'turnlog[view]' ({missing} is missing)"
+_HINT = ("turnlog {command} needs the view extra: pip install -e '.[view]' in turnlog's "
+         "checkout ({missing} is missing)")
 
 
 def _extra(command: str, *modules: str) -> list[ModuleType]:

@@ -11,22 +11,14 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from turnlog.engine.audit.display import milliseconds, model_label, money
+from turnlog.engine.texts import readable_result
+
 __all__ = ["CSP", "asset", "environment", "href", "money", "script_hash", "when"]
 
 #: The Content-Security-Policy of every page the server sends: nothing inline, nothing remote.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-def money(v: float | None) -> str:
-    """A cost as the audit prints it: 4 decimals, ``<0.0001`` for a sliver, ``unpriced``."""
-    if v is None:
-        return "unpriced"
-    if v == 0:
-        return "0"
-    if abs(v) < 0.00005:
-        return "<0.0001"
-    return f"{v:,.4f}"
 
 
 def when(stamp: str | None) -> str:
@@ -41,7 +33,7 @@ def href(path: str, **params: Any) -> str:
 
 
 def _ms(v: float | None) -> str:
-    return "-" if v is None else (f"{v:,.0f} ms" if v >= 10 else f"{v:.2f} ms")
+    return "-" if v is None else f"{milliseconds(v)} ms"
 
 
 def _pretty(text: str) -> str:
@@ -56,9 +48,9 @@ def environment() -> Environment:
     """The Jinja2 environment over ``replay/view/templates`` (autoescape on for every template)."""
     env = Environment(loader=PackageLoader("turnlog.replay.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(money=money, when=when, ms=_ms, pretty=_pretty,
+    env.filters.update(money=money, when=when, ms=_ms, pretty=_pretty, result=readable_result,
                        num=lambda v: "-" if v is None else f"{v:,}")
-    env.globals.update(href=href)
+    env.globals.update(href=href, model_label=model_label)
     return env
 
 

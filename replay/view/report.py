@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnlog.engine.audit import PriceTable, Reader
+from turnlog.engine.audit import Prices, PriceTable, Reader
 from turnlog.journal import shown_url
 
 from .render import asset, environment, script_hash
@@ -31,7 +31,7 @@ def report_data(reader: Reader, conversation_id: str) -> dict[str, Any]:
                                        "turns": first["turns"], "max_ms": max_ms}}
 
 
-def render_report(path: str, conversation_id: str, prices: PriceTable | None = None) -> str:
+def render_report(path: str, conversation_id: str, prices: Prices | PriceTable | None = None) -> str:
     """The report of ``conversation_id`` in the journal at ``path``, as HTML text.
 
     Raises ``ConversationNotFound`` for an unknown id; opens the journal read-only.

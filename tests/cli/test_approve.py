@@ -135,7 +135,7 @@ def test_the_human_report_says_what_waits_and_how_to_decide(tmp_path, db):
     code, out = invoke("run", "Note.", "--script", script, "--tools", "demo", "--approve",
                        "append_note", "--id", "c1", "--db", db)
     assert code == 0, out
-    assert "awaiting_approval" in out and "waiting for approval: call_1_1" in out
+    assert "awaiting_approval" in out and "waiting for approval:\n  call_1_1 append_note(" in out
     assert f"turnlog approve c1 --all --yes --as NAME --db {db}" in out
 
 

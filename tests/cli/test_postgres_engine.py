@@ -209,3 +209,17 @@ def test_tail_follows_on_postgresql_until_its_count():
                  "--timeout", "30", "--json", "--db", url)
 
     assert [json.loads(line)["position"] for line in out.splitlines()] == [start - 2, start - 1]
+
+
+def test_events_hex_gives_the_same_rows_on_both_backends(both):
+    db, url, _cid, _fork = both
+    query = "SELECT stream_id, seq, prev_hash, hash FROM events_hex ORDER BY position"
+    rows = []
+    for where in (db, url):
+        conn = connect_readonly(where)
+        try:
+            rows.append([tuple(r) for r in conn.execute(query).fetchall()])
+        finally:
+            conn.close()
+    assert rows[0] == rows[1] and len(rows[0]) > 20
+    assert all(len(r[3]) == 64 and int(r[3], 16) >= 0 for r in rows[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import math
 import sqlite3
@@ -35,7 +36,7 @@ from turnlog.engine.events import (
     UserMessage,
 )
 from turnlog.engine.messages import Opaque, Text, ToolCall, Usage
-from turnlog.engine.audit.prices import PriceTable
+from turnlog.engine.audit.prices import Prices, PriceTable
 from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
 from turnlog.journal import Journal
 from tests.engine.audit_data import PRICES, build
@@ -206,7 +207,8 @@ def test_each_call_is_priced_at_the_rate_in_effect_on_its_day(audited):
     # halt: (400 fresh*3 + 100 cached*0.3 + 10*15) + (600*3 + 10*15)
     assert per_conv["halt"] == pytest.approx((1200 + 30 + 150 + 1800 + 150) / 1e6)
     assert per_conv["mystery"] is None  # unknown model: unpriced, never zero
-    assert cost["unpriced"] == [{"provider": "acme", "model": "m1"}]
+    assert cost["unpriced"] == [{"provider": "acme", "model": "m1",
+                                 "reason": "acme/m1 has no price in test prices on 2025-03-05"}]
     assert cost["complete"] is False
     by_model = {(c["provider"], c["model"]): c["cost"] for c in cost["by_provider_model"]}
     assert by_model[("acme", "m1")] is None
@@ -222,10 +224,13 @@ def test_a_price_before_a_models_first_entry_is_unpriced():
     assert table.price("nobody", "x", "2025-01-01") is None
 
 
-def test_the_shipped_price_table_loads_and_prices_the_scripted_provider_at_zero():
-    table = PriceTable.default()
-    assert table.cost("scripted", "anything", "2026-01-01", Usage(input_tokens=5)) == 0.0
-    assert table.cost("openai", "gpt-4o", "2025-01-01", Usage(input_tokens=10**6)) == 2.5
+def test_the_default_prices_are_genai_prices_and_the_scripted_provider_costs_nothing():
+    prices = Prices.default()
+    assert prices.cost("scripted", "anything", "2026-01-01", Usage(input_tokens=5)) == 0.0
+    charge = prices.charge("openai", "gpt-4o", "2025-01-01", Usage(input_tokens=10**6))
+    # OpenAI's list price for gpt-4o input: $2.50 per million tokens
+    assert (charge.amount, charge.source, charge.priced_as) == (2.5, "genai-prices", "openai/gpt-4o")
+    assert charge.version == importlib.metadata.version("genai-prices")
 
 
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=30),
@@ -432,11 +437,10 @@ def test_an_empty_journal_audits_to_zeros_not_an_error(db_path):
 
 
 def test_an_imported_cassette_and_a_responses_run_are_priced_as_their_vendor(tmp_path):
-    from turnlog.engine.audit import PriceTable
     from turnlog.engine.formats.importer import import_file
     from turnlog.engine.messages import Usage
 
-    prices = PriceTable.default()
+    prices = Prices.default()
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
     assert prices.cost("openai-responses", "gpt-4.1", "2025-06-01", usage) == \
         prices.cost("openai", "gpt-4.1", "2025-06-01", usage) == 10.0

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["dialects", "prices"]
+MODULES = ["dialects", "display", "prices"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -65,7 +65,8 @@ def test_show_names_failures_halts_and_fork_parents(sample):
     assert "   5  tool teleport REFUSED (unknown)  [h1]" in halt
     fork = invoke("show", "fork", "--db", sample).output.splitlines()
     assert fork[0].endswith("status=completed  turns=2  events=4")
-    assert "  fork of done at seq 8 (turnlog show done for the shared history)" in fork
+    assert f"  fork of done at seq 8 (turnlog show done --db {sample} for the shared history)" \
+        in fork
     replay = invoke("show", "replay", "--db", sample).output.splitlines()
     assert "  replay of done (recorded tools: recorded)" in replay
 
@@ -108,8 +109,10 @@ def test_ls_agrees_with_the_reducer_for_every_conversation_forks_included(sample
     j.close()
 
 
-def test_tail_once_starts_at_the_end_by_default_and_at_a_given_position(sample):
-    assert invoke("tail", "--db", sample, "--once").output == ""
+def test_tail_once_prints_what_is_there_by_default_and_from_a_given_position(sample):
+    everything = invoke("tail", "--db", sample, "--once", "--json").output.splitlines()
+    assert [json.loads(line)["position"] for line in everything] == list(range(1, 50))
+    assert invoke("tail", "--db", sample, "--once").output.startswith("       1  ")
     lines = invoke("tail", "--db", sample, "--once", "--json", "--from-position", 47).output
     events = [json.loads(line) for line in lines.splitlines()]
     assert [e["position"] for e in events] == [47, 48, 49]

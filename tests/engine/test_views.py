@@ -32,7 +32,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
     assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links", "snapshots",
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "3"
+    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "4"
 
 
 def _as_version_1(db_path) -> None:
@@ -193,3 +193,29 @@ def test_projections_out_of_step_are_noticed(db, db_path):
     assert conn.execute("SELECT tool, outcome, reason FROM _audit_tool_calls "
                         "ORDER BY position DESC LIMIT 1").fetchone() == ("t", "refused", "unknown")
     conn.close()
+
+
+def test_events_hex_shows_every_hash_as_the_hex_text_verify_and_heads_report(db, db_path):
+    with Journal(str(db_path), extensions=EXTENSIONS) as j:
+        expected = {(e.stream_id, e.seq): (e.prev_hash, e.hash)
+                    for s in j.streams() for e in j.read(s.stream_id)}
+    rows = db.execute("SELECT stream_id, seq, prev_hash, hash, typeof(hash) "
+                      "FROM events_hex").fetchall()
+    assert len(rows) == len(expected) > 0
+    for stream, seq, prev, hashed, kind in rows:
+        assert kind == "text" and (prev, hashed) == expected[(stream, seq)]
+    raw = db.execute("SELECT typeof(hash) FROM events LIMIT 1").fetchone()[0]
+    assert raw == "blob"  # the table keeps the 32 bytes; only the view shows hex
+
+
+def test_a_version_3_journal_gets_events_hex_when_opened_for_writing(db, db_path):
+    db.execute("DROP VIEW events_hex")
+    db.execute("UPDATE _turnlog_meta SET value = '3' WHERE key = 'ext:engine.views'")
+    db.conn.commit()
+    conn = connect_readonly(str(db_path))  # read-only: a temporary view, nothing written
+    assert conn.execute("SELECT count(*) FROM events_hex").fetchone()[0] > 0
+    conn.close()
+    assert "events_hex" not in Database(str(db_path)).view_names()
+    Journal(str(db_path), extensions=EXTENSIONS).close()
+    assert "events_hex" in Database(str(db_path)).view_names()
+    assert not Journal(str(db_path), extensions=EXTENSIONS).verify().first_bad

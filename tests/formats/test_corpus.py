@@ -143,3 +143,74 @@ def test_responses_server_tool_calls_are_counted_apart_by_the_audit(tmp_path):
         {"kind": "mcp_call", "tool": "ask_question", "calls": 1},
         {"kind": "web_search_call", "tool": "web_search_call", "calls": 6}]
     assert by_projection["tools"] == {}  # none of them is a client tool turnlog ran
+
+
+def _results(journal: Journal, cid: str) -> tuple[list[tuple[str, bool]], list[str], list[str]]:
+    """(tool_completed (name, success)s, rejected call names, pending call names)."""
+    from turnlog.engine.events import ToolCallRejected, ToolCompleted
+
+    events = lineage_events(journal, cid)
+    done = [(e.name, e.success) for e in events if type(e) is ToolCompleted]
+    rejected = [e.name for e in events if type(e) is ToolCallRejected]
+    return done, rejected, [c.name for c in load_state(journal, cid).pending_calls]
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.name not in REFUSED],
+                         ids=[p.name for p in FILES if p.name not in REFUSED])
+def test_an_export_never_invents_a_result_for_a_call_that_has_none(path):
+    """Issue 25, 21: a pending call is exported with a placeholder result (every API refuses an
+    unanswered call); importing the export leaves it pending, never a recorded result."""
+    journal = Journal(":memory:")
+    import_file(journal, path, conversation_id="c")
+    before = _results(journal, "c")
+    for wire in WIRES:
+        entries, envelope = read_transcript(export_conversation(journal, "c", wire).encode())
+        import_entries(journal, entries, conversation_id=wire, envelope=envelope)
+        assert _results(journal, wire) == before, wire
+
+
+def test_a_placeholder_before_more_history_is_an_unrecorded_call_not_a_result():
+    from turnlog.engine.events import ToolCallRejected, ToolCompleted
+    from turnlog.engine.texts import UNANSWERED
+
+    journal = Journal(":memory:")
+    import_entries(journal, [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function",
+         "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": UNANSWERED},
+        {"role": "assistant", "content": "I could not find out."}], conversation_id="c")
+    events = lineage_events(journal, "c")
+    assert not [e for e in events if type(e) is ToolCompleted]
+    (rejected,) = [e for e in events if type(e) is ToolCallRejected]
+    assert (rejected.call_id, rejected.reason, rejected.content) == ("a", "unrecorded", UNANSWERED)
+    assert load_state(journal, "c").status == "completed"
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.name not in REFUSED],
+                         ids=[p.name for p in FILES if p.name not in REFUSED])
+def test_a_content_trace_of_an_imported_conversation_carries_arguments_and_inputs(path):
+    """Issue 25, 19: an import records no model_requested and no tool_started; its --content
+    trace still has each call's arguments and each answer's input messages."""
+    from turnlog.engine.events import ToolCallRejected, ToolCompleted, UserMessage
+
+    journal = Journal(":memory:")
+    import_file(journal, path, conversation_id="c")
+    events = lineage_events(journal, "c")
+    calls = {p.id: p.arguments for e in events if type(e) is ModelResponded
+             for p in e.parts if type(p) is ToolCall}
+    spans = [s for rs in export_data(journal, "c", "otlp", content=True)["resourceSpans"]
+             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    attrs = [(s["name"], {a["key"]: a["value"] for a in s["attributes"]}) for s in spans]
+    tools = [a for name, a in attrs if name.startswith("execute_tool ")]
+    answers = [a for _, a in attrs
+               if a["gen_ai.operation.name"]["stringValue"] in ("chat", "generate_content")]
+    assert len(tools) == sum(type(e) in (ToolCompleted, ToolCallRejected) for e in events)
+    assert len(answers) == sum(type(e) is ModelResponded for e in events)
+    for a in tools:
+        call_id = a["gen_ai.tool.call.id"]["stringValue"]
+        assert json.loads(a["gen_ai.tool.call.arguments"]["stringValue"]) == calls[call_id]
+    users = [e for e in events if type(e) is UserMessage]
+    for a in answers:
+        inputs = json.loads(a["gen_ai.input.messages"]["stringValue"])
+        assert inputs or not users, "an answer's input is the history before it"

@@ -132,6 +132,14 @@ def test_openai_round_trip_keeps_messages_calls_arguments_and_results(spec):
 
 @settings(max_examples=40, deadline=None)
 @given(conversations)
+def test_openai_responses_round_trip_keeps_messages_calls_arguments_and_results(spec):
+    # the export is {"input": [...], "instructions"?} with no model: still a Responses body
+    _, before, after = round_trip(spec, "openai-responses")
+    assert view(after) == view(before, error_prefix=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(conversations)
 def test_gemini_round_trip_keeps_everything_but_call_ids(spec):
     _, before, after = round_trip(spec, "gemini")
     assert view(after, ids=False) == view(before, ids=False)

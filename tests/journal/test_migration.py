@@ -78,7 +78,7 @@ def test_an_old_journal_reads_as_it_is_then_migrates_to_the_same_events_and_hash
         assert journal.check_heads(before[1]) == []
 
     found, stored, objects = _schema(journal_path)
-    assert (found, stored) == ("3", [("blob", 32, "blob", 32)])
+    assert (found, stored) == ("4", [("blob", 32, "blob", 32)])
     assert ("index", "events_by_type") in objects and ("view", "notes") in objects
     assert ("trigger", "count_events") in objects and ("trigger", "events_refuse_update") in objects
     with Journal(journal_path, readonly=True) as reader:
@@ -211,7 +211,7 @@ def test_an_old_journal_edited_in_any_way_migrates_and_still_reports_the_edit(
 
     with Journal(journal_path) as journal:  # the migration copies the edit as it is
         after = journal.verify("root")
-    assert _schema(journal_path)[0] == "3"
+    assert _schema(journal_path)[0] == "4"
     assert after.ok is before.ok
     if not before.ok:
         assert (after.first_bad.stream_id, after.first_bad.seq) == ("root", 3)

@@ -54,7 +54,9 @@ def test_a_missing_file_becomes_a_wal_journal_with_turnlogs_application_id(journ
 
     assert pragma(journal_path, "application_id") == APPLICATION_ID
     assert pragma(journal_path, "journal_mode") == "wal"
-    assert meta(journal_path) == {"schema_version": str(SCHEMA_VERSION)}
+    found = meta(journal_path)
+    assert found.pop("origin").startswith("turnlog.invalid/")
+    assert found == {"schema_version": str(SCHEMA_VERSION)}
 
 
 def test_an_empty_file_becomes_a_journal(journal_path):
@@ -178,7 +180,9 @@ def test_a_failing_extension_keeps_nothing_of_the_migration(journal_path):
     # Even the core schema of the new file was rolled back; the file opens fine afterwards.
     with Journal(journal_path) as journal:
         journal.append("conv", [event()], 0)
-    assert meta(journal_path) == {"schema_version": str(SCHEMA_VERSION)}
+    found = meta(journal_path)
+    assert found.pop("origin").startswith("turnlog.invalid/")
+    assert found == {"schema_version": str(SCHEMA_VERSION)}
     assert "half_done" not in schema_names(journal_path)
 
 
@@ -214,3 +218,28 @@ def test_a_clock_in_another_timezone_is_recorded_in_utc(journal_path):
         [stored] = journal.append("conv", [NewEvent("note", 1, "{}")], 0)
 
     assert stored.recorded_at == "2025-06-01T12:30:00.000250Z"
+
+
+def test_a_failed_first_open_leaves_no_file_behind(tmp_path):
+    # issue 25, 13: a file left by a failed open (0 bytes, or a bare SQLite header) was then
+    # refused by every later command as "an empty file"
+    def broken(db, from_version):
+        raise RuntimeError("the extension cannot migrate")
+
+    path = tmp_path / "new.db"
+    with pytest.raises(RuntimeError, match="cannot migrate"):
+        Journal(path, extensions=[Extension(name="broken", version=1, migrate=broken)])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_open_of_an_existing_journal_keeps_it(tmp_path):
+    def broken(db, from_version):
+        raise RuntimeError("the extension cannot migrate")
+
+    path = tmp_path / "old.db"
+    with Journal(path) as j:
+        j.append("a", [event(1)], 0)
+    with pytest.raises(RuntimeError, match="cannot migrate"):
+        Journal(path, extensions=[Extension(name="broken", version=1, migrate=broken)])
+    with Journal(path, readonly=True) as j:
+        assert j.last_seq("a") == 1

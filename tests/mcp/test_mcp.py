@@ -73,7 +73,9 @@ def test_effect_classes_follow_the_hints():
     from mcp.types import ToolAnnotations as A
 
     assert effect_of(A(read_only_hint=True, destructive_hint=True)) == "read_only"
-    assert effect_of(A(idempotent_hint=True)) == "idempotent"
+    assert effect_of(A(idempotent_hint=True, destructive_hint=False)) == "idempotent"
+    # the spec's default for destructiveHint is true: leaving it out is writing it out
+    assert effect_of(A(idempotent_hint=True)) == "side_effecting"
     assert effect_of(A(idempotent_hint=True, destructive_hint=True)) == "side_effecting"
     assert effect_of(A(destructive_hint=False)) == "side_effecting"
     assert effect_of(A()) == effect_of(None) == "side_effecting"
@@ -82,14 +84,18 @@ def test_effect_classes_follow_the_hints():
 @given(st.sampled_from([None, True, False]), st.sampled_from([None, True, False]),
        st.sampled_from([None, True, False]))
 def test_only_a_claim_makes_a_tool_safer_than_side_effecting(read_only, idempotent, destructive):
-    """Law: read_only iff readOnlyHint; idempotent iff idempotentHint without the other two."""
+    """Law: read_only iff readOnlyHint; idempotent iff idempotentHint and destructiveHint false,
+    and a hint left out is the same as the spec's default written out."""
     from mcp.types import ToolAnnotations
 
     effect = effect_of(ToolAnnotations(read_only_hint=read_only, idempotent_hint=idempotent,
                                        destructive_hint=destructive))
     assert (effect == "read_only") == (read_only is True)
     assert (effect == "idempotent") == (read_only is not True and idempotent is True
-                                        and destructive is not True)
+                                        and destructive is False)
+    spelled = ToolAnnotations(read_only_hint=bool(read_only), idempotent_hint=bool(idempotent),
+                              destructive_hint=True if destructive is None else destructive)
+    assert effect_of(spelled) == effect
 
 
 @pytest.fixture(scope="module")
@@ -250,3 +256,46 @@ def test_run_with_a_server_that_cannot_start_exits_2_and_writes_nothing(tmp_path
                     "no-such-command-turnlog", "--db", db)
     assert result.exit_code == 2 and "cannot use MCP server" in result.output
     assert not db.exists()
+
+
+def _console(*args, **env):
+    from tests.cli.conftest import turnlog
+
+    return turnlog(*args, TURNLOG_MCP_TIMEOUT=str(TIMEOUT), **env)
+
+
+def test_a_stdio_servers_traceback_goes_to_a_log_named_in_one_line(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [call("fail", reason="boom")]},
+                                            {"text": "ok"}]}))
+    out = _console("run", "go", "--script", script, "--mcp", COMMAND, "--db", tmp_path / "t.db")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    (note,) = out.stderr.splitlines()
+    assert note.startswith("MCP server 'testserver' wrote ") and "Error executing tool fail" in note
+    log = Path(note.split(" in ", 1)[1].split(" (last: ", 1)[0])
+    assert "Traceback (most recent call last)" in log.read_text() and "ValueError: boom" in \
+        log.read_text()
+    log.unlink()
+
+
+def test_turnlog_mcp_log_chooses_the_file_and_a_quiet_server_leaves_nothing(tmp_path):
+    chosen = tmp_path / "servers.log"
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [call("fail", reason="once")]},
+                                            {"text": "ok"}]}))
+    _console("run", "go", "--script", script, "--mcp", COMMAND, "--db", tmp_path / "a.db",
+             TURNLOG_MCP_LOG=str(chosen))
+    assert "ValueError: once" in chosen.read_text()
+    quiet = tmp_path / "q.json"
+    quiet.write_text(json.dumps({"turns": [{"text": "no tools needed"}]}))
+    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("turnlog-mcp-*.log"))
+    out = _console("run", "go", "--script", quiet, "--mcp", COMMAND, "--db", tmp_path / "b.db")
+    assert out.returncode == 0 and out.stderr == ""
+    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("turnlog-mcp-*.log")) <= before
+
+
+def test_a_server_that_dies_at_start_is_reported_with_its_last_stderr_line(tmp_path):
+    dying = f"{sys.executable} -c \"import sys; sys.exit('bad config: no API key')\""
+    with pytest.raises(MCPError, match="last: bad config: no API key"):
+        MCPToolset(dying, timeout=TIMEOUT)

@@ -33,6 +33,6 @@ def test_the_wheel_installs_only_the_turnlog_package(tmp_path):
     tops = {name.split("/", 1)[0] for name in names}
     assert {top for top in tops if not top.endswith(".dist-info")} == {"turnlog"}
     for module in ("turnlog/engine/loop.py", "turnlog/journal/_journal.py", "turnlog/replay/driver.py",
-                   "turnlog/engine/audit/prices.toml", "turnlog/replay/view/templates/base.html"):
+                   "turnlog/engine/audit/prices.py", "turnlog/replay/view/templates/base.html"):
         assert module in names, module
     assert not any("/tests/" in name or name.startswith("tests/") for name in names)

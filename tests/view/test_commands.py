@@ -31,7 +31,7 @@ def test_without_the_extra_the_commands_say_how_to_install_it(db, monkeypatch, c
     args = [command, "--db", str(db)] + (["demo"] if command == "report" else [])
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
-    assert "pip install 'turnlog[view]'" in result.output and module in result.output
+    assert "pip install -e '.[view]' in turnlog's checkout" in result.output and module in result.output
 
 
 def test_view_serves_the_journal_read_only_on_the_port_it_prints(db):

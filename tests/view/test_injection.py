@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from turnlog.engine.audit.prices import PriceTable
+from turnlog.engine.audit.prices import Prices
 from turnlog.replay.view import create_app, render_report
 from turnlog.replay.view.render import environment, href
 
@@ -51,7 +51,8 @@ def test_hostile_values_render_as_text_everywhere(db, ids):
 def test_the_hostile_conversation_shows_every_untrusted_field_escaped(db, ids):
     html = pages(db, ids)["conversation"]
     assert html.count(escape(HOSTILE)) >= 4  # user text, assistant text, model name, argument
-    assert escape('{"echo":"<script>window.__pwned=1</script>') in html  # the tool's result
+    # the tool's result (its data, indented: the success sentence is left out for people)
+    assert escape('"echo": "<script>window.__pwned=1</script>') in html
 
 
 def test_json_in_script_blocks_cannot_close_the_block(db, ids):
@@ -99,7 +100,7 @@ def test_any_text_in_any_timeline_field_comes_out_escaped(text):
 
 
 def test_the_report_of_the_hostile_conversation_allows_only_its_own_inline_code(db, ids):
-    report = render_report(str(db), ids["hostile"], PriceTable.default())
+    report = render_report(str(db), ids["hostile"], Prices.default())
     csp = unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"',
                              report).group(1))
     assert "default-src 'none'" in csp and "'unsafe-inline'" not in csp

@@ -107,6 +107,7 @@ def _open_stream(port: int, query: str = "after=0") -> tuple[socket.socket, byte
 
 def test_live_streams_share_one_follower_and_past_the_cap_get_a_503(served):
     url, port, proc = served
+    assert httpx.get(url + "/", timeout=60).status_code == 200  # the event loop is up
     idle = fds(proc)
     opened, refused = [], []
     try:

@@ -1,0 +1,172 @@
+"""The audit's figures by the money: what each model call cost, summed every useful way.
+
+Each model response is priced once (:func:`call_cost`): at the charge recorded
+on its event when it has an amount (the figure the run saw, whatever prices
+say today), else at today's prices for the moment it was recorded (an
+imported transcript's own time where it had one). ``reprice`` prices every
+call at today's prices as well, so both figures are shown side by side.
+Unpriced calls make their sums unknown (``None``), never smaller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ..events import Charge
+from ..messages import Usage
+from .dialects import Dialect, ReadConnection, dialect_of
+from .prices import Prices, add_cost
+
+__all__ = ["call_cost", "cost_figures"]
+
+_charge = msgspec.json.Decoder(Charge)
+_usage = msgspec.json.Decoder(Usage)
+
+
+def call_cost(prices: Prices, provider: str, model: str, at: str, usage: Usage,
+              recorded: Charge | None) -> float | None:
+    """One call's cost: the recorded charge's amount, else ``prices`` at ``at``.
+
+    >>> call_cost(Prices.default(), "x", "y", "2025-01-01", Usage(),
+    ...           Charge(amount=0.25, source="overrides"))
+    0.25
+    """
+    if recorded is not None and recorded.amount is not None:
+        return recorded.amount
+    return prices.charge(provider, model, at, usage).amount
+
+
+def _calls_sql(d: Dialect, in_scope: str) -> str:
+    j = d.json
+    return f"""SELECT e.stream_id, e.seq, e.recorded_at,
+    {j('s.payload', '$.provider')}, {j('s.payload', '$.model')},
+    nullif({j('e.payload', '$.provider')}, ''), nullif({j('e.payload', '$.model')}, ''),
+    {j('e.payload', '$.usage')}, {j('e.payload', '$.charge')},
+    (SELECT count(*) FROM {d.each('e.payload', '$.parts', 'p')}
+     WHERE {j('p.value', '$.type')} = 'tool_call') AS tool_calls,
+    (SELECT count(*) FROM events r
+     WHERE r.type = 'tool_call_rejected' AND r.stream_id = e.stream_id AND r.seq > e.seq
+       AND {j('r.payload', '$.reason')} = 'duplicate'
+       AND NOT EXISTS (SELECT 1 FROM events n WHERE n.type = 'model_responded'
+                       AND n.stream_id = e.stream_id AND n.seq > e.seq AND n.seq < r.seq))
+       AS duplicates,
+    (SELECT max({j('q.payload', '$.attempt', 'number')}) FROM events q
+     WHERE q.type = 'model_requested' AND q.stream_id = e.stream_id
+       AND {j('q.payload', '$.turn', 'number')} = {j('e.payload', '$.turn', 'number')}
+       AND q.seq < e.seq) AS attempt
+FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1
+WHERE e.type = 'model_responded' {in_scope}
+ORDER BY e.stream_id, e.seq"""
+
+
+def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: bool = False,
+                 in_scope: str = "", params: Sequence[Any] = ()) -> dict[str, Any]:
+    """The ``cost`` section of the audit report, over the responses ``in_scope`` selects
+    (a condition on ``e.stream_id`` with ``params``; empty: every conversation).
+
+    Keys: ``currency``, ``prices`` (the source), ``total``, ``complete``,
+    ``unpriced`` (provider, model and reason), ``by_provider_model``,
+    ``by_provider``, ``by_day``, ``by_day_model`` (day, provider, model), ``conversations`` (the ``top`` most expensive,
+    0: all), ``tool_turns`` (responses that called tools), ``duplicates``
+    (the share of each response's cost spent on calls refused as duplicates),
+    ``retried`` (responses to requests sent more than once), ``recorded``
+    (responses priced at their recorded charge) and, with ``reprice``,
+    ``repriced`` (the same calls at today's prices: total and per conversation).
+    """
+    rows = conn.execute(_calls_sql(dialect_of(conn), in_scope), tuple(params)).fetchall()
+    per_pm: dict[tuple[str, str], float | None] = {}
+    per_provider: dict[str, float | None] = {}
+    per_day: dict[str, float | None] = {}
+    per_day_pm: dict[tuple[str, str, str], float | None] = {}
+    per_conv: dict[str, float | None] = {}
+    today_conv: dict[str, float | None] = {}
+    unpriced: dict[tuple[str, str], str] = {}
+    tool_turns = {"responses": 0, "cost": 0.0}
+    duplicates = {"responses": 0, "cost": 0.0}
+    retried = {"responses": 0, "cost": 0.0}
+    recorded_n = 0
+    for (cid, _seq, at, provider, model, own_provider, own_model, usage_json, charge_json,
+         n_tools, n_dups, attempt) in rows:
+        # figures are by the conversation's provider and model, as every audit figure is;
+        # a response that names its own is priced as that one
+        provider, model = provider or "", model or ""
+        priced = (own_provider or provider, own_model or model)
+        usage = _usage.decode(_text(usage_json)) if usage_json else Usage()
+        recorded = _charge.decode(_text(charge_json)) if charge_json else None
+        now = None
+        if reprice or recorded is None or recorded.amount is None:
+            now = prices.charge(*priced, at, usage)
+        if recorded is not None and recorded.amount is not None:
+            cost, recorded_n = recorded.amount, recorded_n + 1
+        else:
+            assert now is not None
+            cost = now.amount
+            if cost is None:
+                unpriced.setdefault(priced, now.reason or "no price")
+        per_pm[(provider, model)] = add_cost(per_pm.get((provider, model), 0.0), cost)
+        per_provider[provider] = add_cost(per_provider.get(provider, 0.0), cost)
+        per_day[at[:10]] = add_cost(per_day.get(at[:10], 0.0), cost)
+        key = (at[:10], provider, model)
+        per_day_pm[key] = add_cost(per_day_pm.get(key, 0.0), cost)
+        per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
+        if reprice:
+            assert now is not None
+            today_conv[cid] = add_cost(today_conv.get(cid, 0.0), now.amount)
+        if n_tools:
+            _count(tool_turns, cost)
+        if n_dups:
+            _count(duplicates, None if cost is None else cost * min(n_dups, n_tools) / n_tools
+                   if n_tools else 0.0)
+        if (attempt or 1) > 1:
+            _count(retried, cost)
+    ranked = sorted(per_conv.items(), key=lambda kv: (kv[1] is not None, kv[1] or 0.0),
+                    reverse=True)
+    report: dict[str, Any] = {
+        "currency": prices.currency,
+        "prices": prices.source,
+        "total": _round(sum(v for v in per_pm.values() if v is not None)),
+        "complete": not unpriced,
+        "unpriced": [{"provider": p, "model": m, "reason": r}
+                     for (p, m), r in sorted(unpriced.items())],
+        "by_provider_model": [{"provider": p, "model": m, "cost": _round(v)}
+                              for (p, m), v in sorted(per_pm.items())],
+        "by_provider": [{"provider": p, "cost": _round(v)} for p, v in sorted(per_provider.items())],
+        "by_day": [{"day": d, "cost": _round(v)} for d, v in sorted(per_day.items())],
+        "by_day_model": [{"day": d, "provider": p, "model": m, "cost": _round(v)}
+                         for (d, p, m), v in sorted(per_day_pm.items())],
+        "conversations": [{"conversation_id": cid, "cost": _round(v)}
+                          for cid, v in (ranked if top == 0 else ranked[:top])],
+        "tool_turns": _rounded(tool_turns),
+        "duplicates": _rounded(duplicates),
+        "retried": _rounded(retried),
+        "recorded": recorded_n,
+    }
+    if reprice:
+        report["repriced"] = {
+            "total": _round(sum(v for v in today_conv.values() if v is not None)),
+            "complete": all(v is not None for v in today_conv.values()),
+            "conversations": [{"conversation_id": c["conversation_id"], "recorded": c["cost"],
+                               "today": _round(today_conv[c["conversation_id"]])}
+                              for c in report["conversations"]]}
+    return report
+
+
+def _text(value: Any) -> bytes | str:
+    # PostgreSQL's json text, SQLite's: both strings; a driver may hand back a parsed object
+    return value if isinstance(value, (str, bytes)) else msgspec.json.encode(value)
+
+
+def _count(bucket: dict[str, Any], cost: float | None) -> None:
+    bucket["responses"] += 1
+    bucket["cost"] = add_cost(bucket["cost"], cost)
+
+
+def _rounded(bucket: dict[str, Any]) -> dict[str, Any]:
+    return {"responses": bucket["responses"], "cost": _round(bucket["cost"])}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
