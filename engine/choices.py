@@ -21,12 +21,13 @@ from typing import Any
 
 from ._imports import import_object
 from .errors import EngineError
+from .providers.registry import WIRES
 from .tools import ToolRegistry
 
 __all__ = ["PROVIDERS", "ChoiceError", "load_tools", "make_provider", "open_tools"]
 
-#: The provider names ``make_provider`` knows.
-PROVIDERS = ("scripted", "anthropic", "openai", "openai-responses", "gemini")
+#: The provider names ``make_provider`` knows: ``scripted`` and the registry's wires.
+PROVIDERS = ("scripted", *WIRES)
 
 
 class ChoiceError(EngineError):

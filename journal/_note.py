@@ -8,7 +8,7 @@ C2SP tlog-checkpoints carried in them.
   signature: ``— NAME BASE64(key hash ‖ Ed25519 signature of the text)``.
 - A checkpoint's text is ``ORIGIN\\nSIZE\\nBASE64(ROOT)\\n`` (C2SP tlog-checkpoint).
 
-Ed25519 comes from the ``cryptography`` package (``pip install 'turnlog[proof]'``),
+Ed25519 comes from the ``cryptography`` package (``pip install -e '.[proof]'``),
 imported only when a key is made, used or checked.
 """
 
@@ -46,7 +46,7 @@ def _ed25519():  # noqa: ANN202 - the module, imported on first use
     except ImportError:
         raise CheckpointError(
             "signing and checking checkpoints needs the cryptography package: "
-            "pip install 'turnlog[proof]'") from None
+            "pip install -e '.[proof]' in turnlog's checkout") from None
     return ed25519
 
 

@@ -1,4 +1,4 @@
-"""A loopback fake of the Anthropic, OpenAI and Gemini HTTP APIs, for tests.
+"""A loopback fake of the Anthropic, OpenAI, Gemini and Amazon Bedrock HTTP APIs, for tests.
 
 It listens on 127.0.0.1 on a free port in a background thread, speaks the
 three wire formats (and OpenAI's Responses API as ``openai-responses``),
@@ -34,6 +34,10 @@ message, retry_after=None)`` an API error; ``Reply(raw=b"...")`` any bytes;
 ``Reply(hang=2.0)`` answers nothing for that long (for timeouts). A streamed
 request (``"stream": true``, or Gemini's ``:streamGenerateContent``) gets the
 same reply as server-sent events (``sse_events``), chunked;
+Bedrock's ``/model/{id}/converse-stream`` gets it in AWS's binary event-stream
+framing (``event_frames``). Bedrock requests must carry a SigV4 signature that
+checks out for a key of ``AWS_KEYS`` (verified with botocore's signer), and
+their bodies are validated against botocore's service model;
 ``Reply(body=..., cut=N)`` closes the connection after N events. A plain
 dict in a script is sent as a 200 JSON body. When a provider's script runs
 out the fake answers 500 saying so. A request without the provider's key
@@ -45,25 +49,33 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import struct
 import threading
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
-from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
+from tests.fakerules import check_anthropic, check_bedrock, check_gemini, check_openai, check_responses
 from tests.sdktypes import sdk_problem
 
-__all__ = ["PROVIDERS", "FakeAPI", "Recorded", "Reply", "error_body", "error_reply", "fake_api", "reply",
-           "sse_events"]
+__all__ = ["AWS_KEYS", "PROVIDERS", "WIRES", "FakeAPI", "Recorded", "Reply", "bedrock_post",
+           "error_body", "error_reply", "event_frames", "fake_api", "reply", "sse_events"]
 
 PROVIDERS = ("anthropic", "openai", "gemini", "openai-responses")
+#: Every wire the fake speaks: ``PROVIDERS`` (keyed by an API key) and Bedrock (SigV4).
+WIRES = (*PROVIDERS, "bedrock")
+#: Access key id -> secret key of the AWS credentials the fake accepts.
+AWS_KEYS = {"AKIDTURNLOGTEST": "test-SECRET-b3dr0ck-5ac7e1"}
 _CHECKS = {"anthropic": check_anthropic, "openai": check_openai, "gemini": check_gemini,
-           "openai-responses": check_responses}
+           "openai-responses": check_responses, "bedrock": check_bedrock}
 _GEMINI_PATH = re.compile(r"/v1beta/models/([^/:]+):(stream)?[gG]enerateContent")
+_BEDROCK_PATH = re.compile(r"/model/([^/]+)/converse(-stream)?")
 _ids = itertools.count(1)
 
 
@@ -157,6 +169,22 @@ def _responses(text, tool_calls, thinking, stop_reason, usage, model):
         body["status"] = "incomplete"
         body["incomplete_details"] = {"reason": stop_reason}
     return body
+
+
+def _bedrock(text, tool_calls, thinking, stop_reason, usage, model):
+    content: list[dict[str, Any]] = []
+    if thinking:
+        content.append({"reasoningContent": {"reasoningText": {
+            "text": thinking, "signature": "sig-" + thinking[:8]}}})
+    if text:
+        content.append({"text": text})
+    for name, args in tool_calls:
+        content.append({"toolUse": {"toolUseId": f"tooluse_{next(_ids):04d}", "name": name,
+                                    "input": args}})
+    return {"output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": stop_reason or ("tool_use" if tool_calls else "end_turn"),
+            "usage": usage or {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+            "metrics": {"latencyMs": 12}}
 
 
 def _pieces(text: str, size: int = 4) -> list[str]:
@@ -291,6 +319,49 @@ def _responses_events(body: dict[str, Any]) -> list[bytes]:
     return out + [event(last, response=body)]
 
 
+def _frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One message of AWS's event-stream framing: prelude (lengths, CRC32), string headers,
+    payload, message CRC32."""
+    head = b"".join(bytes([len(k)]) + k.encode() + b"\x07" + struct.pack(">H", len(v)) + v.encode()
+                    for k, v in headers.items())
+    prelude = struct.pack(">II", 12 + len(head) + len(payload) + 4, len(head))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + head + payload
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def _event(kind: str, payload: dict[str, Any]) -> bytes:
+    return _frame({":event-type": kind, ":content-type": "application/json",
+                   ":message-type": "event"}, json.dumps(payload | {"p": "abcdef"}).encode())
+
+
+def event_frames(body: dict[str, Any]) -> list[bytes]:
+    """A Converse success ``body`` as the ConverseStream events that build it, framed.
+
+    Text and reasoning go in 4-character pieces, tool input (JSON text) in 7-character ones.
+    """
+    out = [_event("messageStart", {"role": "assistant"})]
+    for i, block in enumerate(body["output"]["message"]["content"]):
+        if "text" in block:
+            out += [_event("contentBlockDelta", {"contentBlockIndex": i, "delta": {"text": t}})
+                    for t in _pieces(block["text"])]
+        elif "reasoningContent" in block:
+            reasoning = block["reasoningContent"]["reasoningText"]
+            out += [_event("contentBlockDelta", {"contentBlockIndex": i, "delta": {
+                "reasoningContent": {"text": t}}}) for t in _pieces(reasoning["text"])]
+            out.append(_event("contentBlockDelta", {"contentBlockIndex": i, "delta": {
+                "reasoningContent": {"signature": reasoning.get("signature", "")}}}))
+        elif "toolUse" in block:
+            use = block["toolUse"]
+            args = use["input"] if isinstance(use["input"], str) else json.dumps(use["input"])
+            out.append(_event("contentBlockStart", {"contentBlockIndex": i, "start": {
+                "toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}}))
+            out += [_event("contentBlockDelta", {"contentBlockIndex": i, "delta": {
+                "toolUse": {"input": t}}}) for t in _pieces(args, 7)]
+        out.append(_event("contentBlockStop", {"contentBlockIndex": i}))
+    out.append(_event("messageStop", {"stopReason": body["stopReason"]}))
+    return out + [_event("metadata", {"usage": body["usage"], "metrics": body["metrics"]})]
+
+
 def sse_events(provider: str, body: dict[str, Any]) -> list[bytes]:
     """``body`` (a success body of ``provider``) as the server-sent events of its stream.
 
@@ -302,7 +373,7 @@ def sse_events(provider: str, body: dict[str, Any]) -> list[bytes]:
 
 
 _BUILDERS = {"anthropic": _anthropic, "openai": _openai, "gemini": _gemini,
-             "openai-responses": _responses}
+             "openai-responses": _responses, "bedrock": _bedrock}
 
 
 def reply(provider: str, text: str | None = None,
@@ -326,6 +397,9 @@ _ERROR_TYPES = {
                500: "INTERNAL"},
 }
 _ERROR_TYPES["openai-responses"] = _ERROR_TYPES["openai"]
+_ERROR_TYPES["bedrock"] = {400: "ValidationException", 403: "AccessDeniedException",
+                           429: "ThrottlingException", 500: "InternalServerException",
+                           503: "ServiceUnavailableException"}
 
 
 def error_body(provider: str, status: int, message: str) -> dict[str, Any]:
@@ -335,6 +409,8 @@ def error_body(provider: str, status: int, message: str) -> dict[str, Any]:
         return {"type": "error", "error": {"type": kind, "message": message}}
     if provider in ("openai", "openai-responses"):
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    if provider == "bedrock":
+        return {"message": message}
     return {"error": {"code": status, "message": message, "status": kind}}
 
 
@@ -342,7 +418,32 @@ def error_reply(provider: str, status: int, message: str = "fake failure",
                 retry_after: float | None = None) -> Reply:
     """An API error answer, with a ``retry-after`` header when given."""
     headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+    if provider == "bedrock":
+        kind = _ERROR_TYPES[provider].get(status, "InternalServerException")
+        headers["x-amzn-errortype"] = f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"
     return Reply(body=error_body(provider, status, message), status=status, headers=headers)
+
+
+def _sigv4_valid(method: str, path: str, headers: Any, raw: bytes) -> bool:
+    """Whether the request's SigV4 signature is the one botocore computes for it with the
+    secret of its access key (``AWS_KEYS``), for service ``bedrock``."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    found = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/bedrock/aws4_request, "
+                         r"SignedHeaders=([^,]+), Signature=([0-9a-f]{64})",
+                         headers.get("authorization") or "")
+    if found is None or found.group(1) not in AWS_KEYS:
+        return False
+    key, _, region, signed, signature = found.groups()
+    request = AWSRequest(method=method, url=f"http://{headers.get('host')}{path}", data=raw,
+                         headers={h: headers.get(h) for h in signed.split(";") if h != "host"})
+    request.context["timestamp"] = headers.get("x-amz-date") or ""
+    auth = SigV4Auth(Credentials(key, AWS_KEYS[key], headers.get("x-amz-security-token")),
+                     "bedrock", region)
+    expected = auth.signature(auth.string_to_sign(request, auth.canonical_request(request)), request)
+    return expected == signature
 
 
 class _Server(ThreadingHTTPServer):
@@ -365,7 +466,8 @@ class _Handler(BaseHTTPRequestHandler):
         provider = ("anthropic" if path == "/v1/messages" else
                     "openai" if path == "/v1/chat/completions" else
                     "openai-responses" if path == "/v1/responses" else
-                    "gemini" if _GEMINI_PATH.fullmatch(path) else None)
+                    "gemini" if _GEMINI_PATH.fullmatch(path) else
+                    "bedrock" if _BEDROCK_PATH.fullmatch(path) else None)
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         if provider is None:
             self._send(404, {"error": {"message": f"no such endpoint {path}"}})
@@ -377,22 +479,37 @@ class _Handler(BaseHTTPRequestHandler):
         record = Recorded(provider, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         with fake.lock:
             fake.requests.append(record)
-        if not self._authorised(provider):
-            self._send(401, error_body(provider, 401, "invalid x-api-key"))
+        if not self._authorised(provider, raw):
+            status = 403 if provider == "bedrock" else 401
+            self._answer(error_reply(provider, status, "invalid credentials"))
             return
-        record.refused = _CHECKS[provider](body) or sdk_problem(provider, body)
+        checked = body
+        if provider == "bedrock":  # the model is in the path; botocore's shape has it as modelId
+            match = _BEDROCK_PATH.fullmatch(path)
+            checked = {"modelId": unquote(match.group(1)), **body} if isinstance(body, dict) else body
+            record.refused = check_bedrock(body) or sdk_problem(
+                "bedrock:stream" if match.group(2) else "bedrock", checked)
+        else:
+            record.refused = _CHECKS[provider](body) or sdk_problem(provider, body)
         if record.refused:
             self._send(400, error_body(provider, 400, record.refused))
             return
         answer = fake.next_reply(provider, body)
         streamed = (path.endswith(":streamGenerateContent") if provider == "gemini"
+                    else path.endswith("/converse-stream") if provider == "bedrock"
                     else isinstance(body, dict) and body.get("stream") is True)
         if streamed and answer.status == 200 and answer.raw is None and answer.hang is None:
-            self._stream(sse_events(provider, answer.body), answer.cut)
+            if provider == "bedrock":
+                self._stream(event_frames(answer.body), answer.cut,
+                             "application/vnd.amazon.eventstream")
+            else:
+                self._stream(sse_events(provider, answer.body), answer.cut)
             return
         self._answer(answer)
 
-    def _authorised(self, provider: str) -> bool:
+    def _authorised(self, provider: str, raw: bytes) -> bool:
+        if provider == "bedrock":
+            return _sigv4_valid(self.command, self.path, self.headers, raw)
         bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
         if provider == "anthropic":  # SDK 2.x sends a bearer token, older ones x-api-key
             return bool(self.headers.get("x-api-key") or bearer)
@@ -407,13 +524,14 @@ class _Handler(BaseHTTPRequestHandler):
         data = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
         self._send(answer.status, data, answer.headers)
 
-    def _stream(self, events: list[bytes], cut: int | None) -> None:
+    def _stream(self, events: list[bytes], cut: int | None,
+                content_type: str = "text/event-stream") -> None:
         """Answer with server-sent events, chunked; ``cut`` closes the connection mid-way."""
         self.protocol_version = "HTTP/1.1"
         self.close_connection = True
         try:
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-type", content_type)
             self.send_header("transfer-encoding", "chunked")
             self.send_header("connection", "close")
             self.end_headers()
@@ -446,7 +564,7 @@ class FakeAPI:
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self._scripts: dict[str, list[Reply]] = {p: [] for p in PROVIDERS}
+        self._scripts: dict[str, list[Reply]] = {p: [] for p in WIRES}
         self._answerers: dict[str, Callable[[Any], Reply | dict[str, Any]]] = {}
         self._server: _Server | None = None
 
@@ -457,7 +575,13 @@ class FakeAPI:
         self.stop()
 
     def env(self, provider: str, key: str = "test-key") -> dict[str, str]:
-        """Environment variables that point ``provider``'s client at this fake."""
+        """Environment variables that point ``provider``'s client at this fake (for
+        ``bedrock``: its endpoint, a region and credentials of ``AWS_KEYS``; ``key`` unused)."""
+        if provider == "bedrock":
+            key_id, secret = next(iter(AWS_KEYS.items()))
+            return {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.base_url(provider),
+                    "AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret,
+                    "AWS_REGION": "us-east-1"}
         name = "OPENAI" if provider.startswith("openai") else provider.upper()
         return {f"{name}_BASE_URL": self.base_url(provider), f"{name}_API_KEY": key}
 
@@ -524,6 +648,32 @@ class FakeAPI:
     def refusals(self) -> list[str]:
         """The rules broken by refused requests (empty when every request was valid)."""
         return [f"{r.provider}: {r.refused}" for r in self.requests if r.refused]
+
+
+def bedrock_post(fake: FakeAPI, body: dict[str, Any], model: str = "fake-model") -> Any:
+    """POST ``body`` to the fake's Converse endpoint, SigV4-signed as boto3 would sign it.
+
+    A body whose messages hold tool blocks but declares no tools gets a ``toolConfig``
+    naming the tools its calls use (as a caller merging its tools into an export would).
+    """
+    import httpx
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    names = [b["toolUse"]["name"] for m in body.get("messages", []) for b in m["content"]
+             if "toolUse" in b]
+    if names and "toolConfig" not in body:
+        body = {**body, "toolConfig": {"tools": [
+            {"toolSpec": {"name": n, "inputSchema": {"json": {"type": "object"}}}}
+            for n in dict.fromkeys(names)]}}
+    url = f"{fake.base_url('bedrock')}/model/{model}/converse"
+    data = json.dumps(body).encode()
+    request = AWSRequest(method="POST", url=url, data=data,
+                         headers={"content-type": "application/json"})
+    key_id, secret = next(iter(AWS_KEYS.items()))
+    SigV4Auth(Credentials(key_id, secret), "bedrock", "us-east-1").add_auth(request)
+    return httpx.post(url, content=data, headers=dict(request.headers.items()), timeout=60)
 
 
 @pytest.fixture

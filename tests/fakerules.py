@@ -15,7 +15,7 @@ import re
 import typing
 from typing import Any
 
-__all__ = ["check_anthropic", "check_gemini", "check_openai", "check_responses"]
+__all__ = ["check_anthropic", "check_bedrock", "check_gemini", "check_openai", "check_responses"]
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -535,4 +535,69 @@ def check_responses(body: Any) -> str | None:
     missing = [c for c in calls if c not in outputs]
     if missing:
         return f"No tool output found for function call {missing[0]}."
+    return None
+
+
+# --- Amazon Bedrock Converse ---------------------------------------------------------
+
+_BEDROCK_ID = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
+
+
+def _bedrock_texts(value: Any) -> list[str]:
+    """Every ``text`` string in ``value`` (blocks, tool results), depth first."""
+    if isinstance(value, list):
+        return [t for v in value for t in _bedrock_texts(v)]
+    if not isinstance(value, dict):
+        return []
+    own = [value["text"]] if isinstance(value.get("text"), str) else []
+    return own + [t for k, v in value.items() if k not in ("json", "input")
+                  for t in _bedrock_texts(v)]
+
+
+def check_bedrock(body: Any) -> str | None:
+    """The first Converse rule ``body`` breaks (the ``ValidationException`` text), or ``None``."""
+    if not isinstance(body, dict):
+        return "body must be a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    if any(_blank(t) for t in _bedrock_texts([body.get("system"), messages])):
+        return "The text field in the ContentBlock object is blank. Add text to the text field, and try again."
+    tool_blocks = False
+    for i, msg in enumerate(messages):
+        role, content = msg.get("role"), msg.get("content")
+        if i and messages[i - 1].get("role") == role:
+            return ("A conversation must alternate between user and assistant roles. "
+                    f"messages.{i} repeats {role!r}")
+        if not isinstance(content, list) or not content:
+            return f"messages.{i}.content: at least one content block is required"
+        uses, results = [], []
+        for j, block in enumerate(content):
+            if not isinstance(block, dict) or len(block) != 1:
+                return f"messages.{i}.content.{j}: a content block has exactly one member"
+            if "toolUse" in block:
+                uses.append(block["toolUse"].get("toolUseId"))
+            if "toolResult" in block:
+                results.append(block["toolResult"].get("toolUseId"))
+        tool_blocks = tool_blocks or bool(uses or results)
+        for tool_id in uses + results:
+            if not isinstance(tool_id, str) or not _BEDROCK_ID.fullmatch(tool_id):
+                return f"messages.{i}: toolUseId {tool_id!r} does not match [a-zA-Z0-9_.:-]{{1,64}}"
+        if role == "assistant" and uses:
+            following = messages[i + 1]["content"] if i + 1 < len(messages) else None
+            if following is not None:
+                answered = [b["toolResult"].get("toolUseId") for b in following
+                            if isinstance(b, dict) and "toolResult" in b]
+                if sorted(answered) != sorted(uses):
+                    return (f"messages.{i + 1}: The number of toolResult blocks exceeds or "
+                            f"falls short of the toolUse blocks of the previous turn")
+        if role == "user" and results:
+            prev = messages[i - 1]["content"] if i else []
+            asked = {b["toolUse"].get("toolUseId") for b in prev if "toolUse" in b}
+            if orphan := [r for r in results if r not in asked]:
+                return f"messages.{i}: toolResult {orphan[0]!r} answers no toolUse of the previous turn"
+    if messages[0].get("role") != "user":
+        return "A conversation must start with a user message. Try again with a conversation that starts with a user message."
+    if tool_blocks and not (body.get("toolConfig") or {}).get("tools"):
+        return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
     return None

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fakeapi import FakeAPI, reply
+from tests.fakeapi import AWS_KEYS, FakeAPI, reply
 
 from turnlog.engine.events import ToolSpec
 from turnlog.engine.messages import Message, Text, ToolCall, ToolResult, tool_calls_of
 from turnlog.engine.providers import ModelRequest, get_provider
 
 KEYS = {"anthropic": "sk-ant-test-KEY-5b1d7e", "openai": "sk-test-KEY-93a0c4",
-        "gemini": "AIza-test-KEY-77f2e1", "openai-responses": "sk-test-KEY-r3sp0n"}
+        "gemini": "AIza-test-KEY-77f2e1", "openai-responses": "sk-test-KEY-r3sp0n",
+        "bedrock": next(iter(AWS_KEYS.values()))}  # Bedrock's: the AWS secret key
 SYSTEM = "You are a careful assistant."
 TOOLS = (
     ToolSpec(name="get_weather", description="Weather for a city",
@@ -32,7 +33,13 @@ PARAMETERS = {"max_tokens": 512, "temperature": 0.2}
 
 
 def make_provider(name: str, fake: FakeAPI, **kw: Any):
-    """A real provider for ``name`` whose client talks to ``fake``."""
+    """A real provider for ``name`` whose client talks to ``fake`` (Bedrock: signed with
+    the fake's AWS credentials)."""
+    if name == "bedrock":
+        key_id, secret = next(iter(AWS_KEYS.items()))
+        kw = {"model": "fake-model", "aws_access_key_id": key_id,
+              "aws_secret_access_key": secret, "region": "us-east-1", **kw}
+        return get_provider(name, base_url=fake.base_url(name), **kw)
     kw.setdefault("api_key", KEYS[name])
     return get_provider(name, model="fake-model", base_url=fake.base_url(name), **kw)
 

@@ -11,6 +11,10 @@ SDK among turnlog's dependencies; its rules live in ``fakerules`` alone.
 Anthropic bodies are checked against the beta request type, a superset of
 the stable one: server tool blocks (``mcp_tool_use``, ``container_upload``
 ...) are valid Messages API content that only the beta types declare.
+Bedrock's Converse bodies are checked against botocore's service model
+(``bedrock-runtime``'s ``Converse``/``ConverseStream`` input shapes) by
+botocore's own ``ParamValidator`` (``bedrock_problem``), the check boto3
+makes before it sends.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
 from pydantic import TypeAdapter, ValidationError
 
-__all__ = ["SDK_TYPES", "sdk_problem"]
+__all__ = ["SDK_TYPES", "bedrock_problem", "sdk_problem"]
 
 SDK_TYPES: dict[str, Any] = {
     "anthropic": message_create_params.MessageCreateParamsNonStreaming,
@@ -58,8 +62,36 @@ def _drain(value: Any) -> None:
             stack.extend(list(item))
 
 
+@cache
+def _bedrock_shapes() -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model("bedrock-runtime")
+
+
+def bedrock_problem(params: Any, operation: str = "Converse", shape: str | None = None) -> str | None:
+    """The first error botocore's validator finds in Converse ``params`` (``modelId`` included),
+    or ``None``. ``shape`` validates against one named shape instead (``Messages`` ...)."""
+    from botocore.validate import ParamValidator
+
+    model = _bedrock_shapes()
+    if shape is not None:  # a named shape: wrap it as the member of a one-member structure
+        params = {"value": params}
+        target = model.operation_model(operation).input_shape
+        target = type(target)("Wrapper", {"type": "structure", "members": {"value": {"shape": shape}}},
+                              target._shape_resolver)
+    else:
+        target = model.operation_model(operation).input_shape
+    report = ParamValidator().validate(params, target)
+    if report.has_errors():
+        return f"botocore {operation} input: {report.generate_report().splitlines()[0]}"
+    return None
+
+
 def sdk_problem(provider: str, body: Any) -> str | None:
     """The first error the SDK's request type finds in ``body``, or ``None`` (no SDK: ``None``)."""
+    if provider in ("bedrock", "bedrock:stream"):  # body carries modelId, from the path
+        return bedrock_problem(body, "ConverseStream" if provider.endswith("stream") else "Converse")
     if provider not in SDK_TYPES:
         return None
     if isinstance(body, dict) and body.get("stream") is True:  # the streaming twin of the type

@@ -82,7 +82,8 @@ class Dialect(msgspec.Struct, frozen=True):
         """A hash column as its 64-character lower-case hex text (SQLite stores the 32
         bytes; an edited value that is not bytes is shown as it is)."""
         if self.name == "sqlite":
-            return f"CASE WHEN typeof({column}) = 'blob' THEN lower(hex({column})) ELSE {column} END"
+            return (f"CASE WHEN typeof({column}) = 'blob' THEN lower(hex({column})) "
+                    f"ELSE {column} END")
         return column
 
     def flag(self, condition: str) -> str:

@@ -38,6 +38,6 @@ def model_label(provider: str | None, model: str | None) -> str:
     """
     if provider and model:
         return f"{provider}/{model}"
-    if provider or model:
-        return f"{provider} (model not recorded)" if provider else f"{model} (provider not recorded)"
-    return "(not recorded)"
+    if provider:
+        return f"{provider} (model not recorded)"
+    return f"{model} (provider not recorded)" if model else "(not recorded)"

@@ -42,6 +42,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import hashlib
+import threading
 import tomllib
 from decimal import Decimal
 from functools import cache
@@ -52,23 +53,21 @@ import msgspec
 from ..errors import PriceTableError
 from ..events import Charge
 from ..messages import Usage
+from ..providers.registry import by_key, price_key
 
-__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version"]
+__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version",
+           "warm_up"]
 
 #: The price database turnlog prices calls from by default (a Python package).
 DATABASE = "genai-prices"
 
 _RATES = ("input", "cached_input", "output", "cache_write", "cache_write_1h")
 
-#: Provider names of turnlog's adapters -> the vendor whose price entries they share.
-VENDORS = {"openai-responses": "openai"}
 
 #: An override table's rate names -> genai-prices' token kinds (prices per million tokens).
 _KINDS = {"input": "input_mtok", "cached_input": "cache_read_mtok", "output": "output_mtok",
           "cache_write": "cache_write_mtok", "cache_write_1h": "cache_write_1h_mtok"}
 
-#: turnlog's provider names -> genai-prices' provider ids, where they differ.
-_DATABASE_IDS = {"openai-responses": "openai", "gemini": "google"}
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,11 +138,11 @@ class PriceTable:
         """The price in effect for ``provider``/``model`` on ``day`` (``YYYY-MM-DD``), if any.
 
         An adapter of another API of the same vendor is priced as the vendor
-        (``VENDORS``: ``openai-responses`` at ``openai``'s prices) unless the table
-        names it itself.
+        (its wire's ``PRICE_KEY``: ``openai-responses`` at ``openai``'s prices) unless
+        the table names it itself.
         """
-        for key in ((provider, model), (provider, "*"),
-                    (VENDORS.get(provider, provider), model), (VENDORS.get(provider, provider), "*")):
+        vendor = price_key(provider)
+        for key in ((provider, model), (provider, "*"), (vendor, model), (vendor, "*")):
             days = self._days.get(key)
             if days:
                 i = bisect.bisect_right(days, day)
@@ -218,11 +217,27 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
     return None if total is None or cost is None else total + cost
 
 
+@cache
 def database_version() -> str:
     """The installed genai-prices release: the version a charge from the database records."""
     from importlib.metadata import version
 
     return version(DATABASE)
+
+
+_warming: list[threading.Thread] = []
+
+
+def warm_up() -> None:
+    """Start loading genai-prices' database in a background thread, once per process.
+
+    A live run calls this when its loop is built, so the load (about a second)
+    overlaps the first model call instead of following it.
+    """
+    if not _warming:
+        thread = threading.Thread(target=_snapshot, name="turnlog-prices", daemon=True)
+        _warming.append(thread)
+        thread.start()
 
 
 @cache
@@ -272,7 +287,8 @@ class Prices:
 
     @property
     def source(self) -> str:
-        """What prices come from, for a report: ``genai-prices 0.2.3 + overrides FILE``."""
+        """What prices come from, for a report: ``genai-prices 0.2.3``, or
+        ``overrides FILE (sha256:…) over genai-prices 0.2.3``."""
         base = f"{DATABASE} {database_version()}"
         if self.overrides is None:
             return base
@@ -321,7 +337,8 @@ class Prices:
     def find(self, provider: str, model: str) -> tuple[Any, Any] | str:
         """genai-prices' ``(provider, model)`` entry for a call, or why there is none.
 
-        Tried in turn: the adapter's vendor (``gemini`` is ``google``), the
+        Tried in turn: the adapter's vendor (``gemini`` is ``google``,
+        ``bedrock`` is ``aws``), the
         vendor a ``vendor/model`` name starts with, then any vendor whose model
         matches (an OpenAI-compatible wire to DeepSeek names ``deepseek-chat``).
         """
@@ -333,7 +350,7 @@ class Prices:
     def _lookup(self, provider: str, model: str) -> tuple[Any, Any] | str:
         if not model:
             return "the call names no model"
-        tries = [(_DATABASE_IDS.get(provider, provider), model)]
+        tries = [(price_key(provider), model)]  # the wire's PRICE_KEY: gemini is google
         head, _, tail = model.partition("/")
         if tail:
             tries.append((head, tail))
@@ -379,7 +396,8 @@ class Prices:
             entries = [] if isinstance(found, str) else [found]
         else:
             entries = [(v, m) for v in _snapshot().providers
-                       if provider in (None, v.id, _DATABASE_IDS.get(provider)) for m in v.models]
+                       if provider in (None, v.id) or v.id == price_key(provider)
+                       for m in v.models]
         for vendor, info in entries:
             rows.append({"provider": vendor.id, "model": info.id, "source": DATABASE,
                          "version": database_version(),
@@ -424,3 +442,9 @@ def _moment(when: str) -> dt.datetime:
     except ValueError:
         raise PriceTableError(f"cannot price a call at {when!r}: not an ISO date or time") from None
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "VENDORS":  # turnlog's provider names -> the vendor they are priced as
+        return {k: v for k, v in by_key("PRICE_KEY").items() if k != v}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -170,7 +170,8 @@ def command_hint(*parts: str, db_path: str | None = None) -> str:
 
 
 #: What a run needs to be continued, by click parameter name: the flag that gives it again.
-_RUN_OPTIONS = (("tool_specs", "--tools"), ("mcp", "--mcp"), ("script", "--script"))
+_RUN_OPTIONS = (("tool_specs", "--tools"), ("mcp", "--mcp"), ("script", "--script"),
+                ("prices_file", "--prices"))
 
 
 def run_options(params: Mapping[str, Any]) -> list[str]:

@@ -21,7 +21,7 @@ from ._common import (
     json_option,
     translate_errors,
 )
-from .run import options_of, waiting_calls
+from .run import UNRECORDED, options_of, waiting_calls
 
 __all__ = ["COMMANDS", "approve"]
 
@@ -73,7 +73,9 @@ def approve(conversation_id: str, call_ids: tuple[str, ...], every: bool,
                           arguments) for call_id in chosen]
         state = load_state(journal, conversation_id)
         left = state.awaiting_approval
-    continue_with = hint("resume", conversation_id, run=options_of(state))
+    recorded = options_of(state)
+    continue_with = hint("resume", conversation_id, run=recorded) + (
+        "" if recorded is not None else UNRECORDED)
     if as_json:
         emit({"conversation_id": conversation_id,
               "decisions": [{"call_id": d.call_id, "decision": d.decision, "approver": d.approver,

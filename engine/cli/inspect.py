@@ -30,7 +30,7 @@ from ._common import (
     translate_errors,
 )
 from ._timeline import header, timeline
-from .run import options_of
+from .run import UNRECORDED, options_of
 
 __all__ = ["ls", "show"]
 
@@ -120,7 +120,9 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     started = events[0]["payload"] if events and events[0]["type"] == "conversation_started" else {}
     for line in header(info, started, full, db_path) + [""] + timeline(events, full):
         click.echo(line)
-    continue_with = hint("resume", conversation_id, run=options_of(started))
+    recorded = options_of(started)
+    continue_with = hint("resume", conversation_id, run=recorded) + (
+        "" if recorded is not None else UNRECORDED)
     if info["status"] == "awaiting_approval":
         decide = hint("approve", conversation_id, "--all", "--yes", "--as", "NAME")
         click.echo(f"\nwaiting for approval: {decide} decides (or --call CALL_ID, --no), "

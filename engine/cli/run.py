@@ -39,8 +39,9 @@ from ._common import (
 )
 from ._timeline import timeline_of
 
-__all__ = ["RUN_OPTIONS_KEY", "StreamPrinter", "demo", "options_of", "recorded_run_options",
-           "resume", "resume_hint", "run", "run_interruptible", "waiting_calls"]
+__all__ = ["RUN_OPTIONS_KEY", "UNRECORDED", "StreamPrinter", "demo", "options_of",
+           "recorded_run_options", "resume", "resume_hint", "run", "run_interruptible",
+           "waiting_calls"]
 
 
 def resume_hint(conversation_id: str, db_path: str, tool_specs: tuple[str, ...] = (),
@@ -63,6 +64,10 @@ def recorded_run_options(tool_specs: tuple[str, ...], script: str | None) -> dic
     if script is not None:
         options["script"] = os.path.abspath(script)
     return {RUN_OPTIONS_KEY: options}
+
+
+#: Said after a ``resume`` hint for a conversation ``run`` did not start (nothing recorded).
+UNRECORDED = " (it was not started by turnlog run: add the tools and script it ran with)"
 
 
 def options_of(started: Any) -> dict[str, Any] | None:
@@ -313,7 +318,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
         turnlog resume c-1a2b3c --script script.json --tools demo
     """
     _check_reason(approve, approve_reason)
-    prices = _prices(prices_file)
+    prices = _prices(prices_file)  # a bad price file is refused before the journal is opened
     with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
         check_approve(approve, tools.names())
         state = load_state(journal, conversation_id)

@@ -19,6 +19,11 @@ A list of text blocks (``[{"type": "text", "text": "hi"}]``) is valid for
 both OpenAI and Anthropic and means the same in both; ``detect_entry``
 answers ``anthropic`` for it and the importer lets it join a neighbouring
 OpenAI run.
+
+The shared rules below tell apart the wires whose shapes overlap (OpenAI's
+two APIs, Anthropic, Gemini, and the plain role/content formats); an entry
+they leave unrecognised goes to each wire of ``engine.providers.registry``
+that says which entries are its own (``detect_entry``).
 """
 
 from __future__ import annotations
@@ -27,15 +32,15 @@ from typing import Any
 
 from ..events import EVENT_TYPES
 from ..providers._responses_items import ITEM_TYPES as RESPONSES_ITEMS
+from ..providers.registry import WIRES, wires
 from .datamachine import duplicate_tool_name, extract_tool_call, extract_tool_response
 
 __all__ = ["AMBIGUOUS_TEXT", "FORMATS", "PROVIDER_FORMATS", "detect_entry"]
 
 #: Every entry format the importer reads.
-FORMATS = ("api", "orchestrator", "openai", "openai-responses", "anthropic", "gemini",
-           "datamachine", "turnlog")
-#: The formats read with a provider's own ``unmap_messages``.
-PROVIDER_FORMATS = ("openai", "openai-responses", "anthropic", "gemini")
+FORMATS = ("api", "orchestrator", *WIRES, "datamachine", "turnlog")
+#: The formats read with a provider's own ``unmap_messages``: the registry's wires.
+PROVIDER_FORMATS = tuple(WIRES)
 #: Marker for a text-block list both OpenAI and Anthropic accept.
 AMBIGUOUS_TEXT = "anthropic?"
 
@@ -96,6 +101,17 @@ def detect_entry(entry: Any) -> str | None:
     """The format of ``entry`` (one of ``FORMATS``, or ``AMBIGUOUS_TEXT``), or ``None``."""
     if not isinstance(entry, dict):
         return None
+    found = _shared(entry)
+    if found is not None:
+        return found
+    for module in wires():
+        claims = getattr(module, "detect_entry", None)
+        if claims is not None and claims(entry):
+            return str(module.NAME)
+    return None
+
+
+def _shared(entry: dict[str, Any]) -> str | None:
     kind = entry.get("type")
     if isinstance(kind, str) and kind in EVENT_TYPES and "role" not in entry:
         return "turnlog"

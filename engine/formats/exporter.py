@@ -19,8 +19,9 @@
 
 Formats:
 
-- ``openai`` / ``openai-responses`` / ``anthropic`` / ``gemini``: the messages of a request, made by
-  the providers' own ``map_messages`` (``{"messages": [...]}``, plus
+- each wire of ``engine.providers.registry`` (``openai`` / ``openai-responses`` /
+  ``anthropic`` / ``gemini`` ...): the messages of a request, made by
+  the wire module's own ``export_body`` (``{"messages": [...]}``, plus
   ``"system"`` for Anthropic; ``{"contents": [...], "systemInstruction"?}``
   for Gemini; ``{"input": [...], "instructions"?}`` for ``openai-responses``, the
   OpenAI Responses API), ready to merge with a model and tools and re-importable;
@@ -44,6 +45,7 @@ from turnlog.journal import Journal
 
 from ..conversation import load_state
 from ..events import ConversationStarted, Event, decode_event
+from ..providers.registry import WIRES, wire
 from .datamachine import render_events
 from .markdown import render_markdown
 
@@ -51,8 +53,7 @@ __all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_even
            "lineage_rows"]
 
 #: The formats ``export_conversation`` writes.
-EXPORT_FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "jsonl", "datamachine",
-                  "markdown", "otlp")
+EXPORT_FORMATS = (*WIRES, "jsonl", "datamachine", "markdown", "otlp")
 
 
 def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
@@ -87,28 +88,9 @@ def export_data(journal: Journal, conversation_id: str, fmt: str, *, content: bo
 
         raise FormatError(f"message content is an option of the otlp format, not {fmt!r} "
                           "(every other format is the content)")
-    if fmt in ("openai", "openai-responses", "anthropic", "gemini"):
+    if fmt in WIRES:
         state = load_state(journal, conversation_id)
-        if fmt == "openai":
-            from ..providers.openai import map_messages
-
-            return {"messages": map_messages(state.system, state.messages)}
-        if fmt == "openai-responses":
-            from ..providers.openai_responses import map_messages as responses_map
-
-            instructions, items = responses_map(state.system, state.messages)
-            return {"instructions": instructions, "input": items} if instructions else {
-                "input": items}
-        if fmt == "anthropic":
-            from ..providers.anthropic import map_messages as anthropic_map
-
-            system, messages = anthropic_map(state.system, state.messages)
-            return {"system": system, "messages": messages} if system else {"messages": messages}
-        from ..providers.gemini import map_messages as gemini_map
-
-        instruction, contents = gemini_map(state.system, state.messages)
-        return ({"systemInstruction": instruction, "contents": contents} if instruction
-                else {"contents": contents})
+        return wire(fmt).export_body(state.system, state.messages)
     if fmt == "jsonl":
         return [{"seq": row.seq, "type": row.type, "version": row.version,
                  "recorded_at": row.recorded_at, "payload": json.loads(row.payload)}

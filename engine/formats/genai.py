@@ -79,6 +79,7 @@ from ..events import (
     TurnLimitReached,
 )
 from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult
+from ..providers.registry import WIRES, by_key, genai_name, wire
 from ..state import StateBuilder
 
 __all__ = ["FINISH_REASONS", "PROVIDER_NAMES", "SEMCONV_VERSION", "GenAISpans", "SpanRecord",
@@ -87,9 +88,6 @@ __all__ = ["FINISH_REASONS", "PROVIDER_NAMES", "SEMCONV_VERSION", "GenAISpans", 
 #: The semantic-conventions release whose GenAI conventions these spans follow.
 SEMCONV_VERSION = "1.41.0"
 
-#: turnlog's provider names as ``gen_ai.provider.name`` values (others pass through).
-PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai",
-                  "gemini": "gcp.gemini"}
 
 #: turnlog's neutral stop reasons as the conventions' finish reasons.
 FINISH_REASONS = {"end_turn": "stop", "tool_use": "tool_call", "max_tokens": "length",
@@ -282,7 +280,7 @@ class GenAISpans:
         attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent",
                                  "gen_ai.conversation.id": self.conversation_id}
         if self.provider:
-            attrs["gen_ai.provider.name"] = PROVIDER_NAMES.get(self.provider, self.provider)
+            attrs["gen_ai.provider.name"] = genai_name(self.provider)
         if self.model:
             attrs["gen_ai.request.model"] = self.model
         error = None
@@ -343,8 +341,9 @@ class GenAISpans:
                           parameters: dict[str, Any]) -> dict[str, Any]:
         provider = provider or self.provider
         attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "generate_content" if provider == "gemini" else "chat",
-            "gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider or "unknown"),
+            "gen_ai.operation.name": (wire(provider).GENAI_OPERATION if provider in WIRES
+                                      else "chat"),
+            "gen_ai.provider.name": genai_name(provider or "unknown"),
             "gen_ai.conversation.id": self.conversation_id,
         }
         if model or self.model:
@@ -439,3 +438,9 @@ def _model_name(attrs: dict[str, Any]) -> str:
     model = attrs.get("gen_ai.request.model")
     operation = attrs["gen_ai.operation.name"]
     return f"{operation} {model}" if model else operation
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROVIDER_NAMES":  # turnlog's provider names as gen_ai.provider.name values
+        return by_key("GENAI_NAME")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

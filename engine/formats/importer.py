@@ -14,8 +14,8 @@ per line), a request body (``{"messages": [...], "system"?}`` for OpenAI or
 Anthropic, ``{"contents": [...], "systemInstruction"?}`` for Gemini), an
 OTLP/JSON trace whose GenAI spans carry messages
 (``engine.formats.otlp_import``), or ``turnlog show --json`` output. Each
-entry's format is detected on its own (``engine.formats.detect``) unless ``fmt`` forces one. OpenAI, Anthropic and
-Gemini entries are read with the providers' own ``unmap_messages``; a run of
+entry's format is detected on its own (``engine.formats.detect``) unless ``fmt`` forces one. The entries of
+each wire in ``engine.providers.registry`` are read with its own ``unmap_messages``; a run of
 consecutive entries of one provider format is read together, so tool
 results find their calls' names.
 
@@ -30,7 +30,6 @@ system text (joined by blank lines).
 
 from __future__ import annotations
 
-import importlib
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -62,6 +61,7 @@ from ..events import (
 )
 from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
 from ..nesting import check_depth, too_deep
+from ..providers.registry import WIRES, wire
 from .assemble import Item, assemble
 from .cassette import split_document
 from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extract_tool_response
@@ -254,21 +254,9 @@ _SINGLE = {"api": _api, "orchestrator": _orchestrator, "datamachine": _datamachi
 
 
 def _unmap(fmt: str, entries: list[Any], envelope: dict[str, Any]) -> tuple[str, list[Message]]:
-    if fmt == "openai":
-        from ..providers.openai import unmap_messages
-
-        return unmap_messages(entries)
-    if fmt == "anthropic":
-        from ..providers.anthropic import unmap_messages
-
-        return unmap_messages(envelope.get("system") or "", entries)
-    if fmt == "openai-responses":
-        from ..providers.openai_responses import unmap_messages
-
-        return unmap_messages(envelope.get("instructions"), entries)
-    from ..providers.gemini import unmap_messages
-
-    return unmap_messages(envelope.get("systemInstruction"), entries)
+    module = wire(fmt)
+    system = envelope.get(module.SYSTEM_KEY) if module.SYSTEM_KEY else None
+    return module.unmap_messages(system, entries)
 
 
 def _message_items(message: Message, index: int, entry: Any) -> list[Item]:
@@ -324,15 +312,15 @@ def _provider_run(fmt: str, run: list[tuple[int, Any]]) -> list[Item]:
 
 
 def _envelope_system(envelope: dict[str, Any]) -> list[Item]:
-    if envelope.get("system") is not None:
-        text, _ = _read_run("anthropic", [], {"system": envelope["system"]}, "system")
-    elif envelope.get("systemInstruction") is not None:
-        text, _ = _read_run("gemini", [], envelope, "systemInstruction")
-    elif envelope.get("instructions") is not None:
-        text, _ = _read_run("openai-responses", [], envelope, "instructions")
-    else:
-        return []
-    return [Item("system", 0, content=text)] if text else []
+    """The system text of a request body: read by the wire the envelope names, else by
+    the first wire whose system key it holds."""
+    fmt = envelope.get("format")
+    for name in [fmt] if fmt in WIRES else WIRES:
+        key = wire(name).SYSTEM_KEY
+        if key is not None and envelope.get(key) is not None:
+            text, _ = _read_run(name, [], {key: envelope[key]}, key)
+            return [Item("system", 0, content=text)] if text else []
+    return []
 
 
 Progress = Callable[[int, int], None]
@@ -389,8 +377,11 @@ def _spec(tool: dict[str, Any]) -> ToolSpec:
 
 
 def _tools(envelope: dict[str, Any]) -> tuple[list[ToolSpec], list[Any]]:
-    """A request's function tools as specs, and its other (server-side) tools verbatim."""
-    specs: list[ToolSpec] = []
+    """A request's function tools as specs, and its other (server-side) tools verbatim.
+
+    ``tool_specs`` are specs a wire's own ``read_request`` already read.
+    """
+    specs: list[ToolSpec] = list(envelope.get("tool_specs") or ())
     server: list[Any] = []
     tools = envelope.get("tools") if isinstance(envelope.get("tools"), list) else []
     functions = envelope.get("functions") if isinstance(envelope.get("functions"), list) else []
@@ -498,11 +489,10 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
 
 def _with_response_usage(events: list[Event], envelope: dict[str, Any]) -> list[Event]:
     """A cassette's response usage on the model turn it answered (the last one)."""
-    raw, wire = envelope.get("usage"), envelope.get("wire")
-    if not isinstance(raw, dict) or wire not in PROVIDER_FORMATS:
+    raw, name = envelope.get("usage"), envelope.get("wire")
+    if not isinstance(raw, dict) or name not in PROVIDER_FORMATS:
         return events
-    reader = importlib.import_module(f"turnlog.engine.providers.{wire.replace('-', '_')}")
-    usage = reader.map_usage(raw)
+    usage = wire(name).map_usage(raw)
     last = max((i for i, e in enumerate(events) if type(e) is ModelResponded), default=None)
     if last is None or events[last].usage != Usage():
         return events

@@ -2,14 +2,16 @@
 
 ``scripted`` answers offline from a script; ``anthropic``, ``openai`` (Chat
 Completions), ``openai-responses`` (Responses API) and ``gemini`` speak the
-real APIs. ``get_provider(name, ...)`` builds one by name:
+real APIs; ``engine.providers.registry`` maps each wire's name to its module.
+``get_provider(name, ...)`` builds one by name:
 
 >>> get_provider("scripted", script=[{"text": "hi"}]).name
 'scripted'
 
 Each real provider's module also exposes the pure mapping functions
 (``map_request``, ``map_response``, ``map_messages``, ``unmap_messages``,
-``map_tools``, ``unmap_tools``) that import and export reuse.
+``map_tools``, ``unmap_tools``, ``map_usage``) that import and export reuse,
+one interface for every wire (see ``engine.providers.registry``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from ..errors import UnknownProviderError
 from .base import ModelRequest, ModelResponse, Provider
+from .registry import WIRES, wire
 from .scripted import ScriptedProvider, load_script
 
 __all__ = [
@@ -30,7 +33,8 @@ __all__ = [
     "load_script",
 ]
 
-PROVIDER_NAMES = ("anthropic", "gemini", "openai", "openai-responses", "scripted")
+#: Every provider ``get_provider`` builds: the registry's wires and ``scripted``.
+PROVIDER_NAMES = tuple(sorted([*WIRES, "scripted"]))
 
 
 def get_provider(name: str, *, model: str | None = None, script: Any = None, **kw: Any) -> Provider:
@@ -49,21 +53,7 @@ def get_provider(name: str, *, model: str | None = None, script: Any = None, **k
 
             raise FormatError("the scripted provider needs a script (--script FILE)")
         return ScriptedProvider(script, model=model or "scripted")
-    if name == "anthropic":
-        from .anthropic import AnthropicProvider
-
-        return AnthropicProvider(model, **kw)
-    if name == "openai":
-        from .openai import OpenAIProvider
-
-        return OpenAIProvider(model, **kw)
-    if name == "openai-responses":
-        from .openai_responses import OpenAIResponsesProvider
-
-        return OpenAIResponsesProvider(model, **kw)
-    if name == "gemini":
-        from .gemini import GeminiProvider
-
-        return GeminiProvider(model, **kw)
+    if name in WIRES:
+        return wire(name).create_provider(model, **kw)
     raise UnknownProviderError(f"unknown provider {name!r}; expected one of "
                                f"{', '.join(PROVIDER_NAMES)}")

@@ -74,7 +74,6 @@ from ._redact import Redactor, _refuse_constant, read_body
 __all__ = [
     "CUT_OFF",
     "EMPTY_TEXT",
-    "KEY_ENV",
     "UNANSWERED",
     "Entry",
     "count",
@@ -398,15 +397,16 @@ def error_message(body: Any, fallback: str) -> str:
     return fallback
 
 
-KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
-
-
 def require_key(provider: str, api_key: str | None) -> str:
-    """``api_key``, else the provider's environment variable, else an ``AuthenticationError``."""
-    key = api_key or os.environ.get(KEY_ENV[provider])
+    """``api_key``, else the provider's environment variable (its wire's ``KEY_ENV``), else
+    an ``AuthenticationError`` naming the variable."""
+    from .registry import wire
+
+    variable = wire(provider).KEY_ENV
+    key = api_key or os.environ.get(variable)
     if not key:
         raise AuthenticationError(
-            f"no API key: set {KEY_ENV[provider]} or pass api_key=", provider=provider)
+            f"no API key: set {variable} or pass api_key=", provider=provider)
     return key
 
 

@@ -29,8 +29,8 @@ from .base import ModelResponse
 #: Why a tool call of a broken stream is invalid (it may lack the end of its arguments).
 CUT_BY_STREAM = "cut off: the stream broke before the call was complete"
 
-__all__ = ["CUT_BY_STREAM", "AnthropicAssembler", "Assembler", "AsyncResponseStream", "GeminiAssembler",
-           "OpenAIAssembler", "ResponseStream", "ResponsesAssembler", "StreamDelta", "sse_data"]
+__all__ = ["CUT_BY_STREAM", "Assembler", "AsyncResponseStream", "ResponseStream", "StreamDelta",
+           "event_object", "json_or_text", "recorded_events", "recorded_usage", "sse_data"]
 
 
 class StreamDelta(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,272 +83,44 @@ class Assembler:
         raise NotImplementedError
 
 
-class AnthropicAssembler(Assembler):
-    """Messages API events (``message_start`` ... ``message_stop``) into a ``message`` body."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.message: dict[str, Any] = {}
-        self.blocks: dict[int, dict[str, Any]] = {}
-        self.json: dict[int, str] = {}
-
-    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
-        self.started = True
-        kind = event.get("type")
-        if kind == "message_start":
-            self.message = dict(event.get("message") or {})
-        elif kind == "content_block_start":
-            self.blocks[event["index"]] = dict(event.get("content_block") or {})
-        elif kind == "content_block_delta":
-            return self._delta(event["index"], event.get("delta") or {})
-        elif kind == "content_block_stop":
-            self._close(event["index"])
-        elif kind == "message_delta":
-            self.message.update(event.get("delta") or {})
-            usage = dict(self.message.get("usage") or {})
-            usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
-            self.message["usage"] = usage
-        elif kind == "message_stop":
-            self.done = True
-        return []
-
-    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamDelta]:
-        block = self.blocks.setdefault(index, {})
-        kind = delta.get("type")
-        if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta["text"]
-            return [StreamDelta(kind="text", text=delta["text"], index=index)]
-        if kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta["thinking"]
-            return [StreamDelta(kind="thinking", text=delta["thinking"], index=index)]
-        if kind == "signature_delta":
-            block["signature"] = delta["signature"]
-        elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.get("citation"))
-        elif kind == "input_json_delta":
-            self.json[index] = self.json.get(index, "") + delta["partial_json"]
-            return [StreamDelta(kind="tool_arguments", text=delta["partial_json"], index=index,
-                                name=block.get("name"), call_id=block.get("id"))]
-        return []
-
-    def _close(self, index: int) -> None:
-        text = self.json.pop(index, None)
-        if text is not None:  # the SDK does the same: the input is the whole JSON, parsed
-            self.blocks[index]["input"] = _json_or_text(text)
-
-    def _body(self) -> dict[str, Any]:
-        for index in list(self.json):  # an open tool call of a cut stream: its raw text
-            self._close(index)
-        return self.message | {"content": [self.blocks[i] for i in sorted(self.blocks)]}
-
-
-class OpenAIAssembler(Assembler):
-    """Chat Completions chunks (``stream_options.include_usage``) into a ``chat.completion``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.top: dict[str, Any] = {}
-        self.message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
-        self.calls: dict[int, dict[str, Any]] = {}
-        self.choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": None}
-        self.finished = False
-
-    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
-        self.started = True
-        for key, value in event.items():
-            if key not in ("choices", "object", "usage"):
-                self.top.setdefault(key, value)
-        if event.get("usage") is not None:
-            self.top["usage"] = event["usage"]
-            self.done = self.finished  # the usage chunk comes last
-        out: list[StreamDelta] = []
-        for choice in event.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            out += self._delta(choice.get("delta") or {})
-            if choice.get("logprobs") is not None:
-                self.choice["logprobs"] = choice["logprobs"]
-            if choice.get("finish_reason") is not None:
-                self.choice["finish_reason"] = choice["finish_reason"]
-                self.finished = True
-        return out
-
-    def _delta(self, delta: dict[str, Any]) -> list[StreamDelta]:
-        out: list[StreamDelta] = []
-        for key, value in delta.items():
-            if key in ("content", "refusal", "reasoning_content", "reasoning") and isinstance(
-                    value, str):
-                if value:  # empty pieces leave a null field null, as unstreamed
-                    self.message[key] = (self.message.get(key) or "") + value
-                if value and key != "refusal":
-                    out.append(StreamDelta(kind="text" if key == "content" else "thinking",
-                                           text=value))
-            elif key == "tool_calls":
-                out += [d for c in value or [] if (d := self._call(c)) is not None]
-            elif key != "role" and value is not None:
-                self.message[key] = value
-        return out
-
-    def _call(self, piece: dict[str, Any]) -> StreamDelta | None:
-        call = self.calls.setdefault(piece.get("index", len(self.calls)), {
-            "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-        for key, value in piece.items():
-            if key == "function":
-                fn = call["function"]
-                fn["name"] += value.get("name") or ""
-                fn["arguments"] += value.get("arguments") or ""
-            elif key != "index" and value is not None:
-                call[key] = value
-        args = (piece.get("function") or {}).get("arguments")
-        if not args:
-            return None
-        return StreamDelta(kind="tool_arguments", text=args, index=piece.get("index", 0),
-                           name=call["function"]["name"] or None, call_id=call["id"])
-
-    def _body(self) -> dict[str, Any]:
-        message = dict(self.message)
-        if self.calls:
-            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        choice = {"index": 0, "message": message, "logprobs": self.choice["logprobs"],
-                  "finish_reason": self.choice["finish_reason"]}
-        return {**self.top, "object": "chat.completion", "choices": [choice]}
-
-
-class GeminiAssembler(Assembler):
-    """``streamGenerateContent`` chunks into one ``GenerateContentResponse``.
-
-    Consecutive text pieces of the same kind (thought or not) are joined into
-    one part, as the unstreamed answer has them; a piece's
-    ``thoughtSignature`` stays on the part it arrived with.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.top: dict[str, Any] = {}
-        self.candidate: dict[str, Any] = {}
-        self.parts: list[dict[str, Any]] = []
-
-    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
-        self.started = True
-        self.top.update({k: v for k, v in event.items() if k != "candidates"})
-        out: list[StreamDelta] = []
-        for candidate in event.get("candidates") or []:
-            if candidate.get("index", 0) != 0:
-                continue
-            self.candidate.update({k: v for k, v in candidate.items() if k != "content"})
-            content = candidate.get("content") or {}
-            self.candidate.setdefault("content", {"role": content.get("role", "model")})
-            for part in content.get("parts") or []:
-                out += self._part(dict(part))
-            if candidate.get("finishReason"):
-                self.done = True
-        return out
-
-    def _part(self, part: dict[str, Any]) -> list[StreamDelta]:
-        last = self.parts[-1] if self.parts else None
-        text = part.get("text")
-        if isinstance(text, str) and last is not None and set(last) - {"thought"} == {"text"} \
-                and last.get("thought") == part.get("thought") \
-                and set(part) - {"thought", "thoughtSignature"} == {"text"}:
-            last["text"] += text
-            if "thoughtSignature" in part:
-                last["thoughtSignature"] = part["thoughtSignature"]
-        else:
-            self.parts.append(part)
-        index = len(self.parts) - 1
-        if isinstance(text, str) and text:
-            return [StreamDelta(kind="thinking" if part.get("thought") else "text", text=text,
-                                index=index)]
-        call = part.get("functionCall")
-        if isinstance(call, dict):
-            return [StreamDelta(kind="tool_arguments", index=index, name=call.get("name"),
-                                call_id=call.get("id"),
-                                text=json.dumps(call.get("args") or {}, ensure_ascii=False))]
-        return []
-
-    def _body(self) -> dict[str, Any]:
-        candidate = dict(self.candidate)
-        candidate["content"] = dict(candidate.get("content") or {"role": "model"})
-        candidate["content"]["parts"] = self.parts
-        return {"candidates": [candidate], **self.top}
-
-
-class ResponsesAssembler(Assembler):
-    """OpenAI Responses API events (``response.created`` ... ``response.completed``) into a
-    ``response`` body.
-
-    The closing event (``response.completed``, ``.incomplete`` or ``.failed``) carries
-    the whole response: it is the body. Until then the items are built from
-    ``response.output_item.added``/``.done`` and the text, reasoning and argument
-    deltas, so a stream cut mid-way still has its partial response.
-    """
-
-    _CLOSING = ("response.completed", "response.incomplete", "response.failed")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.response: dict[str, Any] = {}
-        self.items: dict[int, dict[str, Any]] = {}
-
-    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
-        self.started = True
-        kind = event.get("type")
-        if kind in ("response.created", "response.in_progress") or kind in self._CLOSING:
-            self.response = _object(event.get("response"), kind)
-            self.done = kind in self._CLOSING
-            return []
-        index = event.get("output_index", 0)
-        if not isinstance(index, int):
-            raise MalformedResponseError(f"stream event {kind!r}: output_index is not a number")
-        if kind in ("response.output_item.added", "response.output_item.done"):
-            self.items[index] = dict(_object(event.get("item"), kind))
-            return []
-        item = self.items.get(index)
-        delta = event.get("delta")
-        if item is None or not isinstance(delta, str):
-            return []  # a piece of an item never announced: nothing to add it to
-        if kind == "response.output_text.delta":
-            content = item.setdefault("content", [])
-            j = event.get("content_index", 0)
-            while isinstance(j, int) and len(content) <= j:
-                content.append({"type": "output_text", "text": "", "annotations": []})
-            if isinstance(j, int):
-                content[j]["text"] = content[j].get("text", "") + delta
-            return [StreamDelta(kind="text", text=delta, index=index)]
-        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            field = "summary" if "summary" in kind else "content"
-            pieces = item.setdefault(field, [])
-            j = event.get("summary_index", event.get("content_index", 0))
-            while isinstance(j, int) and len(pieces) <= j:
-                pieces.append({"type": "summary_text" if field == "summary" else
-                               "reasoning_text", "text": ""})
-            if isinstance(j, int):
-                pieces[j]["text"] = pieces[j].get("text", "") + delta
-            return [StreamDelta(kind="thinking", text=delta, index=index)]
-        if kind == "response.function_call_arguments.delta":
-            item["arguments"] = item.get("arguments", "") + delta
-            return [StreamDelta(kind="tool_arguments", text=delta, index=index,
-                                name=item.get("name"), call_id=item.get("call_id"))]
-        return []
-
-    def _body(self) -> dict[str, Any]:
-        if self.done:
-            return self.response
-        return {**self.response, "status": "in_progress",
-                "output": [self.items[i] for i in sorted(self.items)]}
-
-
-def _object(value: Any, kind: Any) -> dict[str, Any]:
+def event_object(value: Any, kind: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else a ``MalformedResponseError`` naming event ``kind``."""
     if not isinstance(value, dict):
         raise MalformedResponseError(f"stream event {kind!r} lacks its object")
     return value
 
 
-def _json_or_text(text: str) -> Any:
+def json_or_text(text: str) -> Any:
+    """Streamed tool arguments as JSON, or as the raw text when they do not parse."""
     try:
         return json.loads(text) if text.strip() else {}
     except ValueError:
         return text  # cut mid-arguments: kept raw, the mapping marks the call invalid
+
+
+def recorded_events(body: Any) -> list[Any] | None:
+    """The events of a recorded stream (a cassette's ``{"_sse_events": [...]}``), unwrapped
+    of their ``{"event", "data"}`` envelope; ``None`` when ``body`` is no recorded stream."""
+    if not isinstance(body, dict) or not isinstance(body.get("_sse_events"), list):
+        return None
+    return [item.get("data", item) if isinstance(item, dict) else item
+            for item in body["_sse_events"]]
+
+
+def recorded_usage(events: list[Any]) -> dict[str, Any] | None:
+    """A recorded stream's usage as its wire wrote it: every event's usage merged in order
+    (a ``message``'s or ``response``'s own, else the event's), nulls left out."""
+    merged: dict[str, Any] = {}
+    for data in events:
+        if not isinstance(data, dict):
+            continue
+        holder = data.get("message") or data.get("response") or data
+        usage = holder.get("usage") if isinstance(holder, dict) else None
+        if not isinstance(usage, dict):
+            usage = data.get("usage")
+        if isinstance(usage, dict):
+            merged.update({k: v for k, v in usage.items() if v is not None})
+    return merged or None
 
 
 def sse_data(lines: Iterator[str]) -> Iterator[dict[str, Any]]:

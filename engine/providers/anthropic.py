@@ -20,6 +20,7 @@ a first user message ``OPENING``. Sampling parameters go through
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -62,33 +63,53 @@ from ._common import (
     wire_str,
 )
 from ._sdk import SDKProvider
-from ._stream import AnthropicAssembler, Assembler
+from ._stream import (
+    Assembler,
+    StreamDelta,
+    json_or_text,
+    recorded_events,
+    recorded_usage,
+)
 from .base import ModelRequest, ModelResponse
 
-try:
-    import anthropic as _sdk
-except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependency
-    raise ImportError("the Anthropic provider needs the `anthropic` package: "
-                      "pip install 'anthropic>=0.70'") from _exc
-
 __all__ = [
+    "ASSEMBLER",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "GENAI_NAME",
+    "GENAI_OPERATION",
+    "KEY_ENV",
+    "NAME",
     "OPENING",
+    "PRICE_KEY",
     "SERVER_BLOCKS",
+    "SYSTEM_KEY",
+    "AnthropicAssembler",
     "AnthropicProvider",
+    "create_provider",
+    "export_body",
     "map_messages",
     "map_request",
     "map_response",
     "map_tools",
     "map_usage",
     "neutral_id",
+    "read_request",
+    "read_response",
     "unmap_messages",
     "unmap_tools",
     "wire_id",
 ]
 
 NAME = "anthropic"
+#: The environment variable of the API key.
+KEY_ENV = "ANTHROPIC_API_KEY"
+#: The vendor its prices are listed under (genai-prices' provider id).
+PRICE_KEY = NAME
+#: ``gen_ai.provider.name`` and ``gen_ai.operation.name`` of its calls.
+GENAI_NAME, GENAI_OPERATION = "anthropic", "chat"
+#: The request body's key of the system text.
+SYSTEM_KEY = "system"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 4096
 
@@ -385,6 +406,66 @@ def _unmap_user(blocks: list[dict[str, Any]], where: str,
     return out + ([Message(role="user", parts=tuple(user))] if user else [])
 
 
+def export_body(system: str, messages: Sequence[Message]) -> dict[str, Any]:
+    """``{"system"?, "messages"}``: a Messages API request's conversation."""
+    system_text, wire = map_messages(system, messages)
+    return {"system": system_text, "messages": wire} if system_text else {"messages": wire}
+
+
+def read_request(doc: dict[str, Any]) -> None:
+    """``None``: a Messages API body is read by the shared request reader (``messages``)."""
+    return None
+
+
+def read_response(body: Any) -> tuple[list[Any], str | None, Any] | None:
+    """``([assistant message], model, usage)`` of a Messages API response, streamed or not."""
+    events = recorded_events(body)
+    if events is not None:
+        if not (events and isinstance(events[0], dict)
+                and events[0].get("type") == "message_start"):
+            return None
+        body, usage = _assemble_recorded(events), recorded_usage(events)
+    elif isinstance(body, dict) and body.get("role") == "assistant" and isinstance(
+            body.get("content"), list):
+        usage = body.get("usage")
+    else:
+        return None
+    if not isinstance(body.get("content"), list):
+        return None
+    return ([{"role": "assistant", "content": body["content"]}], body.get("model"),
+            usage if isinstance(usage, dict) else None)
+
+
+def _assemble_recorded(events: list[Any]) -> dict[str, Any]:
+    """The message a recorded Messages API event stream built."""
+    message: dict[str, Any] = {"role": "assistant", "content": []}
+    partial: dict[int, str] = {}
+    for data in events:
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "message_start":
+            message.update({k: v for k, v in data["message"].items() if k != "content"})
+        elif kind == "content_block_start":
+            message["content"].append(dict(data["content_block"]))
+        elif kind == "content_block_delta":
+            block, delta = message["content"][data["index"]], data["delta"]
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                block["text"] = block.get("text", "") + delta["text"]
+            elif dtype == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            elif dtype == "signature_delta":
+                block["signature"] = delta["signature"]
+            elif dtype == "input_json_delta":
+                partial[data["index"]] = partial.get(data["index"], "") + delta["partial_json"]
+            elif dtype == "citations_delta":
+                block.setdefault("citations", []).append(delta["citation"])
+        elif kind == "message_delta":
+            message.update(data.get("delta") or {})
+    for index, text in partial.items():
+        message["content"][index]["input"] = json.loads(text) if text.strip() else {}
+    return message
+
+
 def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     """Anthropic ``system`` + ``messages`` back to ``(system text, neutral messages)``.
 
@@ -394,7 +475,8 @@ def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     """
     names: dict[str, str] = {}
     out: list[Message] = []
-    sys_text = system if isinstance(system, str) else _result_text(system, "system")
+    sys_text = (system if isinstance(system, str) else "" if system is None
+                else _result_text(system, "system"))
     for i, msg in enumerate(wire_list(messages, "messages", NAME)):
         role, content, where = msg.get("role"), msg.get("content"), f"messages[{i}].content"
         blocks = ([{"type": "text", "text": content}] if isinstance(content, str)
@@ -409,21 +491,95 @@ def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     return sys_text, out
 
 
+def _sdk() -> Any:
+    """The ``anthropic`` SDK, imported when a client is built (mapping never needs it)."""
+    try:
+        import anthropic
+    except ImportError as exc:  # pragma: no cover - the SDK is a declared dependency
+        raise ImportError("the Anthropic provider needs the `anthropic` package: "
+                          "pip install 'anthropic>=0.70'") from exc
+    return anthropic
+
+
+class AnthropicAssembler(Assembler):
+    """Messages API events (``message_start`` ... ``message_stop``) into a ``message`` body."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.message: dict[str, Any] = {}
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json: dict[int, str] = {}
+
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+        self.started = True
+        kind = event.get("type")
+        if kind == "message_start":
+            self.message = dict(event.get("message") or {})
+        elif kind == "content_block_start":
+            self.blocks[event["index"]] = dict(event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            return self._delta(event["index"], event.get("delta") or {})
+        elif kind == "content_block_stop":
+            self._close(event["index"])
+        elif kind == "message_delta":
+            self.message.update(event.get("delta") or {})
+            usage = dict(self.message.get("usage") or {})
+            usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+            self.message["usage"] = usage
+        elif kind == "message_stop":
+            self.done = True
+        return []
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamDelta]:
+        block = self.blocks.setdefault(index, {})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            return [StreamDelta(kind="text", text=delta["text"], index=index)]
+        if kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            return [StreamDelta(kind="thinking", text=delta["thinking"], index=index)]
+        if kind == "signature_delta":
+            block["signature"] = delta["signature"]
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+        elif kind == "input_json_delta":
+            self.json[index] = self.json.get(index, "") + delta["partial_json"]
+            return [StreamDelta(kind="tool_arguments", text=delta["partial_json"], index=index,
+                                name=block.get("name"), call_id=block.get("id"))]
+        return []
+
+    def _close(self, index: int) -> None:
+        text = self.json.pop(index, None)
+        if text is not None:  # the SDK does the same: the input is the whole JSON, parsed
+            self.blocks[index]["input"] = json_or_text(text)
+
+    def _body(self) -> dict[str, Any]:
+        for index in list(self.json):  # an open tool call of a cut stream: its raw text
+            self._close(index)
+        return self.message | {"content": [self.blocks[i] for i in sorted(self.blocks)]}
+
+
+#: The class folding this wire's stream events into its unstreamed body.
+ASSEMBLER = AnthropicAssembler
+
+
 @contextmanager
 def _translate_errors() -> Iterator[None]:
     """Turn Anthropic SDK errors into turnlog ``ProviderError`` subclasses."""
+    sdk = _sdk()
     try:
         yield
-    except _sdk.APIStatusError as exc:
+    except sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
         raise error_for_status(exc.status_code, message, NAME, exc.response.headers) from None
-    except _sdk.APITimeoutError:
+    except sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=NAME) from None
-    except _sdk.APIConnectionError as exc:
+    except sdk.APIConnectionError as exc:
         raise ProviderConnectionError(
             f"cannot reach the API: {exc.message}",
             provider=NAME) from None
-    except _sdk.AnthropicError as exc:
+    except sdk.AnthropicError as exc:
         raise ProviderError(f"{type(exc).__name__}: {exc}",
                             provider=NAME) from None
 
@@ -441,7 +597,8 @@ class AnthropicProvider(SDKProvider):
     default_model = DEFAULT_MODEL
 
     def _client_classes(self) -> tuple[type, type]:
-        return _sdk.Anthropic, _sdk.AsyncAnthropic
+        sdk = _sdk()
+        return sdk.Anthropic, sdk.AsyncAnthropic
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         body = map_request(request)
@@ -459,3 +616,9 @@ class AnthropicProvider(SDKProvider):
 
     def _assembler(self) -> Assembler:
         return AnthropicAssembler()
+
+
+def create_provider(model: str | None = None, **kw: Any) -> AnthropicProvider:
+    """An ``AnthropicProvider`` (``kw``: ``api_key``, ``base_url``, ``timeout`` ...)."""
+    return AnthropicProvider(model, **kw)
+

@@ -74,25 +74,45 @@ from ._common import (
 )
 from ._gemini_schema import gemini_schema, parameters_for
 from ._remote import RemoteProvider
-from ._stream import AsyncResponseStream, GeminiAssembler, ResponseStream, sse_data
+from ._stream import Assembler, AsyncResponseStream, ResponseStream, StreamDelta, sse_data
 from .base import ModelRequest, ModelResponse
 
 __all__ = [
+    "ASSEMBLER",
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
+    "GENAI_NAME",
+    "GENAI_OPERATION",
+    "KEY_ENV",
+    "NAME",
     "OPAQUE_PARTS",
+    "PRICE_KEY",
+    "SYSTEM_KEY",
+    "GeminiAssembler",
     "GeminiProvider",
+    "create_provider",
+    "export_body",
     "gemini_schema",
     "map_messages",
     "map_request",
     "map_response",
     "map_tools",
     "map_usage",
+    "read_request",
+    "read_response",
     "unmap_messages",
     "unmap_tools",
 ]
 
 NAME = "gemini"
+#: The environment variable of the API key.
+KEY_ENV = "GEMINI_API_KEY"
+#: The vendor its prices are listed under (genai-prices' provider id).
+PRICE_KEY = "google"
+#: ``gen_ai.provider.name`` and ``gen_ai.operation.name`` of its calls.
+GENAI_NAME, GENAI_OPERATION = "gcp.gemini", "generate_content"
+#: The request body's key of the system text.
+SYSTEM_KEY = "systemInstruction"
 DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
@@ -460,6 +480,54 @@ def _unmap_user(wire_parts: list[dict[str, Any]], where: str,
     return out + ([Message(role="user", parts=tuple(user))] if user else [])
 
 
+def export_body(system: str, messages: Sequence[Message]) -> dict[str, Any]:
+    """``{"systemInstruction"?, "contents"}``: a ``generateContent`` request's conversation."""
+    instruction, contents = map_messages(system, messages)
+    return ({"systemInstruction": instruction, "contents": contents} if instruction
+            else {"contents": contents})
+
+
+def read_request(doc: dict[str, Any]) -> None:
+    """``None``: a ``generateContent`` body is read by the shared request reader
+    (``contents``)."""
+    return None
+
+
+def read_response(body: Any) -> tuple[list[Any], str | None, Any] | None:
+    """``([model content], model version, usage)`` of a ``generateContent`` response, or of
+    its stream recorded as the list of its chunks (adjacent plain texts joined)."""
+    usage: Any = None
+    if isinstance(body, list):
+        found = [c["usageMetadata"] for c in body
+                 if isinstance(c, dict) and isinstance(c.get("usageMetadata"), dict)]
+        usage = found[-1] if found else None  # the last chunk carries the totals
+        body = _assemble_recorded(body)
+    elif isinstance(body, dict) and isinstance(body.get("candidates"), list):
+        usage = body.get("usageMetadata")
+    else:
+        return None
+    content = body["candidates"][0].get("content") if body["candidates"] else None
+    if not isinstance(content, dict):
+        return None
+    return ([{"role": "model", "parts": content.get("parts") or []}], body.get("modelVersion"),
+            usage if isinstance(usage, dict) else None)
+
+
+def _assemble_recorded(chunks: list[Any]) -> dict[str, Any]:
+    """The content a recorded chunk stream built (adjacent plain texts joined)."""
+    parts: list[dict[str, Any]] = []
+    model = None
+    for chunk in chunks:
+        model = chunk.get("modelVersion") or model if isinstance(chunk, dict) else model
+        for candidate in (chunk.get("candidates") or [])[:1] if isinstance(chunk, dict) else []:
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                if set(part) == {"text"} and parts and set(parts[-1]) == {"text"}:
+                    parts[-1] = {"text": parts[-1]["text"] + part["text"]}
+                elif part != {"text": ""}:
+                    parts.append(dict(part))
+    return {"candidates": [{"content": {"role": "model", "parts": parts}}], "modelVersion": model}
+
+
 def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Message]]:
     """Gemini ``systemInstruction`` + ``contents`` back to ``(system text, neutral messages)``.
 
@@ -489,6 +557,69 @@ def unmap_messages(system_instruction: Any, contents: Any) -> tuple[str, list[Me
         else:
             out.extend(_unmap_user(wire_parts, where, open_calls))
     return system, out
+
+
+class GeminiAssembler(Assembler):
+    """``streamGenerateContent`` chunks into one ``GenerateContentResponse``.
+
+    Consecutive text pieces of the same kind (thought or not) are joined into
+    one part, as the unstreamed answer has them; a piece's
+    ``thoughtSignature`` stays on the part it arrived with.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.top: dict[str, Any] = {}
+        self.candidate: dict[str, Any] = {}
+        self.parts: list[dict[str, Any]] = []
+
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+        self.started = True
+        self.top.update({k: v for k, v in event.items() if k != "candidates"})
+        out: list[StreamDelta] = []
+        for candidate in event.get("candidates") or []:
+            if candidate.get("index", 0) != 0:
+                continue
+            self.candidate.update({k: v for k, v in candidate.items() if k != "content"})
+            content = candidate.get("content") or {}
+            self.candidate.setdefault("content", {"role": content.get("role", "model")})
+            for part in content.get("parts") or []:
+                out += self._part(dict(part))
+            if candidate.get("finishReason"):
+                self.done = True
+        return out
+
+    def _part(self, part: dict[str, Any]) -> list[StreamDelta]:
+        last = self.parts[-1] if self.parts else None
+        text = part.get("text")
+        if isinstance(text, str) and last is not None and set(last) - {"thought"} == {"text"} \
+                and last.get("thought") == part.get("thought") \
+                and set(part) - {"thought", "thoughtSignature"} == {"text"}:
+            last["text"] += text
+            if "thoughtSignature" in part:
+                last["thoughtSignature"] = part["thoughtSignature"]
+        else:
+            self.parts.append(part)
+        index = len(self.parts) - 1
+        if isinstance(text, str) and text:
+            return [StreamDelta(kind="thinking" if part.get("thought") else "text", text=text,
+                                index=index)]
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            return [StreamDelta(kind="tool_arguments", index=index, name=call.get("name"),
+                                call_id=call.get("id"),
+                                text=json.dumps(call.get("args") or {}, ensure_ascii=False))]
+        return []
+
+    def _body(self) -> dict[str, Any]:
+        candidate = dict(self.candidate)
+        candidate["content"] = dict(candidate.get("content") or {"role": "model"})
+        candidate["content"]["parts"] = self.parts
+        return {"candidates": [candidate], **self.top}
+
+
+#: The class folding this wire's stream events into its unstreamed body.
+ASSEMBLER = GeminiAssembler
 
 
 @contextmanager
@@ -631,3 +762,8 @@ class GeminiProvider(RemoteProvider):
                     yield event
 
         return AsyncResponseStream(self, events, GeminiAssembler(), finish, _translate_errors)
+
+
+def create_provider(model: str | None = None, **kw: Any) -> GeminiProvider:
+    """A ``GeminiProvider`` (``kw``: ``api_key``, ``base_url``, ``timeout`` ...)."""
+    return GeminiProvider(model, **kw)

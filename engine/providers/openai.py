@@ -1,8 +1,9 @@
 """OpenAI Chat Completions adapter (official ``openai`` SDK).
 
 >>> from turnlog.engine.messages import Message, ToolCall
->>> msg = map_messages("", [Message(role="assistant", parts=(
-...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])[0]
+>>> _, messages = map_messages("", [Message(role="assistant", parts=(
+...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])
+>>> msg = messages[0]
 >>> msg["content"], msg["tool_calls"][0]["function"]
 (None, {'name': 'add', 'arguments': '{"a": 1}'})
 
@@ -65,32 +66,46 @@ from ._common import (
     wire_str,
 )
 from ._sdk import SDKProvider
-from ._stream import Assembler, OpenAIAssembler
+from ._stream import Assembler, StreamDelta, recorded_events, recorded_usage
 from .base import ModelRequest, ModelResponse
 
-try:
-    import openai as _sdk
-except ImportError as _exc:  # pragma: no cover - the SDK is a declared dependency
-    raise ImportError("the OpenAI provider needs the `openai` package: "
-                      "pip install 'openai>=1.100'") from _exc
-
 __all__ = [
+    "ASSEMBLER",
     "DEFAULT_MODEL",
+    "GENAI_NAME",
+    "GENAI_OPERATION",
+    "KEY_ENV",
     "MESSAGE_KEYS",
+    "NAME",
+    "PRICE_KEY",
     "REASONING_KEYS",
+    "SYSTEM_KEY",
+    "OpenAIAssembler",
     "OpenAIProvider",
+    "create_provider",
+    "export_body",
     "legacy_call_id",
     "map_messages",
     "map_request",
     "map_response",
     "map_tools",
     "map_usage",
+    "read_request",
+    "read_response",
     "unmap_messages",
     "unmap_tools",
     "wire_id",
 ]
 
 NAME = "openai"
+#: The environment variable of the API key.
+KEY_ENV = "OPENAI_API_KEY"
+#: The vendor its prices are listed under (genai-prices' provider id).
+PRICE_KEY = NAME
+#: ``gen_ai.provider.name`` and ``gen_ai.operation.name`` of its calls.
+GENAI_NAME, GENAI_OPERATION = "openai", "chat"
+#: The system text travels as the first message, not under a key of the body.
+SYSTEM_KEY = None
 DEFAULT_MODEL = "gpt-4o-mini"
 
 _FINISH_REASON_MAP: dict[str, StopReason] = {
@@ -212,13 +227,73 @@ def _render(entry: Entry) -> list[dict[str, Any]]:
     return [_user(entry.parts)]
 
 
-def map_messages(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The Chat Completions ``messages`` list, the system text first as a ``system`` message."""
+def map_messages(system: str, messages: Sequence[Message]) -> tuple[None, list[dict[str, Any]]]:
+    """``(None, messages)``: the Chat Completions ``messages`` list, the system text first
+    as a ``system`` message (the wire has no system outside its messages)."""
     system_text, entries = plan_history(system, messages, NAME)
     wire: list[dict[str, Any]] = [{"role": "system", "content": system_text}] if system_text else []
     for entry in entries:
         wire.extend(_render(entry))
-    return wire
+    return None, wire
+
+
+def export_body(system: str, messages: Sequence[Message]) -> dict[str, Any]:
+    """``{"messages"}``: a Chat Completions request's conversation."""
+    return {"messages": map_messages(system, messages)[1]}
+
+
+def read_request(doc: dict[str, Any]) -> None:
+    """``None``: a Chat Completions body is read by the shared request reader (``messages``)."""
+    return None
+
+
+def read_response(body: Any) -> tuple[list[Any], str | None, Any] | None:
+    """``([assistant message], model, usage)`` of a Chat Completions response (first choice),
+    streamed (its chunks) or not."""
+    events = recorded_events(body)
+    if events is not None:
+        if not any(isinstance(e, dict) and (isinstance(e.get("choices"), list)
+                   or str(e.get("object", "")).startswith("chat.completion")) for e in events):
+            return None
+        body, usage = _assemble_recorded(events), recorded_usage(events)
+    elif isinstance(body, dict) and isinstance(body.get("choices"), list):
+        usage = body.get("usage")
+    else:
+        return None
+    message = body["choices"][0].get("message") if body["choices"] else None
+    if not isinstance(message, dict):
+        return None
+    return [message], body.get("model"), usage if isinstance(usage, dict) else None
+
+
+def _assemble_recorded(chunks: list[Any]) -> dict[str, Any]:
+    """The message a recorded Chat Completions chunk stream built (first choice)."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    calls: dict[int, dict[str, Any]] = {}
+    model = None
+    for chunk in chunks:
+        chunk = chunk if isinstance(chunk, dict) else {}
+        model = chunk.get("model") or model
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            for key, value in (choice.get("delta") or {}).items():
+                if key == "tool_calls":
+                    for call in value or []:
+                        slot = calls.setdefault(call.get("index", len(calls)), {
+                            "id": "", "type": "function",
+                            "function": {"name": "", "arguments": ""}})
+                        slot["id"] = call.get("id") or slot["id"]
+                        fn = call.get("function") or {}
+                        slot["function"]["name"] += fn.get("name") or ""
+                        slot["function"]["arguments"] += fn.get("arguments") or ""
+                elif isinstance(value, str) and key != "role":
+                    message[key] = (message.get(key) or "") + value
+                elif value is not None and key != "role":
+                    message[key] = value
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"choices": [{"message": message}], "model": model}
 
 
 def map_request(request: ModelRequest) -> dict[str, Any]:
@@ -228,7 +303,7 @@ def map_request(request: ModelRequest) -> dict[str, Any]:
     ``temperature``, ``top_p``, ``seed``, ``stop``; others are ignored.
     """
     body: dict[str, Any] = {"model": request.model,
-                            "messages": map_messages(request.system, request.messages)}
+                            "messages": map_messages(request.system, request.messages)[1]}
     if request.tools:
         body["tools"] = map_tools(request.tools)
     for key, wire_key in _PARAMS.items():
@@ -442,14 +517,17 @@ def _unmap_tool(msg: dict[str, Any], where: str, names: dict[str, str]) -> Messa
         content=text, is_error=text.startswith("Error")),))
 
 
-def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
+def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     """A Chat Completions ``messages`` list back to ``(system text, neutral messages)``.
 
-    ``system`` and ``developer`` messages become the system text. A ``tool``
+    ``system`` and ``developer`` messages become the system text (after
+    ``system``, a text given beside the list; ``None`` on this wire). A ``tool``
     message whose content starts with ``Error`` is read as a failed result.
     Raises ``FormatError`` saying where for anything it cannot read.
     """
-    systems: list[str] = []
+    if system is not None and not isinstance(system, str):
+        raise FormatError(f"openai system: expected a string, got {type(system).__name__}")
+    systems: list[str] = [system] if system else []
     names: dict[str, str] = {}
     out: list[Message] = []
     for i, msg in enumerate(wire_list(messages, "messages", NAME)):
@@ -469,22 +547,109 @@ def unmap_messages(messages: Any) -> tuple[str, list[Message]]:
     return "\n\n".join(systems), out
 
 
+def _sdk() -> Any:
+    """The ``openai`` SDK, imported when a client is built (mapping never needs it)."""
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - the SDK is a declared dependency
+        raise ImportError("the OpenAI provider needs the `openai` package: "
+                          "pip install 'openai>=1.100'") from exc
+    return openai
+
+
+class OpenAIAssembler(Assembler):
+    """Chat Completions chunks (``stream_options.include_usage``) into a ``chat.completion``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.top: dict[str, Any] = {}
+        self.message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": None}
+        self.finished = False
+
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+        self.started = True
+        for key, value in event.items():
+            if key not in ("choices", "object", "usage"):
+                self.top.setdefault(key, value)
+        if event.get("usage") is not None:
+            self.top["usage"] = event["usage"]
+            self.done = self.finished  # the usage chunk comes last
+        out: list[StreamDelta] = []
+        for choice in event.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            out += self._delta(choice.get("delta") or {})
+            if choice.get("logprobs") is not None:
+                self.choice["logprobs"] = choice["logprobs"]
+            if choice.get("finish_reason") is not None:
+                self.choice["finish_reason"] = choice["finish_reason"]
+                self.finished = True
+        return out
+
+    def _delta(self, delta: dict[str, Any]) -> list[StreamDelta]:
+        out: list[StreamDelta] = []
+        for key, value in delta.items():
+            if key in ("content", "refusal", "reasoning_content", "reasoning") and isinstance(
+                    value, str):
+                if value:  # empty pieces leave a null field null, as unstreamed
+                    self.message[key] = (self.message.get(key) or "") + value
+                if value and key != "refusal":
+                    out.append(StreamDelta(kind="text" if key == "content" else "thinking",
+                                           text=value))
+            elif key == "tool_calls":
+                out += [d for c in value or [] if (d := self._call(c)) is not None]
+            elif key != "role" and value is not None:
+                self.message[key] = value
+        return out
+
+    def _call(self, piece: dict[str, Any]) -> StreamDelta | None:
+        call = self.calls.setdefault(piece.get("index", len(self.calls)), {
+            "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        for key, value in piece.items():
+            if key == "function":
+                fn = call["function"]
+                fn["name"] += value.get("name") or ""
+                fn["arguments"] += value.get("arguments") or ""
+            elif key != "index" and value is not None:
+                call[key] = value
+        args = (piece.get("function") or {}).get("arguments")
+        if not args:
+            return None
+        return StreamDelta(kind="tool_arguments", text=args, index=piece.get("index", 0),
+                           name=call["function"]["name"] or None, call_id=call["id"])
+
+    def _body(self) -> dict[str, Any]:
+        message = dict(self.message)
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        choice = {"index": 0, "message": message, "logprobs": self.choice["logprobs"],
+                  "finish_reason": self.choice["finish_reason"]}
+        return {**self.top, "object": "chat.completion", "choices": [choice]}
+
+
+#: The class folding this wire's stream events into its unstreamed body.
+ASSEMBLER = OpenAIAssembler
+
+
 @contextmanager
 def _translate_errors(provider: str = NAME) -> Iterator[None]:
     """Turn OpenAI SDK errors into turnlog ``ProviderError`` subclasses."""
+    sdk = _sdk()
     try:
         yield
-    except _sdk.APIStatusError as exc:
+    except sdk.APIStatusError as exc:
         message = error_message(exc.body, exc.message)
         raise error_for_status(exc.status_code, message, provider,
                                exc.response.headers) from None
-    except _sdk.APITimeoutError:
+    except sdk.APITimeoutError:
         raise ProviderTimeout("no answer before the timeout", provider=provider) from None
-    except _sdk.APIConnectionError as exc:
+    except sdk.APIConnectionError as exc:
         raise ProviderConnectionError(
             f"cannot reach the API: {exc.message}",
             provider=provider) from None
-    except _sdk.OpenAIError as exc:
+    except sdk.OpenAIError as exc:
         raise ProviderError(f"{type(exc).__name__}: {exc}",
                             provider=provider) from None
 
@@ -502,7 +667,8 @@ class OpenAIProvider(SDKProvider):
     default_model = DEFAULT_MODEL
 
     def _client_classes(self) -> tuple[type, type]:
-        return _sdk.OpenAI, _sdk.AsyncOpenAI
+        sdk = _sdk()
+        return sdk.OpenAI, sdk.AsyncOpenAI
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         return map_request(request)
@@ -521,3 +687,8 @@ class OpenAIProvider(SDKProvider):
 
     def _stream_kwargs(self) -> dict[str, Any]:
         return {"stream": True, "stream_options": {"include_usage": True}}
+
+
+def create_provider(model: str | None = None, **kw: Any) -> OpenAIProvider:
+    """An ``OpenAIProvider`` (``kw``: ``api_key``, ``base_url``, ``timeout`` ...)."""
+    return OpenAIProvider(model, **kw)

@@ -44,25 +44,51 @@ from ._common import (
     wire_str,
 )
 from ._responses_items import ASSISTANT_ITEMS, ITEM_TYPES, USER_ITEMS
-from ._stream import Assembler, ResponsesAssembler
+from ._stream import (
+    Assembler,
+    StreamDelta,
+    event_object,
+    recorded_events,
+    recorded_usage,
+)
 from .base import ModelRequest, ModelResponse
-from .openai import OpenAIProvider, _result_content, _translate_errors, wire_id
+from .openai import KEY_ENV, OpenAIProvider, _result_content, _translate_errors, wire_id
 
 __all__ = [
+    "ASSEMBLER",
     "ASSISTANT_ITEMS",
+    "GENAI_NAME",
+    "GENAI_OPERATION",
     "ITEM_TYPES",
+    "KEY_ENV",
+    "NAME",
+    "PRICE_KEY",
+    "SYSTEM_KEY",
     "USER_ITEMS",
     "OpenAIResponsesProvider",
+    "ResponsesAssembler",
+    "create_provider",
+    "export_body",
     "map_messages",
     "map_request",
     "map_response",
     "map_tools",
     "map_usage",
+    "read_request",
+    "read_response",
     "unmap_messages",
     "unmap_tools",
 ]
 
 NAME = "openai-responses"
+#: Priced as OpenAI (genai-prices' provider id): the same vendor's models (its key is
+#: OpenAI's too: ``KEY_ENV``).
+PRICE_KEY = "openai"
+#: ``gen_ai.provider.name`` and ``gen_ai.operation.name`` of its calls.
+GENAI_NAME, GENAI_OPERATION = "openai", "chat"
+#: The request body's key of the system text.
+SYSTEM_KEY = "instructions"
+_ENVELOPE = ("instructions", "model", "tools")
 
 _INCOMPLETE_MAP: dict[str, StopReason] = {"max_output_tokens": "max_tokens",
                                           "content_filter": "refusal"}
@@ -260,6 +286,51 @@ def _content_parts(content: Any, at: str) -> list[Part]:
     return parts
 
 
+def export_body(system: str, messages: Sequence[Message]) -> dict[str, Any]:
+    """``{"instructions"?, "input"}``: a Responses API request's conversation."""
+    instructions, items = map_messages(system, messages)
+    return {"instructions": instructions, "input": items} if instructions else {"input": items}
+
+
+def read_request(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
+    """``(input items, envelope)`` of a Responses API request body: a list of ``input`` items
+    (turnlog's own export has no ``model``), or an ``input`` string beside a key of this
+    wire (an orchestrator entry is ``{input, context?, timestamp?}`` with a string). A
+    body with a ``messages`` list is Chat Completions'."""
+    items = doc.get("input")
+    if isinstance(doc.get("messages"), list) or not (isinstance(items, list) or (
+            isinstance(items, str) and any(k in doc for k in _ENVELOPE))):
+        return None
+    items = doc["input"]
+    entries = [{"role": "user", "content": items}] if isinstance(items, str) else items
+    envelope = {k: v for k, v in doc.items() if k in _ENVELOPE}
+    params = {k: v for k, v in doc.items() if k not in _ENVELOPE and k != "input"}
+    if params:
+        envelope["parameters"] = params
+    return entries, {**envelope, "format": NAME}
+
+
+def read_response(body: Any) -> tuple[list[Any], str | None, Any] | None:
+    """``(output items, model, usage)`` of a Responses API response, streamed (the response
+    its closing event carries) or not."""
+    events = recorded_events(body)
+    if events is not None:
+        closing = next((e["response"] for e in reversed(events) if isinstance(e, dict)
+                        and str(e.get("type", "")).startswith("response.")
+                        and isinstance(e.get("response"), dict)), None)
+        if closing is None:
+            return None
+        usage = recorded_usage(events)
+        body = closing
+    elif isinstance(body, dict) and isinstance(body.get("output"), list):
+        usage = body.get("usage")
+    else:
+        return None
+    if not isinstance(body.get("output"), list):
+        return None
+    return body["output"], body.get("model"), usage if isinstance(usage, dict) else None
+
+
 def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
     """Responses ``instructions`` + ``input`` items back to ``(system text, neutral messages)``.
 
@@ -333,6 +404,75 @@ def unmap_messages(instructions: Any, items: Any) -> tuple[str, list[Message]]:
     return "\n\n".join(systems), out
 
 
+class ResponsesAssembler(Assembler):
+    """OpenAI Responses API events (``response.created`` ... ``response.completed``) into a
+    ``response`` body.
+
+    The closing event (``response.completed``, ``.incomplete`` or ``.failed``) carries
+    the whole response: it is the body. Until then the items are built from
+    ``response.output_item.added``/``.done`` and the text, reasoning and argument
+    deltas, so a stream cut mid-way still has its partial response.
+    """
+
+    _CLOSING = ("response.completed", "response.incomplete", "response.failed")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.response: dict[str, Any] = {}
+        self.items: dict[int, dict[str, Any]] = {}
+
+    def _feed(self, event: dict[str, Any]) -> list[StreamDelta]:
+        self.started = True
+        kind = event.get("type")
+        if kind in ("response.created", "response.in_progress") or kind in self._CLOSING:
+            self.response = event_object(event.get("response"), kind)
+            self.done = kind in self._CLOSING
+            return []
+        index = event.get("output_index", 0)
+        if not isinstance(index, int):
+            raise MalformedResponseError(f"stream event {kind!r}: output_index is not a number")
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            self.items[index] = dict(event_object(event.get("item"), kind))
+            return []
+        item = self.items.get(index)
+        delta = event.get("delta")
+        if item is None or not isinstance(delta, str):
+            return []  # a piece of an item never announced: nothing to add it to
+        if kind == "response.output_text.delta":
+            content = item.setdefault("content", [])
+            j = event.get("content_index", 0)
+            while isinstance(j, int) and len(content) <= j:
+                content.append({"type": "output_text", "text": "", "annotations": []})
+            if isinstance(j, int):
+                content[j]["text"] = content[j].get("text", "") + delta
+            return [StreamDelta(kind="text", text=delta, index=index)]
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            field = "summary" if "summary" in kind else "content"
+            pieces = item.setdefault(field, [])
+            j = event.get("summary_index", event.get("content_index", 0))
+            while isinstance(j, int) and len(pieces) <= j:
+                pieces.append({"type": "summary_text" if field == "summary" else
+                               "reasoning_text", "text": ""})
+            if isinstance(j, int):
+                pieces[j]["text"] = pieces[j].get("text", "") + delta
+            return [StreamDelta(kind="thinking", text=delta, index=index)]
+        if kind == "response.function_call_arguments.delta":
+            item["arguments"] = item.get("arguments", "") + delta
+            return [StreamDelta(kind="tool_arguments", text=delta, index=index,
+                                name=item.get("name"), call_id=item.get("call_id"))]
+        return []
+
+    def _body(self) -> dict[str, Any]:
+        if self.done:
+            return self.response
+        return {**self.response, "status": "in_progress",
+                "output": [self.items[i] for i in sorted(self.items)]}
+
+
+#: The class folding this wire's stream events into its unstreamed body.
+ASSEMBLER = ResponsesAssembler
+
+
 class OpenAIResponsesProvider(OpenAIProvider):
     """The OpenAI Responses API behind the neutral ``Provider`` interface.
 
@@ -359,3 +499,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
 
     def _stream_kwargs(self) -> dict[str, Any]:
         return {"stream": True}
+
+
+def create_provider(model: str | None = None, **kw: Any) -> OpenAIResponsesProvider:
+    """An ``OpenAIResponsesProvider`` (``kw``: ``api_key``, ``base_url``, ``timeout`` ...)."""
+    return OpenAIResponsesProvider(model, **kw)

@@ -230,3 +230,28 @@ def test_every_top_level_json_key_is_documented_in_its_section(tmp_path, db, com
     section = _doc_section("run" if command[0] in ("demo", "resume") else command[0])
     missing = {k for k in keys if f"`{k}`" not in section}
     assert not missing, f"{command[0]} --json keys not in docs/cli.md: {sorted(missing)}"
+
+
+def test_every_hint_the_demo_prints_runs_as_printed_from_elsewhere(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = turnlog("demo", "--db", tmp_path / "d.db")
+    printed = hints(out.stdout.split("Next, try:", 1)[1])
+    assert len(printed) == 5
+    for words, result in _run_hints(out.stdout.split("Next, try:", 1)[1], elsewhere):
+        assert result.returncode == 0, (words, result.stderr)
+
+
+def test_a_conversation_started_in_python_says_its_resume_needs_its_tools(db):
+    from turnlog.engine.demo import demo_tools
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.journal import Journal
+
+    with Journal(str(db)) as journal:
+        Loop(journal, ScriptedProvider([{"tool_calls": [{"name": "add", "arguments": {
+            "a": 1, "b": 2}}]}]), demo_tools(), approve=["add"]).start("go", conversation_id="p")
+    shown = turnlog("show", "p", "--db", db).stdout
+    assert f"turnlog resume p --db {db} (it was not started by turnlog run" in shown
+    decided = turnlog("approve", "p", "--all", "--yes", "--as", "ann", "--db", db).stdout
+    assert "add the tools and script it ran with" in decided

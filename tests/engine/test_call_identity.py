@@ -64,7 +64,7 @@ def test_the_provider_is_sent_back_the_ids_it_minted():
                 Message(role="assistant", parts=calls),
                 Message(role="tool", parts=(ToolResult(call_id="x_2", name="b", content="B"),)),
                 Message(role="tool", parts=(ToolResult(call_id="x", name="a", content="A"),))]
-    wire = openai_wire.map_messages("", messages)
+    _, wire = openai_wire.map_messages("", messages)
     assert [c["id"] for c in wire[1]["tool_calls"]] == ["x", "x_2"]
     assert [(m["tool_call_id"], m["content"]) for m in wire[2:]] == [("x", "A"), ("x_2", "B")]
     _, entries = plan_history("", [Message(role="assistant", parts=(

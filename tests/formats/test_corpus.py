@@ -2,7 +2,7 @@
 
 Every file imports (or is refused with the precise error listed in
 ``REFUSED``); every tool call the file holds is kept; every provider export
-validates against the SDK's request message types and is accepted by the
+validates against the SDK's request message types (Bedrock's: botocore's service model) and is accepted by the
 fake API server; the jsonl export re-imports to equal events; and the
 history, swapped to each provider, is a request the fake server accepts.
 """
@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from turnlog.engine.conversation import load_state
 from turnlog.engine.errors import FormatError
 from turnlog.engine.events import ModelResponded
-from turnlog.engine.formats.cassette import _usage
+from turnlog.engine.formats.cassette import split_document
 from turnlog.engine.formats.exporter import export_conversation, export_data, lineage_events
 from turnlog.engine.formats.importer import import_entries, import_file, read_transcript
 from turnlog.engine.messages import ToolCall
@@ -28,6 +28,7 @@ from tests.fakeapi import FakeAPI, reply
 from tests.formats.test_export_fakeapi import post
 from turnlog.engine.providers.base import ModelRequest
 from tests.providerkit import make_provider
+from tests.sdktypes import bedrock_problem
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".json", ".jsonl"))
@@ -40,7 +41,7 @@ REFUSED = {
     "openai-refusal-structured-output.json": _ALONE,
 }
 #: The wires every imported transcript is exported to and checked on.
-WIRES = ("openai", "openai-responses", "anthropic", "gemini")
+WIRES = ("openai", "openai-responses", "anthropic", "gemini", "bedrock")
 _ADAPTERS = {}
 
 
@@ -103,11 +104,14 @@ def test_a_real_transcript_imports_exports_and_swaps(path, fake):
     assert kept == wire_calls(entries), "every tool call is kept"
     doc = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
     if isinstance(doc, dict) and isinstance(doc.get("response"), (dict, list)) and \
-            _usage(doc["response"]):  # a cassette's response usage is on its turn
+            split_document(doc)[1].get("usage"):  # a cassette's response usage is on its turn
         assert load_state(journal, "c").usage.total_tokens > 0
     for provider in WIRES:
         data = export_data(journal, "c", provider)
-        if provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
+        if provider == "bedrock":  # botocore's service model: the messages and system shapes
+            assert bedrock_problem(data["messages"], shape="Messages") is None
+            assert bedrock_problem(data.get("system", []), shape="SystemContentBlocks") is None
+        elif provider != "gemini":  # no Gemini SDK is installed: the fake's rules check it
             adapter(provider).validate_python(data.get("messages", data.get("input")))
         response = post(fake, provider, data)
         assert response.status_code == 200, (provider, response.text)

@@ -12,7 +12,7 @@ from turnlog.engine.conversation import Conversation
 from turnlog.engine.formats.exporter import export_data
 from turnlog.engine.formats.importer import import_entries
 from turnlog.journal import Journal
-from tests.fakeapi import FakeAPI, reply
+from tests.fakeapi import WIRES, FakeAPI, bedrock_post, reply
 from tests.formats.test_context import MIXED
 from tests.formats.test_roundtrip import build, conversations
 
@@ -33,6 +33,8 @@ def post(fake: FakeAPI, provider: str, data: dict) -> httpx.Response:
         return httpx.post(f"{fake.base_url(provider)}/responses",
                           json={"model": "gpt-x", "store": False, **data},
                           headers={"authorization": "Bearer test"}, timeout=60)
+    if provider == "bedrock":
+        return bedrock_post(fake, data)
     if provider == "anthropic":
         return httpx.post(f"{fake.base_url('anthropic')}/v1/messages",
                           json={"model": "claude-x", "max_tokens": 64, **data},
@@ -42,7 +44,7 @@ def post(fake: FakeAPI, provider: str, data: dict) -> httpx.Response:
 
 
 def assert_accepted(fake: FakeAPI, journal: Journal, cid: str) -> None:
-    for provider in ("openai", "openai-responses", "anthropic", "gemini"):
+    for provider in WIRES:
         response = post(fake, provider, export_data(journal, cid, provider))
         assert response.status_code == 200, (provider, response.text)
     assert fake.refusals() == []

@@ -119,7 +119,7 @@ def test_keys_and_base_urls_come_from_the_environment(monkeypatch, fake_api, nam
 
 
 def test_an_unknown_provider_name_is_a_typed_error_listing_the_known_ones():
-    known = "anthropic, gemini, openai, openai-responses, scripted"
+    known = "anthropic, bedrock, gemini, openai, openai-responses, scripted"
     with pytest.raises(UnknownProviderError, match=f"'mistral'.*{known}"):
         get_provider("mistral")
 

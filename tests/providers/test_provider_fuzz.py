@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turnlog.engine.errors import MalformedResponseError
-from turnlog.engine.messages import Part, Usage
+from turnlog.engine.messages import USAGE_COUNTS, Part, Usage
 from turnlog.engine.providers import ModelResponse, anthropic, gemini, openai, openai_responses
 from tests.fakeapi import reply
 
@@ -63,7 +63,10 @@ def _check(name, body):
     usage = response.usage
     assert isinstance(usage, Usage)
     assert all(type(getattr(usage, f)) is int and getattr(usage, f) >= 0
-               for f in usage.__struct_fields__)
+               for f in USAGE_COUNTS)
+    # the wire's usage object is kept as it came, and stores and decodes as JSON
+    assert usage.raw is None or isinstance(usage.raw, dict)
+    assert msgspec.json.decode(msgspec.json.encode(usage), type=Usage) == usage
     # every field has its declared type, so the journal stores and decodes it
     encoded = msgspec.json.encode(response.parts)
     assert msgspec.json.decode(encoded, type=tuple[Part, ...]) == response.parts
@@ -101,10 +104,7 @@ def mutated_transcripts(draw):
                Message(role="assistant", parts=(Text(text="x"), ToolCall(
                    id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'))),
                Message(role="tool", parts=(ToolResult(call_id="c1", name="add", content="2"),))]
-    wire = {"anthropic": lambda: list(anthropic.map_messages("s", neutral)),
-            "openai": lambda: ["s", openai.map_messages("s", neutral)],
-            "gemini": lambda: list(gemini.map_messages("s", neutral)),
-            "openai-responses": lambda: list(openai_responses.map_messages("s", neutral))}[name]()
+    wire = list(MODULES[name].map_messages("s", neutral))  # one signature for every wire
     wire = msgspec.json.decode(msgspec.json.encode(wire))
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(wire) if len(p) > 1]
@@ -124,10 +124,7 @@ def _unmap(name, wire):
     from turnlog.engine.messages import Message
 
     try:
-        if name == "openai":
-            system, messages = openai.unmap_messages(wire[1])
-        else:
-            system, messages = MODULES[name].unmap_messages(*wire)
+        system, messages = MODULES[name].unmap_messages(*wire)
     except FormatError as exc:
         assert str(exc)
         return

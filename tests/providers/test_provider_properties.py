@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from turnlog.engine.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
 from turnlog.engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
+from turnlog.engine.providers.registry import wire
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses
 from turnlog.testing import json_values
 
@@ -56,13 +57,8 @@ def openai_json(args):
 
 
 def _roundtrip(name, messages):
-    if name == "anthropic":
-        return anthropic.unmap_messages(*anthropic.map_messages("sys", messages))
-    if name == "openai":
-        return openai.unmap_messages(openai.map_messages("sys", messages))
-    if name == "openai-responses":
-        return openai_responses.unmap_messages(*openai_responses.map_messages("sys", messages))
-    return gemini.unmap_messages(*gemini.map_messages("sys", messages))
+    module = wire(name)  # one signature for every wire
+    return module.unmap_messages(*module.map_messages("sys", messages))
 
 
 def _calls(messages):

@@ -139,12 +139,12 @@ def test_images_map_between_data_urls_and_base64_sources(image):
     _, a = anthropic.map_messages("", msgs)
     assert a[0]["content"][1] == {"type": "image", "source": {
         "type": "base64", "media_type": "image/png", "data": PNG}}
-    o = openai.map_messages("", msgs)
+    _, o = openai.map_messages("", msgs)
     assert o[0]["content"][1] == {"type": "image_url",
                                   "image_url": {"url": f"data:image/png;base64,{PNG}"}}
     _, g = gemini.map_messages("", msgs)
     assert g[0]["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": PNG}}
-    for back in (anthropic.unmap_messages("", a)[1], openai.unmap_messages(o)[1],
+    for back in (anthropic.unmap_messages("", a)[1], openai.unmap_messages(None, o)[1],
                  gemini.unmap_messages(None, g)[1]):
         assert back[0].parts[1] == Image(media_type="image/png", data=PNG)
 
@@ -153,7 +153,7 @@ def test_remote_image_urls_stay_urls():
     msgs = [Message(role="user", parts=(Image(url="https://example.org/cat.png"),))]
     assert anthropic.map_messages("", msgs)[1][0]["content"][0]["source"] == {
         "type": "url", "url": "https://example.org/cat.png"}
-    assert openai.map_messages("", msgs)[0]["content"][0]["image_url"]["url"] == \
+    assert openai.map_messages("", msgs)[1][0]["content"][0]["image_url"]["url"] == \
         "https://example.org/cat.png"
 
 

@@ -16,14 +16,8 @@ from hypothesis import strategies as st
 
 from turnlog.engine.errors import RateLimitError, StreamInterrupted
 from turnlog.engine.messages import Message, Text, Thinking, ToolCall
-from turnlog.engine.providers._stream import (
-    CUT_BY_STREAM,
-    AnthropicAssembler,
-    GeminiAssembler,
-    OpenAIAssembler,
-    ResponsesAssembler,
-    StreamDelta,
-)
+from turnlog.engine.providers._stream import CUT_BY_STREAM, StreamDelta
+from turnlog.engine.providers.registry import wire
 from tests.fakeapi import Reply, error_reply, reply, sse_events
 from tests.providerkit import make_provider, request
 
@@ -42,8 +36,7 @@ SHAPES = {
                                                       ("get_weather", {"city": "Zürich"})]},
     "only_tool": {"tool_calls": [("add", {"a": 10, "b": -2.5})]},
 }
-ASSEMBLERS = {"anthropic": AnthropicAssembler, "openai": OpenAIAssembler,
-              "gemini": GeminiAssembler, "openai-responses": ResponsesAssembler}
+ASSEMBLERS = {name: wire(name).ASSEMBLER for name in NAMES}  # each in its wire's module
 
 
 def _shape(name: str, shape: str) -> dict:

@@ -44,7 +44,7 @@ def script_target(fake, name):
     ])
 
 
-@pytest.mark.parametrize("target", ["anthropic", "gemini"])
+@pytest.mark.parametrize("target", ["anthropic", "gemini", "bedrock"])
 def test_an_openai_run_replays_against_another_provider_with_recorded_tools(
         journal, fake_api, target):
     record_openai(journal, fake_api)
