@@ -21,6 +21,7 @@ _EXPORTS = {
         "Checkpoint", "SignerKey", "VerifierKey", "generate_key", "parse_checkpoint",
         "signer_key", "verifier_key",
     ),
+    "._open": ("shown_url",),
     "._postgres": ("PostgresJournal",),
     "._proof": ("CheckpointReport", "check_checkpoint", "last_signed", "make_checkpoint"),
     "._protocol": ("JournalProtocol",),

@@ -31,9 +31,10 @@ from turnlog.journal import (
     JournalError,
     JournalProtocol,
     connect_readonly,
+    shown_url,
     sqlite_database,
 )
-from turnlog.journal._open import is_postgres, shown_url
+from turnlog.journal._open import is_postgres
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
@@ -140,7 +141,7 @@ def _write(path: str, report: ReplayReport) -> None:
         finally:
             db.conn.close()
     except (sqlite3.Error, JournalError) as exc:
-        raise ReplayError(f"cannot record the replay report in {path}: {exc}") from None
+        raise ReplayError(f"cannot record the replay report in {shown_url(path)}: {exc}") from None
 
 
 def _write_postgres(url: str, rows: list[dict[str, Any]]) -> None:
@@ -173,7 +174,7 @@ def latest_report(path: str) -> list[dict[str, Any]]:
     try:
         db = sqlite_database(connect_readonly(path))
     except JournalError as exc:
-        raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
+        raise ReplayError(f"cannot read replay reports from {shown_url(path)}: {exc}") from None
     try:
         table = db[REPORTS_TABLE]
         if not table.exists():
@@ -184,7 +185,7 @@ def latest_report(path: str) -> list[dict[str, Any]]:
         return list(table.rows_where("run_id = ?", [latest[0]["run_id"]],
                                      order_by="conversation_id"))
     except sqlite3.Error as exc:
-        raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
+        raise ReplayError(f"cannot read replay reports from {shown_url(path)}: {exc}") from None
     finally:
         db.conn.close()
 

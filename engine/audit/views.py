@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 
 from turnlog import journal
-from turnlog.journal import Extension, ProjectionMismatch
-from turnlog.journal._open import is_postgres, shown_url
+from turnlog.journal import Extension, ProjectionMismatch, shown_url
+from turnlog.journal._open import is_postgres
 
 from ..snapshots import check_snapshots
 from . import projections
@@ -435,7 +435,7 @@ def connect_readonly(path: str) -> ReadConnection:
                 conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
     except sqlite3.Error as exc:
         conn.close()
-        raise journal.JournalError(f"{path}: cannot prepare the views for reading: {exc}") from exc
+        raise journal.JournalError(f"{shown_url(path)}: cannot prepare the views for reading: {exc}") from exc
     return conn
 
 

@@ -15,7 +15,7 @@ from typing import IO, Any
 import click
 import msgspec
 
-from turnlog.journal import Journal, JournalProtocol, TurnlogError
+from turnlog.journal import Journal, JournalProtocol, TurnlogError, shown_url
 from turnlog.journal.errors import CheckpointError
 from turnlog.journal._open import is_postgres, sqlite_path
 from turnlog.journal._sqlite import check_existing
@@ -164,10 +164,14 @@ def journal_for(path: str, *, must_exist: bool = True, readonly: bool = False,
 
 
 def command_hint(*parts: str, db_path: str | None = None) -> str:
-    """A command line to copy and paste: ``turnlog PARTS... [--db PATH]``, shell-quoted."""
+    """A command line to copy and paste: ``turnlog PARTS... [--db PATH]``, shell-quoted.
+
+    A password in a ``--db`` URL is shown as ``***`` (``shown_url``): put it back,
+    or leave it out of the URL and let libpq read ``PGPASSWORD`` or ``~/.pgpass``.
+    """
     words = ["turnlog", *parts]
     if db_path is not None and db_path != DEFAULT_DB:
-        words += ["--db", db_path]
+        words += ["--db", shown_url(db_path)]
     return " ".join(shlex.quote(w) if w != "turnlog" else w for w in words)
 
 
@@ -184,7 +188,7 @@ def run_options(params: Mapping[str, Any]) -> list[str]:
     for name, flag in _RUN_OPTIONS:
         value = params.get(name)
         for one in (value,) if isinstance(value, str) else (value or ()):
-            words += [flag, one]
+            words += [flag, shown_url(one) if flag == "--mcp" else one]
     return words
 
 

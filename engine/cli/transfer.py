@@ -10,6 +10,7 @@ from turnlog.engine.formats.detect import FORMATS
 from turnlog.engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
 from turnlog.engine.formats.otlp import send_otlp, traces_url
 from turnlog.engine.formats.importer import import_entries, read_file
+from turnlog.journal import shown_url
 
 from ._common import (
     CLIError,
@@ -103,7 +104,7 @@ def export(conversation_id: str, fmt: str, output: str | None, content: bool,
                 if request is None or output else "")
     if request is not None:
         sent = send_otlp(request, endpoint)
-        click.echo(f"sent {sent} span(s) of {conversation_id} to {traces_url(endpoint)}")
+        click.echo(f"sent {sent} span(s) of {conversation_id} to {shown_url(traces_url(endpoint))}")
         if not output:
             return
     if output:

@@ -43,7 +43,13 @@ from turnlog.journal import Journal, StreamNotFoundError
 
 from ..conversation import Conversation
 from ..canonical import valid_unicode
-from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
+from ..errors import (
+    ConversationExistsError,
+    CorruptEventError,
+    FormatError,
+    NestingError,
+    UnknownEntryError,
+)
 from ..events import (
     EVENT_TYPES,
     ConversationStarted,
@@ -54,6 +60,7 @@ from ..events import (
     with_valid_unicode,
 )
 from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
+from ..nesting import check_depth, too_deep
 from ..providers.registry import WIRES, wire
 from .assemble import Item, assemble
 from .cassette import split_document
@@ -132,8 +139,9 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     text = _decode_text(data, source) if isinstance(data, bytes) else data
     try:
         doc = _parse(text, source)
-    except RecursionError:
-        raise FormatError(f"{source}: JSON nested too deeply") from None
+    except RecursionError:  # deeper than Python's parser goes: far past the limit
+        raise NestingError(too_deep(source)) from None
+    check_depth(doc, source)  # the one nesting limit (engine.nesting), naming the file
     if isinstance(doc, list):
         return doc, {}
     if isinstance(doc, dict):
@@ -462,6 +470,9 @@ def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None 
     if not entries:
         raise FormatError("the transcript has no entries")
     _check_count(entries)
+    # one nesting limit (engine.nesting), before any walk of the entries could recurse
+    check_depth(list(entries), "transcript")
+    check_depth(envelope or {}, "transcript envelope")
     items, formats = normalise(entries, fmt, envelope, progress)
     cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
     if valid_unicode(cid)[1]:

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from turnlog.journal import Journal, StoredEvent
+from turnlog.journal import Journal, StoredEvent, shown_url
 
 from ..errors import EngineError
 from ..events import Event
@@ -177,15 +177,15 @@ def send_otlp(request: dict[str, Any], endpoint: str, *, timeout: float = 30.0,
     """
     url = traces_url(endpoint)
     if not url.startswith(("http://", "https://")):
-        raise OTLPError(f"--endpoint {endpoint!r}: an OTLP/HTTP endpoint is an http:// or "
+        raise OTLPError(f"--endpoint {shown_url(endpoint)!r}: an OTLP/HTTP endpoint is an http:// or "
                         "https:// URL (e.g. http://localhost:4318)")
     try:
         response = httpx.post(url, json=request, timeout=timeout,
                               headers={"Content-Type": "application/json", **(headers or {})})
     except httpx.HTTPError as exc:
-        raise OTLPError(f"could not send the trace to {url}: {exc}") from None
+        raise OTLPError(f"could not send the trace to {shown_url(url)}: {exc}") from None
     if not 200 <= response.status_code < 300:
-        raise OTLPError(f"the collector at {url} refused the trace: HTTP "
+        raise OTLPError(f"the collector at {shown_url(url)} refused the trace: HTTP "
                         f"{response.status_code} {response.text[:300]}")
     return sum(len(scope["spans"]) for rs in request["resourceSpans"]
                for scope in rs["scopeSpans"])
