@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -19,7 +21,7 @@ from turnlog.engine.cli import cli
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from turnlog.engine.errors import FormatError
 from turnlog.engine.formats.exporter import export_conversation, export_data
-from turnlog.engine.formats.otlp import OTLPError, send_otlp
+from turnlog.engine.formats.otlp import OTLPError, otlp_target, protobuf_request, send_otlp
 from turnlog.engine.loop import Loop, run
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
@@ -237,12 +239,28 @@ def test_any_run_exports_a_well_formed_deterministic_trace(tmp_path_factory, ste
 # --- the command line and --endpoint ------------------------------------------------------------
 
 class _Collector(BaseHTTPRequestHandler):
+    """A real OTLP/HTTP receiver: it decodes what arrives as a collector does.
+
+    protobuf bodies are parsed with opentelemetry-proto's ExportTraceServiceRequest and
+    JSON ones read as OTLP/JSON, after undoing ``Content-Encoding: gzip``; both are kept
+    in OTLP/JSON form (ids as hex) so they compare with ``export --format otlp``.
+    """
+
     received: list = []
     status = 200
 
     def do_POST(self):  # noqa: N802 - http.server's name
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append((self.path, self.headers["Content-Type"], json.loads(body)))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        ctype = self.headers["Content-Type"]
+        if ctype == "application/x-protobuf":
+            message = ExportTraceServiceRequest()
+            message.ParseFromString(body)
+            data = from_protobuf(message)
+        else:
+            data = json.loads(body)
+        type(self).received.append((self.path, ctype, data, dict(self.headers.items())))
         self.send_response(type(self).status)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -250,6 +268,17 @@ class _Collector(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def from_protobuf(message):
+    """A received ExportTraceServiceRequest as OTLP/JSON (ids hex, int64 as strings)."""
+    data = json_format.MessageToDict(message, preserving_proto_field_name=False,
+                                     use_integers_for_enums=True)
+    for span in spans(data):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in span:
+                span[key] = base64.b64decode(span[key]).hex()
+    return data
 
 
 @pytest.fixture
@@ -263,20 +292,150 @@ def collector():
     server.server_close()
 
 
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+def invoke(*args, env=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], env=env)
 
 
-def test_export_endpoint_posts_the_trace_as_otlp_http_json(demo, db_path, collector):
+#: No OTEL_EXPORTER_OTLP_* variable from the environment the tests run in.
+NO_OTEL = {k: None for k in os.environ if k.startswith("OTEL_")}
+
+
+def test_export_endpoint_posts_the_trace_as_otlp_http_protobuf_by_default(demo, db_path,
+                                                                          collector):
     handler, url = collector
     demo.close()
-    result = invoke("export", "demo", "--format", "otlp", "--endpoint", url, "--db", db_path)
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", url, "--db", db_path,
+                    env=NO_OTEL)
     assert result.exit_code == 0, result.output
-    assert result.output == f"sent 11 span(s) of demo to {url}/v1/traces\n"
-    ((path, ctype, body),) = handler.received
-    assert (path, ctype) == ("/v1/traces", "application/json")
+    assert result.output == f"sent 11 span(s) of demo to {url}/v1/traces (http/protobuf)\n"
+    ((path, ctype, body, headers),) = handler.received
+    assert (path, ctype) == ("/v1/traces", "application/x-protobuf")
+    assert "Content-Encoding" not in headers
     printed = invoke("export", "demo", "--format", "otlp", "--db", db_path)
     assert body == json.loads(printed.output)
+
+
+def test_protocol_http_json_posts_otlp_json_and_gzip_compresses(demo, db_path, collector):
+    handler, url = collector
+    demo.close()
+    result = invoke("export", "demo", "--format", "otlp", "--content", "--endpoint", url,
+                    "--protocol", "http/json", "--compression", "gzip", "--db", db_path,
+                    env=NO_OTEL)
+    assert result.exit_code == 0, result.output
+    assert "(http/json, gzip)" in result.output
+    ((path, ctype, body, headers),) = handler.received
+    assert (ctype, headers["Content-Encoding"]) == ("application/json", "gzip")
+    printed = invoke("export", "demo", "--format", "otlp", "--content", "--db", db_path)
+    assert body == json.loads(printed.output)
+
+
+def test_the_environment_names_the_endpoint_headers_and_compression(demo, db_path, collector):
+    handler, url = collector
+    demo.close()
+    env = {**NO_OTEL, "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+           "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20s3cr3t-token,x-team=ml",
+           "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-team=traces",
+           "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", "--header",
+                    "x-extra=given", "--db", db_path, env=env)
+    assert result.exit_code == 0, result.output
+    assert "s3cr3t" not in result.output and f"{url}/v1/traces (http/protobuf, gzip)" in \
+        result.output
+    ((path, ctype, body, headers),) = handler.received
+    assert (path, ctype, headers["Content-Encoding"]) == (
+        "/v1/traces", "application/x-protobuf", "gzip")
+    assert headers["Authorization"] == "Bearer s3cr3t-token"  # URL-decoded
+    assert headers["x-team"] == "traces"  # the traces variant wins over the general one
+    assert headers["x-extra"] == "given"
+    assert len(spans(body)) == 11
+
+
+def test_the_traces_endpoint_is_used_as_it_is(demo, db_path, collector):
+    handler, url = collector
+    demo.close()
+    env = {**NO_OTEL, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{url}/custom/path",
+           "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9/never",
+           "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", "--db", db_path,
+                    env=env)
+    assert result.exit_code == 0, result.output
+    ((path, ctype, _, _),) = handler.received
+    assert (path, ctype) == ("/custom/path", "application/json")
+
+
+def test_credentials_never_appear_in_what_is_printed(demo, db_path, collector):
+    handler, url = collector
+    handler.status = 401
+    demo.close()
+    port = url.rsplit(":", 1)[1]
+    secret_url = f"http://user:hunter2@127.0.0.1:{port}"
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", secret_url,
+                    "--header", "api-key=topsecret", "--db", db_path, env=NO_OTEL)
+    assert result.exit_code == 2
+    assert "HTTP 401" in result.output and "user:***@127.0.0.1" in result.output
+    assert "hunter2" not in result.output and "topsecret" not in result.output
+    handler.status = 200
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", secret_url,
+                    "--db", db_path, env=NO_OTEL)
+    assert result.exit_code == 0 and "hunter2" not in result.output, result.output
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", url, "--db", db_path,
+                    env={**NO_OTEL, "OTEL_EXPORTER_OTLP_HEADERS": "api-key"})
+    assert result.exit_code == 2 and "OTEL_EXPORTER_OTLP_HEADERS: entry 1" in result.output
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", url, "--header",
+                    "k=line\nbreak-secret", "--db", db_path, env=NO_OTEL)
+    assert result.exit_code == 2 and "secret" not in result.output
+
+
+def test_no_endpoint_anywhere_and_an_unknown_protocol_are_clear_errors(demo, db_path):
+    demo.close()
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", "--db", db_path,
+                    env=NO_OTEL)
+    assert result.exit_code == 2 and "OTEL_EXPORTER_OTLP_ENDPOINT" in result.output
+    result = invoke("export", "demo", "--format", "otlp", "--endpoint", "--db", db_path,
+                    env={**NO_OTEL, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"})
+    assert result.exit_code == 2 and "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" in result.output \
+        and "gRPC is not spoken" in result.output
+    result = invoke("export", "demo", "--format", "otlp", "--protocol", "http/json",
+                    "--db", db_path, env=NO_OTEL)
+    assert result.exit_code == 2 and "give --endpoint too" in result.output
+
+
+def test_the_headers_variable_parses_as_the_specification_says():
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/",
+           "OTEL_EXPORTER_OTLP_HEADERS": " a = 1 ,b=x%3Dy%2Cz,, c=",
+           "OTEL_EXPORTER_OTLP_TIMEOUT": "2500"}
+    target = otlp_target(environ=env)
+    assert target.url == "http://c:4318/v1/traces"
+    assert target.headers == {"a": "1", "b": "x=y,z", "c": ""}
+    assert (target.protocol, target.compression, target.timeout) == ("http/protobuf", "none", 2.5)
+    given = otlp_target("http://c:4318", headers=["a=2"], protocol="http/json",
+                        compression="gzip", environ=env)
+    assert given.url == "http://c:4318/v1/traces" and given.headers["a"] == "2"
+    assert (given.protocol, given.compression) == ("http/json", "gzip")
+
+
+def test_protobuf_without_opentelemetry_proto_names_the_extra(demo, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_proto(name, *args, **kwargs):
+        if name.startswith("opentelemetry.proto"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_proto)
+    with pytest.raises(OTLPError, match=r"\.\[otel\].*--protocol http/json"):
+        protobuf_request(export_data(demo, "demo", "otlp"))
+
+
+def test_the_protobuf_body_is_the_json_export_field_for_field(demo):
+    request = export_data(demo, "demo", "otlp", content=True)
+    message = ExportTraceServiceRequest()
+    message.ParseFromString(protobuf_request(request))
+    assert from_protobuf(message) == request
+    assert message == as_protobuf(request)
 
 
 def test_a_collector_that_refuses_is_a_clear_error_and_a_bad_endpoint_too(demo, collector):
@@ -287,6 +446,8 @@ def test_a_collector_that_refuses_is_a_clear_error_and_a_bad_endpoint_too(demo, 
         send_otlp(request, url + "/v1/traces")
     with pytest.raises(OTLPError, match="http:// or https://"):
         send_otlp(request, "localhost:4318")
+    with pytest.raises(OTLPError, match="could not send the trace to http://127.0.0.1:9/v1"):
+        send_otlp(request, "http://127.0.0.1:9")
 
 
 def test_endpoint_needs_the_otlp_format_and_content_needs_otlp(demo, db_path):
