@@ -8,6 +8,7 @@ import click
 
 from turnlog.engine.formats.detect import FORMATS
 from turnlog.engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
+from turnlog.engine.formats.genai import SEMCONVS
 from turnlog.engine.formats.otlp import COMPRESSIONS, PROTOCOLS, otlp_target, send_otlp
 from turnlog.engine.formats.importer import import_file
 
@@ -91,11 +92,15 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
 @click.option("--compression", type=click.Choice(COMPRESSIONS),
               help="With --endpoint: gzip the body, or not (default none, or "
                    "OTEL_EXPORTER_OTLP_COMPRESSION).")
+@click.option("--semconv", type=click.Choice(SEMCONVS),
+              help="otlp: the GenAI conventions' generation: genai-0.1 "
+                   "(semantic-conventions-genai v0.1.0, the default) or 1.41 "
+                   "(semantic-conventions v1.41.0).")
 @db_option
 @translate_errors
 def export(conversation_id: str, fmt: str, output: str | None, content: bool,
            endpoint: str | None, protocol: str | None, headers: tuple[str, ...],
-           compression: str | None, db_path: str) -> None:
+           compression: str | None, semconv: str | None, db_path: str) -> None:
     """Export a conversation as provider messages, JSONL events, Data Machine text, Markdown or OTLP.
 
     Example:
@@ -106,14 +111,18 @@ def export(conversation_id: str, fmt: str, output: str | None, content: bool,
     if endpoint is None and (protocol or headers or compression):
         raise CLIError("--protocol, --header and --compression say how --endpoint sends: "
                        "give --endpoint too")
+    if semconv is not None and fmt != "otlp":
+        raise CLIError(f"--semconv picks the OTLP trace's conventions: use it with --format "
+                       f"otlp, not {fmt}")
     if endpoint is not None and fmt != "otlp":
         raise CLIError(f"--endpoint sends an OTLP trace: use it with --format otlp, not {fmt}")
     target = (otlp_target(endpoint or None, headers=headers, protocol=protocol,
                           compression=compression) if endpoint is not None else None)
     with journal_for(db_path, readonly=True) as journal:
-        request = (export_data(journal, conversation_id, fmt, content=content)
+        request = (export_data(journal, conversation_id, fmt, content=content, semconv=semconv)
                    if target is not None else None)
-        text = (export_conversation(journal, conversation_id, fmt, content=content)
+        text = (export_conversation(journal, conversation_id, fmt, content=content,
+                                    semconv=semconv)
                 if request is None or output else "")
     if target is not None:
         sent = send_otlp(request, target)

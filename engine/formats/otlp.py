@@ -5,7 +5,9 @@
 numbers, 64-bit integers as strings): one trace, an ``invoke_agent`` root
 span and a span per model call and per tool call, named and attributed as
 ``engine.formats.genai`` says (GenAI semantic conventions of
-semantic-conventions v1.41.0). It is a pure function of the journal:
+``--semconv``: semantic-conventions-genai v0.1.0 by default, or
+semantic-conventions v1.41.0; the schema URL says which). It is a pure
+function of the journal:
 
 - span times are the recorded times (``recorded_at``; a model or tool span
   ends its recorded latency or duration after it started);
@@ -35,14 +37,14 @@ from turnlog.journal import Journal, StoredEvent
 
 from ..errors import EngineError
 from ..events import Event
-from .genai import SEMCONV_VERSION, GenAISpans, SpanRecord
+from .genai import DEFAULT_SEMCONV, GenAISpans, SpanRecord, schema_url
 
 __all__ = ["COMPRESSIONS", "PROTOCOLS", "SCHEMA_URL", "OTLPError", "OTLPTarget", "encode_spans",
            "otlp_request", "otlp_target", "parse_headers", "protobuf_request", "send_otlp",
            "span_id", "spans_of", "trace_id", "traces_url", "unix_ns"]
 
-#: The schema URL of the semantic conventions followed.
-SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
+#: The schema URL of the semantic conventions followed by default (the newest generation).
+SCHEMA_URL = schema_url(DEFAULT_SEMCONV)
 
 _KINDS = {"internal": 1, "client": 3}
 _STATUS_ERROR = 2
@@ -78,12 +80,12 @@ def unix_ns(recorded_at: str) -> int:
 
 
 def spans_of(conversation_id: str, rows: Iterable[tuple[StoredEvent, Event]], *,
-             content: bool = False) -> tuple[str, list[SpanRecord]]:
+             content: bool = False, semconv: str = DEFAULT_SEMCONV) -> tuple[str, list[SpanRecord]]:
     """The trace id and spans (root first) of a conversation's ``(row, event)`` lineage."""
     rows = list(rows)
     trace = trace_id(conversation_id, rows[0][0].hash if rows else "")
     root_key = f"root\0{trace}"
-    builder = GenAISpans(conversation_id, content=content)
+    builder = GenAISpans(conversation_id, content=content, semconv=semconv)
     children: list[SpanRecord] = []
     for row, event in rows:
         children += builder.feed(event, unix_ns(row.recorded_at), row.hash, parent=root_key)
@@ -116,9 +118,13 @@ def _attributes(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _value(v)} for k, v in attrs.items()]
 
 
-def encode_spans(trace: str, spans: Iterable[SpanRecord], *,
-                 service: str = "turnlog") -> dict[str, Any]:
-    """``SpanRecord``s of one trace as an OTLP/JSON ``ExportTraceServiceRequest``."""
+def encode_spans(trace: str, spans: Iterable[SpanRecord], *, service: str = "turnlog",
+                 semconv: str = DEFAULT_SEMCONV) -> dict[str, Any]:
+    """``SpanRecord``s of one trace as an OTLP/JSON ``ExportTraceServiceRequest``.
+
+    The schema URL is ``semconv``'s (``engine.formats.genai.SCHEMA_URLS``).
+    """
+    url = schema_url(semconv)
     out = []
     for span in spans:
         item: dict[str, Any] = {"traceId": trace, "spanId": span_id(span.key)}
@@ -134,8 +140,8 @@ def encode_spans(trace: str, spans: Iterable[SpanRecord], *,
     return {"resourceSpans": [{
         "resource": {"attributes": _attributes({"service.name": service})},
         "scopeSpans": [{"scope": {"name": "turnlog", "version": _version()},
-                        "spans": out, "schemaUrl": SCHEMA_URL}],
-        "schemaUrl": SCHEMA_URL,
+                        "spans": out, "schemaUrl": url}],
+        "schemaUrl": url,
     }]}
 
 
@@ -148,7 +154,8 @@ def _version() -> str:
         return "0"
 
 
-def otlp_request(journal: Journal, conversation_id: str, *, content: bool = False) -> dict[str, Any]:
+def otlp_request(journal: Journal, conversation_id: str, *, content: bool = False,
+                 semconv: str = DEFAULT_SEMCONV) -> dict[str, Any]:
     """The conversation as an OTLP/JSON ``ExportTraceServiceRequest`` (see the module doc).
 
     ``content`` adds the messages, system instructions, tool definitions,
@@ -157,8 +164,8 @@ def otlp_request(journal: Journal, conversation_id: str, *, content: bool = Fals
     from .exporter import lineage_rows
 
     trace, spans = spans_of(conversation_id, lineage_rows(journal, conversation_id),
-                            content=content)
-    return encode_spans(trace, spans)
+                            content=content, semconv=semconv)
+    return encode_spans(trace, spans, semconv=semconv)
 
 
 def traces_url(endpoint: str) -> str:

@@ -468,3 +468,63 @@ def test_export_otlp_to_a_file_with_content(demo, db_path, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert any(a["key"] == "gen_ai.input.messages" for s in spans(data) for a in s["attributes"])
+
+
+# --- --semconv: both generations of the GenAI conventions ---------------------------------------
+
+@pytest.fixture
+def sampled(journal):
+    run(journal, DEMO_PROMPT, provider=ScriptedProvider(DEMO_SCRIPT), tools=demo_tools(),
+        conversation_id="k", parameters={"top_k": 40, "temperature": 0.5})
+    return journal
+
+
+def _scope_url(request):
+    (rs,) = request["resourceSpans"]
+    (scope,) = rs["scopeSpans"]
+    return rs["schemaUrl"], scope["schemaUrl"]
+
+
+def test_semconv_picks_the_schema_url_and_the_top_k_type(sampled):
+    newest = export_data(sampled, "k", "otlp")
+    assert export_data(sampled, "k", "otlp", semconv="genai-0.1") == newest
+    old = export_data(sampled, "k", "otlp", semconv="1.41")
+    assert _scope_url(newest) == ("https://opentelemetry.io/schemas/gen-ai/0.1.0",) * 2
+    assert _scope_url(old) == ("https://opentelemetry.io/schemas/1.41.0",) * 2
+    chat = next(s for s in spans(newest) if s["name"].startswith("chat "))
+    assert attrs(chat)["gen_ai.request.top_k"] == ("intValue", "40")
+    chat = next(s for s in spans(old) if s["name"].startswith("chat "))
+    assert attrs(chat)["gen_ai.request.top_k"] == ("doubleValue", 40.0)
+    # apart from those, the generations agree span for span
+    for a, b in zip(spans(newest), spans(old)):
+        assert {k: v for k, v in values(a).items() if k != "gen_ai.request.top_k"} == \
+            {k: v for k, v in values(b).items() if k != "gen_ai.request.top_k"}
+    as_protobuf(old), as_protobuf(newest)  # both parse as ExportTraceServiceRequest
+
+
+def test_semconv_on_the_command_line_and_an_unknown_one(sampled, db_path):
+    sampled.close()
+    result = invoke("export", "k", "--format", "otlp", "--semconv", "1.41", "--db", db_path)
+    assert result.exit_code == 0, result.output
+    assert _scope_url(json.loads(result.output))[0].endswith("/schemas/1.41.0")
+    result = invoke("export", "k", "--format", "otlp", "--semconv", "2.0", "--db", db_path)
+    assert result.exit_code == 2 and "genai-0.1" in result.output
+    result = invoke("export", "k", "--format", "markdown", "--semconv", "1.41", "--db", db_path)
+    assert result.exit_code == 2 and "--format otlp" in result.output
+    with pytest.raises(FormatError, match="1.41, genai-0.1"):
+        export_data(sampled.__class__(db_path), "k", "otlp", semconv="0.9")
+
+
+@pytest.mark.parametrize("semconv", ["1.41", "genai-0.1"])
+def test_each_generation_imports_back_to_the_same_messages(demo, tmp_path, semconv):
+    from turnlog.engine.conversation import load_state
+    from turnlog.engine.formats.importer import import_file
+
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(export_data(demo, "demo", "otlp", content=True, semconv=semconv)))
+    result = import_file(demo, path, conversation_id=f"back-{semconv}")
+    got = load_state(demo, result.conversation_id)
+    want = load_state(demo, "demo")
+    assert [m.role for m in got.messages] == [m.role for m in want.messages]
+    assert [[p.text for p in m.parts if hasattr(p, "text")] for m in got.messages] == \
+        [[p.text for p in m.parts if hasattr(p, "text")] for m in want.messages]
