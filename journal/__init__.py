@@ -3,7 +3,9 @@
 ``Journal.open("postgresql://...")``; only that imports psycopg).
 
 Storage only: the journal knows streams, seqs, types, versions and JSON payloads,
-nothing about conversations. See ``DESIGN.md``, section "The journal".
+nothing about conversations. See ``DESIGN.md``, section "The journal". Every journal
+also keeps an RFC 6962 log tree over its events (``log_tree()``), signed as C2SP
+checkpoints (:func:`make_checkpoint`, checked by :func:`check_checkpoint`).
 """
 
 from turnlog._lazy import export
@@ -12,9 +14,15 @@ from turnlog._lazy import export
 _EXPORTS = {
     "._hashing": ("GENESIS_HASH", "event_hash"),
     "._heads": ("dump_heads", "load_heads"),
-    "._journal": ("Journal", "connect_readonly"),
+    "._journal": ("Journal", "connect_readonly", "sqlite_database"),
     "._lineage": ("walk_ancestry",),
+    "._logtree": ("LogTree", "StoredCheckpoint", "TreeMismatch"),
+    "._note": (
+        "Checkpoint", "SignerKey", "VerifierKey", "generate_key", "parse_checkpoint",
+        "signer_key", "verifier_key",
+    ),
     "._postgres": ("PostgresJournal",),
+    "._proof": ("CheckpointReport", "check_checkpoint", "last_signed", "make_checkpoint"),
     "._protocol": ("JournalProtocol",),
     "._schema": ("APPLICATION_ID", "Extension", "SCHEMA_VERSION"),
     "._types": (
@@ -22,7 +30,7 @@ _EXPORTS = {
         "StreamAppend", "StreamInfo", "VerifyReport",
     ),
     ".errors": (
-        "ConcurrencyError", "CorruptEventError", "EventNotFoundError", "HeadsFileError",
+        "CheckpointError", "ConcurrencyError", "CorruptEventError", "EventNotFoundError", "HeadsFileError",
         "InvalidAppendError", "InvalidReadError", "JournalConnectionError", "JournalError",
         "JournalLockedError", "JournalNotFoundError", "NotAJournalError",
         "ReadOnlyJournalError", "SchemaTooNewError", "SeqGapError", "StreamNotFoundError",

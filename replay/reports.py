@@ -21,16 +21,25 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from sqlite_utils import Database
 
-from turnlog.journal import Extension, Journal, JournalError, JournalProtocol, connect_readonly
+from turnlog.journal import (
+    Extension,
+    Journal,
+    JournalError,
+    JournalProtocol,
+    connect_readonly,
+    sqlite_database,
+)
 from turnlog.journal._open import is_postgres, shown_url
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["REPORTS_EXTENSION", "REPORTS_TABLE", "ReplayReport", "latest_report", "replay_all"]
 
@@ -124,7 +133,7 @@ def _write(path: str, report: ReplayReport) -> None:
         return
     try:
         Journal(path, extensions=[REPORTS_EXTENSION]).close()  # installs the table if needed
-        db = Database(sqlite3.connect(path, timeout=10, isolation_level=None))
+        db = sqlite_database(sqlite3.connect(path, timeout=10, isolation_level=None))
         try:
             with db.conn:
                 db[REPORTS_TABLE].insert_all(rows)
@@ -162,7 +171,7 @@ def latest_report(path: str) -> list[dict[str, Any]]:
     Reads only: nothing is created or written (a read-only journal works).
     """
     try:
-        db = Database(connect_readonly(path))
+        db = sqlite_database(connect_readonly(path))
     except JournalError as exc:
         raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
     try:
@@ -178,3 +187,4 @@ def latest_report(path: str) -> list[dict[str, Any]]:
         raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
     finally:
         db.conn.close()
+
