@@ -355,9 +355,10 @@ def send_otlp(request: dict[str, Any], target: OTLPTarget | str, *,
     so). The body is protobuf (``application/x-protobuf``) or JSON
     (``application/json``) as ``target.protocol`` says, gzipped
     (``Content-Encoding: gzip``) when ``target.compression`` says so. A
-    collector that cannot be reached, or answers anything but 2xx, raises
-    ``OTLPError`` naming the URL (password masked) and what it said; header
-    values never appear in a message.
+    collector that cannot be reached, answers anything but 2xx, or reports
+    spans it rejected (a ``partial_success``), raises ``OTLPError`` naming the
+    URL (password masked) and what it said; header values never appear in a
+    message.
     """
     if isinstance(target, str):
         if not target.startswith(("http://", "https://")):
@@ -388,5 +389,43 @@ def send_otlp(request: dict[str, Any], target: OTLPTarget | str, *,
         said = "".join(c if c.isprintable() else " " for c in said).strip()
         raise OTLPError(f"the collector at {target.shown()} refused the trace: HTTP "
                         f"{response.status_code} {said}")
-    return sum(len(scope["spans"]) for rs in request["resourceSpans"]
-               for scope in rs["scopeSpans"])
+    count = sum(len(scope["spans"]) for rs in request["resourceSpans"]
+                for scope in rs["scopeSpans"])
+    rejected, message = _partial_success(response)
+    if rejected:
+        raise OTLPError(f"the collector at {target.shown()} rejected {rejected} of {count} "
+                        f"span(s): {message or 'no reason given'}")
+    return count
+
+
+def _partial_success(response: httpx.Response) -> tuple[int, str]:
+    """``(rejected spans, message)`` of an ``ExportTraceServiceResponse``'s partial success."""
+    body = response.content
+    if not body:
+        return 0, ""
+    if "protobuf" in response.headers.get("Content-Type", ""):
+        try:
+            from google.protobuf.message import DecodeError
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+                ExportTraceServiceResponse,
+            )
+        except ImportError:
+            return 0, ""
+        answer = ExportTraceServiceResponse()
+        try:
+            answer.ParseFromString(body)
+        except DecodeError:
+            return 0, ""
+        return answer.partial_success.rejected_spans, answer.partial_success.error_message
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return 0, ""
+    partial = data.get("partialSuccess") if isinstance(data, dict) else None
+    if not isinstance(partial, dict):
+        return 0, ""
+    try:
+        rejected = int(partial.get("rejectedSpans") or 0)
+    except (TypeError, ValueError):
+        return 0, ""
+    return rejected, str(partial.get("errorMessage") or "")

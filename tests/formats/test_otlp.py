@@ -248,6 +248,7 @@ class _Collector(BaseHTTPRequestHandler):
 
     received: list = []
     status = 200
+    answer = (b"{}", "application/json")
 
     def do_POST(self):  # noqa: N802 - http.server's name
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -262,9 +263,10 @@ class _Collector(BaseHTTPRequestHandler):
             data = json.loads(body)
         type(self).received.append((self.path, ctype, data, dict(self.headers.items())))
         self.send_response(type(self).status)
-        self.send_header("Content-Type", "application/json")
+        body, answer_type = type(self).answer
+        self.send_header("Content-Type", answer_type)
         self.end_headers()
-        self.wfile.write(b"{}" if type(self).status == 200 else b'{"message":"no thanks"}')
+        self.wfile.write(body if type(self).status == 200 else b'{"message":"no thanks"}')
 
     def log_message(self, *args):
         pass
@@ -283,7 +285,8 @@ def from_protobuf(message):
 
 @pytest.fixture
 def collector():
-    handler = type("Collector", (_Collector,), {"received": [], "status": 200})
+    handler = type("Collector", (_Collector,), {"received": [], "status": 200,
+                                                "answer": (b"{}", "application/json")})
     server = HTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -384,6 +387,26 @@ def test_credentials_never_appear_in_what_is_printed(demo, db_path, collector):
     result = invoke("export", "demo", "--format", "otlp", "--endpoint", url, "--header",
                     "k=line\nbreak-secret", "--db", db_path, env=NO_OTEL)
     assert result.exit_code == 2 and "secret" not in result.output
+
+
+def test_a_partial_success_is_an_error_saying_how_many_spans_were_rejected(demo, collector):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    handler, url = collector
+    request = export_data(demo, "demo", "otlp")
+    answer = ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+        rejected_spans=3, error_message="too old"))
+    handler.answer = (answer.SerializeToString(), "application/x-protobuf")
+    with pytest.raises(OTLPError, match="rejected 3 of 11 span.*too old"):
+        send_otlp(request, url)
+    handler.answer = (b'{"partialSuccess": {"rejectedSpans": "2"}}', "application/json")
+    with pytest.raises(OTLPError, match="rejected 2 of 11 span"):
+        send_otlp(request, otlp_target(url, protocol="http/json", environ={}))
+    handler.answer = (ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+    assert send_otlp(request, url) == 11
 
 
 def test_no_endpoint_anywhere_and_an_unknown_protocol_are_clear_errors(demo, db_path):
