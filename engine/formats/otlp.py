@@ -26,6 +26,7 @@ the OpenTelemetry exporter specification reads them.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -355,7 +356,9 @@ def send_otlp(request: dict[str, Any], target: OTLPTarget | str, *,
     so). The body is protobuf (``application/x-protobuf``) or JSON
     (``application/json``) as ``target.protocol`` says, gzipped
     (``Content-Encoding: gzip``) when ``target.compression`` says so. A
-    collector that cannot be reached, answers anything but 2xx, or reports
+    collector answering 429, 502, 503 or 504 is tried again (three tries in
+    all, after its ``Retry-After`` or a short backoff). A collector that
+    cannot be reached, answers anything but 2xx, or reports
     spans it rejected (a ``partial_success``), raises ``OTLPError`` naming the
     URL (password masked) and what it said; header values never appear in a
     message.
@@ -378,12 +381,17 @@ def send_otlp(request: dict[str, Any], target: OTLPTarget | str, *,
 
         body = gzip.compress(body, mtime=0)
         sent["Content-Encoding"] = "gzip"
-    try:
-        response = httpx.post(target.url, content=body, headers=sent,
-                              timeout=target.timeout if timeout is None else timeout)
-    except httpx.HTTPError as exc:
-        raise OTLPError(f"could not send the trace to {target.shown()}: "
-                        f"{type(exc).__name__}: {str(exc).replace(target.url, target.shown())}") from None
+    for attempt in range(_ATTEMPTS):
+        try:
+            response = httpx.post(target.url, content=body, headers=sent,
+                                  timeout=target.timeout if timeout is None else timeout)
+        except httpx.HTTPError as exc:
+            said = str(exc).replace(target.url, target.shown())
+            raise OTLPError(f"could not send the trace to {target.shown()}: "
+                            f"{type(exc).__name__}: {said}") from None
+        if response.status_code not in _RETRYABLE or attempt == _ATTEMPTS - 1:
+            break
+        time.sleep(_backoff(response, attempt))
     if not 200 <= response.status_code < 300:
         said = response.content[:300].decode("utf-8", "replace")
         said = "".join(c if c.isprintable() else " " for c in said).strip()
@@ -396,6 +404,20 @@ def send_otlp(request: dict[str, Any], target: OTLPTarget | str, *,
         raise OTLPError(f"the collector at {target.shown()} rejected {rejected} of {count} "
                         f"span(s): {message or 'no reason given'}")
     return count
+
+
+#: OTLP/HTTP answers worth a retry (the specification's list), and how many tries in all.
+_RETRYABLE = frozenset({429, 502, 503, 504})
+_ATTEMPTS = 3
+
+
+def _backoff(response: httpx.Response, attempt: int) -> float:
+    """Seconds to wait before the next try: the collector's ``Retry-After`` (at most 5 s),
+    else 0.5 s doubling."""
+    try:
+        return min(5.0, max(0.0, float(response.headers.get("Retry-After", ""))))
+    except ValueError:
+        return 0.5 * 2 ** attempt
 
 
 def _partial_success(response: httpx.Response) -> tuple[int, str]:

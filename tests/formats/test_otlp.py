@@ -249,9 +249,16 @@ class _Collector(BaseHTTPRequestHandler):
     received: list = []
     status = 200
     answer = (b"{}", "application/json")
+    busy = 0
 
     def do_POST(self):  # noqa: N802 - http.server's name
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        if type(self).busy:  # answer 503 this many times first
+            type(self).busy -= 1
+            self.send_response(503)
+            self.send_header("Retry-After", "0")
+            self.end_headers()
+            return
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
         ctype = self.headers["Content-Type"]
@@ -285,7 +292,7 @@ def from_protobuf(message):
 
 @pytest.fixture
 def collector():
-    handler = type("Collector", (_Collector,), {"received": [], "status": 200,
+    handler = type("Collector", (_Collector,), {"received": [], "status": 200, "busy": 0,
                                                 "answer": (b"{}", "application/json")})
     server = HTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -407,6 +414,18 @@ def test_a_partial_success_is_an_error_saying_how_many_spans_were_rejected(demo,
         send_otlp(request, otlp_target(url, protocol="http/json", environ={}))
     handler.answer = (ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
     assert send_otlp(request, url) == 11
+
+
+def test_a_busy_collector_is_tried_again_and_a_lasting_one_is_an_error(demo, collector):
+    handler, url = collector
+    request = export_data(demo, "demo", "otlp")
+    handler.busy = 2
+    assert send_otlp(request, url) == 11
+    assert len(handler.received) == 1 and handler.busy == 0
+    handler.busy = 3
+    with pytest.raises(OTLPError, match="HTTP 503"):
+        send_otlp(request, url)
+    assert len(handler.received) == 1
 
 
 def test_no_endpoint_anywhere_and_an_unknown_protocol_are_clear_errors(demo, db_path):
