@@ -79,7 +79,7 @@ from ._common import (
     wire_str,
     with_model,
 )
-from ._remote import RemoteProvider
+from ._httpx import HTTPXProvider
 from ._stream import (
     Assembler,
     AsyncResponseStream,
@@ -688,7 +688,7 @@ def _translate_errors() -> Iterator[None]:
         raise MalformedResponseError(f"broken event stream: {exc}", provider=NAME) from None
 
 
-class BedrockProvider(RemoteProvider):
+class BedrockProvider(HTTPXProvider):
     """The Bedrock Converse API behind the neutral ``Provider`` interface (see the module doc).
 
     ``client`` / ``async_client`` may be an ``httpx.Client`` /
@@ -728,29 +728,7 @@ class BedrockProvider(RemoteProvider):
         self.region = configured or DEFAULT_REGION
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV)
                          or f"https://bedrock-runtime.{self.region}.amazonaws.com").rstrip("/")
-        self._timeout, self._retries = timeout, max_retries
-        self.client = client or httpx.Client(
-            timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
-        self._async_client = async_client
-        self._closed = False
-
-    def close(self) -> None:
-        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
-        self._closed = True
-        self.client.close()
-
-    async def aclose(self) -> None:
-        """Close the async client, if one was built."""
-        if self._async_client is not None:
-            await self._async_client.aclose()
-
-    @property
-    def async_client(self) -> httpx.AsyncClient:
-        """An ``httpx.AsyncClient``, built on first use."""
-        if self._async_client is None:
-            self._async_client = httpx.AsyncClient(
-                timeout=self._timeout, transport=httpx.AsyncHTTPTransport(retries=self._retries))
-        return self._async_client
+        self._clients(client, async_client, timeout, max_retries)
 
     def _secret(self) -> str | None:
         return self._credentials.get_frozen_credentials().secret_key

@@ -73,7 +73,7 @@ from ._common import (
     with_model,
 )
 from ._gemini_schema import gemini_schema, parameters_for
-from ._remote import RemoteProvider
+from ._httpx import HTTPXProvider
 from ._stream import Assembler, AsyncResponseStream, ResponseStream, StreamDelta, sse_data
 from .base import ModelRequest, ModelResponse
 
@@ -634,7 +634,7 @@ def _translate_errors() -> Iterator[None]:
                                       provider=NAME) from None
 
 
-class GeminiProvider(RemoteProvider):
+class GeminiProvider(HTTPXProvider):
     """Gemini ``generateContent`` behind the neutral ``Provider`` interface.
 
     The key comes from ``api_key`` or ``GEMINI_API_KEY``, the endpoint from
@@ -655,29 +655,7 @@ class GeminiProvider(RemoteProvider):
         self._key = require_key(NAME, api_key)
         self.base_url = (base_url or os.environ.get("GEMINI_BASE_URL")
                          or DEFAULT_BASE_URL).rstrip("/")
-        self._timeout, self._retries = timeout, max_retries
-        self.client = client or httpx.Client(
-            timeout=timeout, transport=httpx.HTTPTransport(retries=max_retries))
-        self._async_client = async_client
-        self._closed = False
-
-    def close(self) -> None:
-        """Close the HTTP connections of the sync client; ``complete`` then refuses."""
-        self._closed = True
-        self.client.close()
-
-    async def aclose(self) -> None:
-        """Close the async client, if one was built."""
-        if self._async_client is not None:
-            await self._async_client.aclose()
-
-    @property
-    def async_client(self) -> httpx.AsyncClient:
-        """An ``httpx.AsyncClient``, built on first use."""
-        if self._async_client is None:
-            self._async_client = httpx.AsyncClient(
-                timeout=self._timeout, transport=httpx.AsyncHTTPTransport(retries=self._retries))
-        return self._async_client
+        self._clients(client, async_client, timeout, max_retries)
 
     def _call(self, request: ModelRequest) -> tuple[str, dict[str, Any], str, int]:
         model = (request.model or self.model).removeprefix("models/")
