@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnlog.journal import Journal, StoredEvent
+from turnlog.journal import JournalProtocol, StoredEvent
 
 from .conversation import load_state
 from .events import ConversationStarted, decode_event
@@ -53,7 +53,7 @@ class OTelObserver:
     adds the opt-in message attributes.
     """
 
-    def __init__(self, tracer_provider: Any = None, *, journal: Journal | None = None,
+    def __init__(self, tracer_provider: Any = None, *, journal: JournalProtocol | None = None,
                  content: bool = False) -> None:
         from opentelemetry import trace
 

@@ -10,13 +10,24 @@ from turnlog._lazy import export
 
 #: What this package re-exports, by the module that defines it (imported on first use).
 _EXPORTS = {
+    "._copy": ("CopyResult", "copy_streams"),
     "._hashing": ("GENESIS_HASH", "event_hash"),
+    "._dialect": (
+        "POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "connect_sql",
+        "dialect_for", "dialect_of",
+    ),
     "._heads": ("dump_heads", "load_heads"),
     "._journal": ("Journal", "connect_readonly"),
     "._lineage": ("walk_ancestry",),
+    "._logtree": ("LogTree",),
+    "._note": ("Checkpoint", "generate_key", "parse_checkpoint", "signer_key", "verifier_key"),
+    "._open": ("journal_file", "shown_url"),
     "._postgres": ("PostgresJournal",),
+    "._proof": ("CheckpointReport", "check_checkpoint", "make_checkpoint"),
     "._protocol": ("JournalProtocol",),
+    "._rows": ("format_timestamp",),
     "._schema": ("APPLICATION_ID", "Extension", "SCHEMA_VERSION"),
+    "._sqlite": ("check_existing",),
     "._types": (
         "BadEvent", "Head", "NewEvent", "ProjectionMismatch", "Snapshot", "StoredEvent",
         "StreamAppend", "StreamInfo", "VerifyReport",

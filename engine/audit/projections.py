@@ -39,7 +39,7 @@ from sqlite_utils import Database
 
 from turnlog.journal import JournalError, ProjectionMismatch
 
-from .dialects import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
+from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
 
 __all__ = ["MODEL_CALLS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
            "drop_postgres",

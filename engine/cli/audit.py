@@ -17,6 +17,7 @@ from turnlog.engine.audit import (
     parse_since,
 )
 from turnlog.engine.audit.display import milliseconds, model_label, money
+from turnlog.journal import dialect_of
 
 from ._common import (
     db_option,
@@ -34,7 +35,7 @@ __all__ = ["audit_command", "money", "render"]
 
 def _last_signed(conn) -> dict | None:
     """The newest checkpoint kept in the journal (its size) and the events now, or None."""
-    has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
+    has = conn.execute(dialect_of(conn).table_exists(), ("checkpoints",)).fetchone()
     row = has and conn.execute("SELECT size FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
     if not row:
         return None

@@ -7,9 +7,16 @@ import os
 import click
 
 from turnlog.engine.conversation import require_conversation
-from turnlog.journal import BadEvent, Head, JournalProtocol, dump_heads, load_heads
-from turnlog.journal._note import parse_checkpoint, verifier_key
-from turnlog.journal._proof import check_checkpoint
+from turnlog.journal import (
+    BadEvent,
+    Head,
+    JournalProtocol,
+    check_checkpoint,
+    dump_heads,
+    load_heads,
+    parse_checkpoint,
+    verifier_key,
+)
 
 from ._common import (
     CLIError,

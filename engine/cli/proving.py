@@ -13,10 +13,15 @@ import os
 import click
 
 from turnlog.engine.conversation import require_conversation
-from turnlog.journal import JournalProtocol
-from turnlog.journal._logtree import LogTree
-from turnlog.journal._note import Checkpoint, generate_key, parse_checkpoint, signer_key
-from turnlog.journal._proof import make_checkpoint
+from turnlog.journal import (
+    Checkpoint,
+    JournalProtocol,
+    LogTree,
+    generate_key,
+    make_checkpoint,
+    parse_checkpoint,
+    signer_key,
+)
 from turnlog.journal.errors import CheckpointError
 
 from ._common import CLIError, db_option, emit, journal_for, json_option, translate_errors

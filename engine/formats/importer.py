@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal, StreamNotFoundError
+from turnlog.journal import JournalProtocol, StreamNotFoundError
 
 from ..conversation import Conversation
 from ..canonical import valid_unicode
@@ -438,7 +438,7 @@ def _started(items: list[Item], conversation_id: str, formats: dict[str, int],
                                metadata=metadata), (first.recorded_at if first else None)
 
 
-def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None = None,
+def import_entries(journal: JournalProtocol, entries: Sequence[Any], *, fmt: str | None = None,
                    conversation_id: str | None = None,
                    envelope: dict[str, Any] | None = None,
                    progress: Progress | None = None) -> ImportResult:
@@ -488,7 +488,7 @@ def _with_response_usage(events: list[Event], envelope: dict[str, Any]) -> list[
     return [*events[:last], msgspec.structs.replace(events[last], usage=usage), *events[last + 1:]]
 
 
-def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
+def import_file(journal: JournalProtocol, path: str | Path, *, fmt: str | None = None,
                 conversation_id: str | None = None,
                 progress: Progress | None = None) -> ImportResult:
     """Read ``path`` (``read_transcript``) and ``import_entries`` it (``progress`` too)."""

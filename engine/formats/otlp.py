@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from turnlog.journal import Journal, StoredEvent
+from turnlog.journal import JournalProtocol, StoredEvent
 
 from ..errors import EngineError
 from ..events import Event
@@ -145,7 +145,7 @@ def _version() -> str:
         return "0"
 
 
-def otlp_request(journal: Journal, conversation_id: str, *, content: bool = False) -> dict[str, Any]:
+def otlp_request(journal: JournalProtocol, conversation_id: str, *, content: bool = False) -> dict[str, Any]:
     """The conversation as an OTLP/JSON ``ExportTraceServiceRequest`` (see the module doc).
 
     ``content`` adds the messages, system instructions, tool definitions,
