@@ -181,6 +181,10 @@ class LoopBase:
         #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
         #: default, genai-prices), recorded with it as ``model_responded.charge``
         self.prices = prices
+        if getattr(provider, "name", "") != "scripted" and getattr(prices, "database", True):
+            from .audit.prices import warm_up  # the audit package imports the engine
+
+            warm_up()
 
     def build_request(self, b: Any) -> ModelRequest:
         """The request for the next turn, from the live state (never re-read from the journal)."""

@@ -22,7 +22,7 @@ from ._note import (
 )
 from .errors import CheckpointError, JournalError
 
-__all__ = ["CheckpointReport", "check_checkpoint", "make_checkpoint"]
+__all__ = ["CheckpointReport", "check_checkpoint", "last_signed", "make_checkpoint"]
 
 
 class CheckpointReport(msgspec.Struct, frozen=True):
@@ -111,3 +111,14 @@ def check_checkpoint(tree: LogTree, note: str, key: VerifierKey,
                                     f"size {stored_size} does not match the journal's tree",
                                     position=stored_size)
     return CheckpointReport(True, size, have)
+
+
+def last_signed(journal: object) -> dict[str, int] | None:
+    """The newest checkpoint kept in ``journal`` (a :class:`JournalProtocol`) as
+    ``{"size": events it signs, "events": events now}``, or ``None`` when none is kept.
+
+    Only reads the kept row: ``turnlog verify --checkpoint`` is what checks it.
+    """
+    with journal.log_tree() as tree:  # type: ignore[attr-defined]
+        kept = tree.checkpoints()
+        return {"size": kept[-1].size, "events": tree.events()} if kept else None

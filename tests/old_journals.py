@@ -57,7 +57,7 @@ def write_old_journal(
 
 
 def as_schema_2(path: Path) -> None:
-    """Turn a current journal's hashes back into the hex text of schema 2, in place."""
+    """Turn a current journal back into schema 2, in place: hashes as hex text, no log tree."""
     conn = sqlite3.connect(path)
     try:
         [trigger] = conn.execute(
@@ -66,6 +66,9 @@ def as_schema_2(path: Path) -> None:
         conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
         conn.execute(trigger)
         conn.execute("UPDATE snapshots SET hash = lower(hex(hash))")
+        conn.execute("DROP TABLE tree")  # schema 4's log tree, checkpoints and origin
+        conn.execute("DROP TABLE checkpoints")
+        conn.execute("DELETE FROM _turnlog_meta WHERE key = 'origin'")
         conn.execute("UPDATE _turnlog_meta SET value = '2' WHERE key = 'schema_version'")
         conn.commit()
     finally:

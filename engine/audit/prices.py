@@ -42,6 +42,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import hashlib
+import threading
 import tomllib
 from decimal import Decimal
 from functools import cache
@@ -54,7 +55,8 @@ from ..events import Charge
 from ..messages import Usage
 from ..providers.registry import by_key, price_key
 
-__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version"]
+__all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version",
+           "warm_up"]
 
 #: The price database turnlog prices calls from by default (a Python package).
 DATABASE = "genai-prices"
@@ -215,11 +217,27 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
     return None if total is None or cost is None else total + cost
 
 
+@cache
 def database_version() -> str:
     """The installed genai-prices release: the version a charge from the database records."""
     from importlib.metadata import version
 
     return version(DATABASE)
+
+
+_warming: list[threading.Thread] = []
+
+
+def warm_up() -> None:
+    """Start loading genai-prices' database in a background thread, once per process.
+
+    A live run calls this when its loop is built, so the load (about a second)
+    overlaps the first model call instead of following it.
+    """
+    if not _warming:
+        thread = threading.Thread(target=_snapshot, name="turnlog-prices", daemon=True)
+        _warming.append(thread)
+        thread.start()
 
 
 @cache
@@ -269,7 +287,8 @@ class Prices:
 
     @property
     def source(self) -> str:
-        """What prices come from, for a report: ``genai-prices 0.2.3 + overrides FILE``."""
+        """What prices come from, for a report: ``genai-prices 0.2.3``, or
+        ``overrides FILE (sha256:…) over genai-prices 0.2.3``."""
         base = f"{DATABASE} {database_version()}"
         if self.overrides is None:
             return base
@@ -318,7 +337,8 @@ class Prices:
     def find(self, provider: str, model: str) -> tuple[Any, Any] | str:
         """genai-prices' ``(provider, model)`` entry for a call, or why there is none.
 
-        Tried in turn: the adapter's vendor (``gemini`` is ``google``), the
+        Tried in turn: the adapter's vendor (``gemini`` is ``google``,
+        ``bedrock`` is ``aws``), the
         vendor a ``vendor/model`` name starts with, then any vendor whose model
         matches (an OpenAI-compatible wire to DeepSeek names ``deepseek-chat``).
         """

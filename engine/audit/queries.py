@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal, JournalProtocol
+from turnlog.journal import Journal, JournalProtocol, last_signed
 
 from .sql import SOURCES
 from .timeline import entries
@@ -165,6 +165,10 @@ class Reader:
             return last if last > position else None
         rows = events_after(self.conn, position, conversation_id=conversation_id, limit=1000)
         return rows[-1][0] if rows else None
+
+    def last_signed(self) -> dict[str, int] | None:
+        """The newest checkpoint kept in the journal: ``size`` signed, ``events`` now."""
+        return last_signed(self.journal)
 
     def choices(self) -> dict[str, list[str]]:
         """The values the list's filters can take: statuses, providers, models, tools."""

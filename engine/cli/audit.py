@@ -17,7 +17,7 @@ from turnlog.engine.audit import (
     parse_since,
 )
 from turnlog.engine.audit.display import milliseconds, model_label, money
-from turnlog.journal import dialect_of
+from turnlog.journal import last_signed
 
 from ._common import (
     db_option,
@@ -31,16 +31,6 @@ from ._common import (
 )
 
 __all__ = ["audit_command", "money", "render"]
-
-
-def _last_signed(conn) -> dict | None:
-    """The newest checkpoint kept in the journal (its size) and the events now, or None."""
-    has = conn.execute(dialect_of(conn).table_exists(), ("checkpoints",)).fetchone()
-    row = has and conn.execute("SELECT size FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
-    if not row:
-        return None
-    events = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
-    return {"size": row[0], "events": events}
 
 
 @click.command("audit")
@@ -82,14 +72,13 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
                        provider=provider, model=model, status=status, tool=tool, top=top)
     check_query(query)
     prices = Prices.load(prices_file)
-    with journal_for(db_path, readonly=True):  # refuses a missing or foreign file before anything else
-        pass
+    with journal_for(db_path, readonly=True) as journal:  # refuses a missing or foreign file first
+        signed = last_signed(journal)
     conn = connect_readonly(db_path)
     try:
         with progress(audit_steps(check), label="auditing", as_json=as_json) as bar:
             report = audit(conn, query, prices, check=check, progress=bar.advance,
                            reprice=reprice)
-        signed = _last_signed(conn)
     finally:
         conn.close()
     if as_json:

@@ -97,9 +97,7 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
                 checked = check_checkpoint(tree, note, key)
             if not checked.ok and checked.position is not None and first_bad is None:
                 first_bad = _event_at(journal, checked.position, checked.problem or "")
-    if checked is not None and not checked.ok and first_bad is None:
-        first_bad = BadEvent("", 0, checked.problem or "")
-    ok = first_bad is None and not report.projections
+    ok = first_bad is None and not report.projections and (checked is None or checked.ok)
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
                "column": m.column, "reason": m.reason} for m in report.projections]
     signed = None if checked is None else {"size": checked.size, "ok": checked.ok,
@@ -110,6 +108,8 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
     elif ok:
         also = "" if checked is None else f"; the checkpoint of {checked.size} events holds"
         click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified{also}")
+    elif first_bad is None and checked is not None and not checked.ok:
+        click.echo(f"{colour('TAMPERED', 'tampered')}: {checked.problem}")
     elif first_bad is not None and not first_bad.stream_id:
         click.echo(f"{colour('TAMPERED', 'tampered')}: {first_bad.reason}")
     elif first_bad is not None:

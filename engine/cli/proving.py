@@ -15,6 +15,7 @@ import click
 from turnlog.engine.conversation import require_conversation
 from turnlog.journal import (
     Checkpoint,
+    CheckpointError,
     JournalProtocol,
     LogTree,
     generate_key,
@@ -22,7 +23,6 @@ from turnlog.journal import (
     parse_checkpoint,
     signer_key,
 )
-from turnlog.journal.errors import CheckpointError
 
 from ._common import CLIError, db_option, emit, journal_for, json_option, translate_errors
 

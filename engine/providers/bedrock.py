@@ -341,12 +341,17 @@ def export_body(system: str, messages: Sequence[Message]) -> dict[str, Any]:
 
 
 def map_usage(usage: Any) -> Usage:
-    """Converse ``usage`` in neutral form (input counts cache reads and writes too)."""
+    """Converse ``usage`` in neutral form.
+
+    Converse's cache reads and writes are outside its ``inputTokens`` (its
+    ``totalTokens`` adds them): the neutral input adds them.
+    """
     read = count(usage, "cacheReadInputTokens")
     write = count(usage, "cacheWriteInputTokens")
     return Usage(input_tokens=count(usage, "inputTokens") + read + write,
                  output_tokens=count(usage, "outputTokens"),
-                 cached_input_tokens=read, cache_write_tokens=write)
+                 cached_input_tokens=read, cache_write_tokens=write,
+                 raw=usage if isinstance(usage, dict) else None)
 
 
 def _kind(block: Any, where: str) -> str:

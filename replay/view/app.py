@@ -93,7 +93,7 @@ class _App:
                            provider=_param(request, "provider"), model=_param(request, "model"),
                            status=_param(request, "status"), tool=_param(request, "tool"))
         with self.reader() as r:
-            report, choices = r.dashboard(query), r.choices()
+            report, choices, signed = r.dashboard(query), r.choices(), r.last_signed()
         tools = report["tools"]
         charts = {
             "tokens": by_day(report["by_day"], "input"),
@@ -107,7 +107,7 @@ class _App:
             "median": hbars([(n, t["median_ms"]) for n, t in tools.items()]),
             "p95": hbars([(n, t["p95_ms"]) for n, t in tools.items()]),
         }
-        return self.page("audit.html", r=report, charts=charts, choices=choices,
+        return self.page("audit.html", r=report, charts=charts, choices=choices, signed=signed,
                          filters={"since": since, **{k: _param(request, k) for k in
                                                      ("provider", "model", "status", "tool")}})
 

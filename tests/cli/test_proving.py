@@ -97,3 +97,36 @@ def test_verify_checkpoint_exits_1_when_tampered_and_2_on_bad_input(tmp_path):
     conn.close()
     cut = run("verify", "--checkpoint", "c.cp", "--key", vkey, *db, cwd=tmp_path)
     assert cut.returncode == 1 and "cut off" in cut.stdout
+
+
+def test_the_viewer_audit_page_shows_the_last_signed_checkpoint(tmp_path):
+    from starlette.testclient import TestClient
+
+    from turnlog.replay.view.app import create_app
+
+    db = ["--db", "j.db"]
+    run("demo", *db, cwd=tmp_path)
+    run("keygen", "acme", "-o", "acme.key", cwd=tmp_path)
+    with TestClient(create_app(str(tmp_path / "j.db"))) as client:
+        assert 'id="signed"' not in client.get("/audit").text  # none kept yet
+    run("checkpoint", "--key", "acme.key", *db, cwd=tmp_path)
+    run("demo", *db, cwd=tmp_path)
+    conn = sqlite3.connect(tmp_path / "j.db")
+    signed, events = conn.execute(
+        "SELECT (SELECT size FROM checkpoints), (SELECT max(position) FROM events)").fetchone()
+    conn.close()
+    with TestClient(create_app(str(tmp_path / "j.db"))) as client:
+        page = client.get("/audit").text
+    assert f"last signed checkpoint: {signed} of {events} events" in page and signed < events
+
+
+def test_verify_checkpoint_of_another_journal_says_so_and_names_no_event(tmp_path):
+    run("demo", "--db", "a.db", cwd=tmp_path)
+    run("demo", "--db", "b.db", cwd=tmp_path)
+    vkey = run("keygen", "acme", "-o", "acme.key", cwd=tmp_path).stdout.strip()
+    run("checkpoint", "--key", "acme.key", "-o", "a.cp", "--db", "a.db", cwd=tmp_path)
+    found = run("verify", "--checkpoint", "a.cp", "--key", vkey, "--db", "b.db", "--json",
+                cwd=tmp_path)
+    report = json.loads(found.stdout)
+    assert found.returncode == 1 and report["ok"] is False and report["first_bad"] is None
+    assert "is not this journal's" in report["checkpoint"]["problem"]

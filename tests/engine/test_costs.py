@@ -362,3 +362,13 @@ def test_the_viewers_dashboard_shows_the_cost_figures_and_why_a_model_is_unprice
     assert "unpriced openai/my-private-model: openai/my-private-model is not in genai-prices" in page
     assert "priced as recorded: 1 responses" in page
     assert 'href="/conversation?id=s">s</a> 1.0000' in page
+
+
+def test_a_bad_price_file_stops_a_run_before_the_journal_is_touched(tmp_path):
+    db, bad = tmp_path / "j.db", tmp_path / "bad.toml"
+    bad.write_text("[[prices]]\nprovider = 1\n")
+    script = _script(tmp_path, [{"text": "hi"}])
+    result = invoke("run", "hello", "--script", script, "--prices", bad, "--db", db)
+    assert result.exit_code != 0
+    assert f"price table {bad}, [[prices]] entry 1: provider must be a non-empty string" in result.output
+    assert not db.exists()

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turnlog.engine.errors import MalformedResponseError
-from turnlog.engine.messages import Part, Usage
+from turnlog.engine.messages import USAGE_COUNTS, Part, Usage
 from turnlog.engine.providers import ModelResponse, anthropic, gemini, openai, openai_responses
 from tests.fakeapi import reply
 
@@ -63,7 +63,10 @@ def _check(name, body):
     usage = response.usage
     assert isinstance(usage, Usage)
     assert all(type(getattr(usage, f)) is int and getattr(usage, f) >= 0
-               for f in usage.__struct_fields__)
+               for f in USAGE_COUNTS)
+    # the wire's usage object is kept as it came, and stores and decodes as JSON
+    assert usage.raw is None or isinstance(usage.raw, dict)
+    assert msgspec.json.decode(msgspec.json.encode(usage), type=Usage) == usage
     # every field has its declared type, so the journal stores and decodes it
     encoded = msgspec.json.encode(response.parts)
     assert msgspec.json.decode(encoded, type=tuple[Part, ...]) == response.parts

@@ -105,5 +105,26 @@ def test_a_usage_encodes_only_what_it_holds_so_old_events_keep_their_bytes():
 
 
 def test_a_wire_without_usage_maps_to_zero():
-    for module in (anthropic, openai, openai_responses, gemini):
+    from turnlog.engine.providers import bedrock
+
+    for module in (anthropic, openai, openai_responses, gemini, bedrock):
         assert module.map_usage(None) == Usage()
+
+
+def test_bedrock_cache_tokens_are_outside_input_tokens():
+    from turnlog.engine.providers import bedrock
+
+    wire = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 75,
+            "cacheReadInputTokens": 40, "cacheWriteInputTokens": 20}
+    usage = bedrock.map_usage(wire)
+    assert usage == Usage(input_tokens=70, output_tokens=5, cached_input_tokens=40,
+                          cache_write_tokens=20, raw=wire)
+    assert usage.total_tokens == wire["totalTokens"]  # nothing counted twice
+
+
+def test_a_bedrock_call_is_priced_as_aws_in_genai_prices():
+    from turnlog.engine.audit.prices import Prices
+
+    charge = Prices.default().charge("bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0",
+                                     "2025-09-01", Usage(input_tokens=1_000_000))
+    assert charge.amount == 3.0 and charge.priced_as.startswith("aws/")
