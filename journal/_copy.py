@@ -9,6 +9,7 @@ events are added); a destination stream whose history differs is refused, naming
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -53,7 +54,7 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
             if have == info.last_seq:
                 skipped.append(sid)
                 continue
-        parent = None if have or info.parent_stream_id is None else (
+        parent = None if have or info.parent_stream_id is None or info.parent_seq is None else (
             info.parent_stream_id, info.parent_seq)
         count = _copy_one(source, target, sid, have, parent)
         written += count
@@ -66,7 +67,7 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
 def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: int,
               parent: tuple[str, int] | None) -> int:
     count = 0
-    batch: list = []
+    batch: list[Any] = []
     for event in source.read(sid, have + 1):
         batch.append(event)
         if len(batch) == _BATCH:
@@ -77,7 +78,7 @@ def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: 
     return count
 
 
-def _write(target: JournalProtocol, sid: str, batch: list, parent: tuple[str, int] | None) -> int:
+def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
     stored = target.append(sid, new, batch[0].seq - 1, parent=parent)
     if [e.hash for e in stored] != [e.hash for e in batch]:  # cannot happen: same fields
