@@ -21,7 +21,7 @@ _EXPORTS = {
     ),
     "._hashing": ("GENESIS_HASH", "event_hash"),
     "._heads": ("dump_heads", "load_heads"),
-    "._journal": ("Journal", "connect_readonly"),
+    "._journal": ("Journal", "connect_readonly", "sqlite_database"),
     "._lineage": ("walk_ancestry",),
     "._logtree": ("LogTree", "StoredCheckpoint", "TreeMismatch"),
     "._note": (
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_t
     )
     from ._hashing import GENESIS_HASH, event_hash
     from ._heads import dump_heads, load_heads
-    from ._journal import Journal, connect_readonly
+    from ._journal import Journal, connect_readonly, sqlite_database
     from ._lineage import walk_ancestry
     from ._logtree import LogTree, StoredCheckpoint, TreeMismatch
     from ._note import (

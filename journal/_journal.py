@@ -13,7 +13,6 @@ from itertools import starmap
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
 
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
@@ -67,9 +66,11 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from sqlite_utils import Database
+
     from ._protocol import JournalProtocol
 
-__all__ = ["Journal", "connect_readonly"]
+__all__ = ["Journal", "connect_readonly", "sqlite_database"]
 
 _MAX_SEQ = 2**63 - 1
 _INSERT = (
@@ -137,7 +138,7 @@ class Journal:
         created = self.path != ":memory:" and not os.path.exists(self.path)
         self._conn = connect(self.path)
         try:
-            open_schema(Database(self._conn), self.path, extensions, synchronous)
+            open_schema(sqlite_database(self._conn), self.path, extensions, synchronous)
         except BaseException as exc:
             self._conn.close()
             if created:  # a failed open leaves no file behind that later opens would refuse
@@ -290,7 +291,7 @@ class Journal:
     def _run_hooks(self, written: list[list[StoredEvent]]) -> None:
         """Run each extension's ``on_append`` with the appended events, in the transaction."""
         appended = [event for stored in written for event in stored]
-        db = Database(self._conn, recursive_triggers=False)
+        db = sqlite_database(self._conn, recursive_triggers=False)
         for name, hook in self._hooks:
             action = f"the on_append hook of extension {name!r}"
             try:
@@ -579,7 +580,7 @@ class Journal:
             found = tuple(
                 mismatch
                 for ext in self._extensions if ext.verify is not None
-                for mismatch in ext.verify(Database(self._conn), stream_id)
+                for mismatch in ext.verify(sqlite_database(self._conn), stream_id)
             ) + self._verify_journal(stream_id)
             if found:
                 return VerifyReport(False, report.checked_events, report.first_bad, found)
@@ -655,7 +656,7 @@ def _open_readonly(
     check_existing(path)
     conn = _connect_readonly(path, check_same_thread=check_same_thread)
     try:
-        version = check_schema(Database(conn), path, extensions)
+        version = check_schema(sqlite_database(conn), path, extensions)
     except BaseException as exc:
         conn.close()
         if isinstance(exc, sqlite3.Error):
@@ -695,3 +696,11 @@ def _sql_limit(limit: object, action: str) -> int:
 
 def _json_valid(conn: sqlite3.Connection, text: str) -> bool:
     return bool(conn.execute("SELECT json_valid(?)", (text,)).fetchone()[0])
+
+
+def sqlite_database(conn: sqlite3.Connection, **options: Any) -> Database:
+    """A ``sqlite_utils.Database`` over the SQLite connection ``conn`` (sqlite-utils is
+    imported on first use, so importing turnlog, or asking ``turnlog --help``, never loads it)."""
+    from sqlite_utils import Database
+
+    return Database(conn, **options)

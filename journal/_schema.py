@@ -13,15 +13,17 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
-from sqlite_utils import Database
 
 from ._logtree import LEAF_COLUMN, leaf_data
 from ._merkle import Frontier, node_id
 from ._types import ProjectionMismatch, StoredEvent
 from .errors import NotAJournalError, SchemaTooNewError
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = [
     "APPLICATION_ID",

@@ -27,4 +27,6 @@ _EXPORTS = {
     ".swap": ("SwapResult", "swap"),
 }
 
-__all__ = export(__name__, _EXPORTS)
+#: ``turnlog.replay(journal, id)`` is ``turnlog.replay.replay(journal, id)``, as it was when
+#: ``turnlog.replay`` was only the function.
+__all__ = export(__name__, _EXPORTS, call="replay")

@@ -21,10 +21,9 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from sqlite_utils import Database
 
 from turnlog.journal import (
     Extension,
@@ -34,10 +33,14 @@ from turnlog.journal import (
     connect_readonly,
     connect_sql,
     shown_url,
+    sqlite_database,
 )
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["REPORTS_EXTENSION", "REPORTS_TABLE", "ReplayReport", "latest_report", "replay_all"]
 
@@ -156,7 +159,7 @@ def latest_report(path: str) -> list[dict[str, Any]]:
     Reads only: nothing is created or written (a read-only journal works).
     """
     try:
-        db = Database(connect_readonly(path))
+        db = sqlite_database(connect_readonly(path))
     except JournalError as exc:
         raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
     try:
@@ -172,3 +175,4 @@ def latest_report(path: str) -> list[dict[str, Any]]:
         raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
     finally:
         db.conn.close()
+

@@ -40,4 +40,5 @@ def _union() -> dict[str, tuple[str, ...]]:
     return table
 
 
-__all__ = export(__name__, _union())
+#: ``turnlog.replay`` is the replay package, called as the ``replay`` function it exports.
+__all__ = export(__name__, _union(), submodules=("replay",))

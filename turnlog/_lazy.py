@@ -10,6 +10,9 @@ module (relative to the package, or absolute) to the names it re-exports from th
 ``__all__`` is built from that table (sorted as ruff's RUF022 sorts: CONSTANTS, Classes,
 functions), so each name is written once.
 
+A package may be called as one of its exports (``call``): ``turnlog.replay`` is both the
+replay package and, called, the ``replay`` function it exports.
+
 A re-exported name may also be the name of a submodule (``turnlog.replay.diff`` is both
 the ``diff`` function and the module that defines it). Python binds a package's attribute
 to its submodule whenever that submodule is first imported, so such a name is held by the
@@ -33,10 +36,15 @@ def isort_key(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
 
 
-def export(package: str, table: Mapping[str, Iterable[str]]) -> list[str]:
+def export(package: str, table: Mapping[str, Iterable[str]], *, call: str | None = None,
+           submodules: Iterable[str] = ()) -> list[str]:
     """Make ``package`` (a module in ``sys.modules``) re-export ``table``'s names on first use.
 
     Returns the package's ``__all__``. A name listed twice is a programming error.
+    ``call`` names an export that calling the package runs (``turnlog.replay(journal, id)``
+    is ``turnlog.replay.replay(journal, id)``). ``submodules`` are exported names that stay
+    bound to the submodule of that name (which must then be callable as the export), so
+    ``import turnlog.replay.proxy.app as app`` works.
     """
     module = sys.modules[package]
     where: dict[str, str] = {}
@@ -49,13 +57,19 @@ def export(package: str, table: Mapping[str, Iterable[str]]) -> list[str]:
     def resolve(name: str) -> object:
         return getattr(importlib.import_module(where[name], package), name)
 
-    own = set(where) & _submodules(module)
+    own = (set(where) & _submodules(module)) - set(submodules)
     namespace: dict[str, object] = {
         "__getattr__": _getattr(package, where, resolve),
         "__dir__": lambda self: sorted(set(self.__dict__) | set(where)),
     }
     for name in own:
         namespace[name] = _Shadowing(name, resolve)
+    if call is not None:
+        def __call__(self: ModuleType, *args: object, **kwargs: object) -> object:
+            return resolve(call)(*args, **kwargs)  # type: ignore[operator]
+
+        __call__.__doc__ = f"Call ``{package}.{call}``."
+        namespace["__call__"] = __call__
     module.__class__ = type(f"{package}.<exports>", (ModuleType,), namespace)
     return sorted(where, key=isort_key)
 

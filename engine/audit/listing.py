@@ -92,7 +92,22 @@ def conversation_info(conn: ReadConnection, conversation_id: str,
         f"AND {dialect_of(conn).json('payload', '$.replay_of.conversation_id')} = ? "
         "ORDER BY stream_id",
         (conversation_id,))]
+    info["proxy"] = _proxied(conn, conversation_id)
     return info
+
+
+def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | None:
+    """``{wire, client, to}`` when ``turnlog proxy`` recorded the conversation, else ``None``."""
+    json_at = dialect_of(conn).json
+    row = conn.execute(
+        f"SELECT {json_at('payload', '$.metadata.proxy.wire')}, "
+        f"{json_at('payload', '$.metadata.proxy.client')}, "
+        f"{json_at('payload', '$.metadata.proxy.to')} FROM events "
+        "WHERE stream_id = ? AND seq = 1 AND type = 'conversation_started'",
+        (conversation_id,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return {"wire": row[0], "client": row[1] or "", "to": row[2]}
 
 
 def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict[str, Any]]:

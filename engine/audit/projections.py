@@ -33,13 +33,15 @@ it through the engine's journal extension, ``turnlog audit --check`` too.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
 
-from turnlog.journal import JournalError, ProjectionMismatch
+from turnlog.journal import JournalError, ProjectionMismatch, sqlite_database
 
 from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["MODEL_CALLS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
            "drop_postgres",
@@ -292,11 +294,12 @@ def rebuild(path: str) -> None:
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            drop(Database(conn))
-            install(Database(conn))
+            drop(sqlite_database(conn))
+            install(sqlite_database(conn))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
     finally:
         conn.close()
+

@@ -37,9 +37,8 @@ Example, with nothing but ``sqlite3 turnlog.db``::
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
 
 from turnlog import journal
 from turnlog.journal import Extension, ProjectionMismatch
@@ -47,6 +46,9 @@ from turnlog.journal import Extension, ProjectionMismatch
 from ..snapshots import check_snapshots
 from . import projections
 from turnlog.journal import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly", "views"]
 

@@ -25,7 +25,8 @@ __all__ = ["ORIENTATION", "cli", "main", "usage_message"]
 
 #: Commands that live above the engine, by name -> the module whose ``COMMANDS`` holds them.
 _LAZY = {"diff": "turnlog.replay.cli", "fork": "turnlog.replay.cli", "replay": "turnlog.replay.cli",
-         "report": "turnlog.replay.view.cli", "view": "turnlog.replay.view.cli"}
+         "proxy": "turnlog.replay.proxy.cli", "report": "turnlog.replay.view.cli",
+         "view": "turnlog.replay.view.cli"}
 
 #: What ``turnlog`` alone prints.
 ORIENTATION = """\

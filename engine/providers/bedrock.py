@@ -19,7 +19,7 @@ message, each call answered; no blank text; tool ids match
 holds tool blocks declares tools (``toolConfig``), the history's own names
 when the request offers none.
 
-Requests are signed with SigV4 (``botocore``, the extra ``turnlog[bedrock]``);
+Requests are signed with SigV4 (``botocore``, the extra ``bedrock``);
 credentials come from ``aws_access_key_id``/``aws_secret_access_key``
 (``aws_session_token``) or botocore's usual chain (``AWS_ACCESS_KEY_ID``,
 ``AWS_PROFILE`` ...), the region from ``region``, ``AWS_REGION`` or the
@@ -643,7 +643,7 @@ ASSEMBLER = BedrockAssembler
 
 
 def _botocore() -> Any:
-    """botocore (``pip install 'turnlog[bedrock]'``), imported when a client is built."""
+    """botocore (``pip install -e '.[bedrock]'``), imported when a client is built."""
     try:
         import botocore.auth
         import botocore.awsrequest
@@ -653,7 +653,7 @@ def _botocore() -> Any:
         import botocore.session
     except ImportError as exc:
         raise ImportError("the Bedrock provider needs botocore: "
-                          "pip install 'turnlog[bedrock]'") from exc
+                          "pip install -e '.[bedrock]'") from exc
     return botocore
 
 

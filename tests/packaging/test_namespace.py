@@ -36,3 +36,18 @@ def test_the_wheel_installs_only_the_turnlog_package(tmp_path):
                    "turnlog/engine/audit/prices.py", "turnlog/replay/view/templates/base.html"):
         assert module in names, module
     assert not any("/tests/" in name or name.startswith("tests/") for name in names)
+
+
+def test_turnlog_replay_is_the_package_and_runs_a_replay_when_called(tmp_path):
+    code = ("import turnlog\n"
+            "import turnlog.replay.cli as cli\n"  # the 'import a.b.c as m' form reaches the package
+            "from turnlog import replay\n"
+            "assert replay is turnlog.replay and replay.__name__ == 'turnlog.replay'\n"
+            "assert cli.__name__ == 'turnlog.replay.cli'\n"
+            "j = turnlog.Journal('j.db')\n"
+            "turnlog.Loop(j, turnlog.ScriptedProvider([{'text': 'hi'}]), []).start('x', conversation_id='c')\n"
+            "result = replay(j, 'c')\n"
+            "assert result.ok and result.checked == 5 and replay.replay(j, 'c') == result\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

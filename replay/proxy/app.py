@@ -1,0 +1,273 @@
+"""The proxy's ASGI app: forward each request upstream, answer unchanged, record after.
+
+A streamed answer is passed on chunk by chunk as it arrives (the upstream is
+asked for an uncompressed body, so the bytes the client gets are the bytes
+the proxy parses); its server-sent events are folded by the wire's stream
+assembler on the side. The exchange is handed to the ``Recorder`` once the
+answer is complete (or the client went away), never before, so recording
+adds no latency. Requests to paths the proxy does not know are forwarded to
+the upstream their path points at; a POST among them, like a body the
+wire's reader refuses, is recorded as an unparsed exchange.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from turnlog.engine.errors import MalformedResponseError, ProviderError
+from turnlog.engine.providers._common import error_for_status, error_message
+
+from .recorder import Exchange, Recorder, settle_request
+from .replaying import Divergence, ReplayBook
+from .streams import sse_events
+from .translate import response_body, target_request
+from .wires import (
+    DEFAULT_UPSTREAMS,
+    WIRES,
+    UnparsedRequest,
+    Wire,
+    error_body,
+    parse_request,
+    wire_for_path,
+)
+
+__all__ = ["CONVERSATION_HEADER", "create_app"]
+
+#: The request header that names the conversation an exchange belongs to.
+CONVERSATION_HEADER = "x-turnlog-conversation"
+_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
+        "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding", "trailer",
+        CONVERSATION_HEADER}
+_BACK_HOP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
+
+
+def _secret(request: Request) -> str | None:
+    headers = request.headers
+    bearer = (headers.get("authorization") or "").removeprefix("Bearer ").strip()
+    return (headers.get("x-api-key") or headers.get("x-goog-api-key") or bearer
+            or request.query_params.get("key") or None)
+
+
+def _fallback_wire(path: str) -> Wire:
+    if path.startswith("/v1beta") or path.startswith("/v1alpha"):
+        return WIRES["gemini"]
+    if path.startswith("/v1/messages"):
+        return WIRES["anthropic"]
+    return WIRES["openai"]
+
+
+class _Proxy:
+    def __init__(self, recorder: Recorder | None, upstreams: dict[str, str],
+                 timeout: float, book: ReplayBook | None = None,
+                 to: tuple[str, str] | None = None) -> None:
+        self.recorder = recorder
+        self.book = book
+        self.to = to
+        self.upstreams = {**DEFAULT_UPSTREAMS, **upstreams}
+        self.timeout = timeout
+        self.client: httpx.AsyncClient | None = None
+
+    def open(self) -> None:
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=200),
+            follow_redirects=False, trust_env=False)
+
+    def url(self, wire: Wire, request: Request) -> str:
+        base = self.upstreams[wire.upstream].rstrip("/")
+        path = request.url.path
+        if wire.strip_prefix and path.startswith(wire.strip_prefix):
+            path = path[len(wire.strip_prefix):]
+        query = request.url.query
+        return f"{base}{path}" + (f"?{query}" if query else "")
+
+    def submit(self, exchange: Exchange) -> None:
+        if self.recorder is not None:
+            self.recorder.submit(exchange)
+
+    async def replay(self, request: Request) -> Response:
+        """Answer from the ``ReplayBook``: the recorded answer, or the divergence as an error."""
+        path = request.url.path
+        wire = wire_for_path(path) or _fallback_wire(path)
+        raw = await request.body()
+        try:
+            parsed = parse_request(wire, path, raw)
+            status, body = self.book.answer(wire.name, parsed)
+        except (UnparsedRequest, Divergence) as exc:
+            message = f"turnlog proxy --replay: {exc}"
+            print(message, file=sys.stderr, flush=True)
+            return JSONResponse(error_body(wire, 400, message), status_code=400)
+        if status == 200 and parsed.stream:
+            return StreamingResponse(iter(sse_events(wire.name, body)),
+                                     media_type="text/event-stream")
+        return JSONResponse(body, status_code=status)
+
+    async def handle(self, request: Request) -> Response:
+        if self.book is not None:
+            return await self.replay(request)
+        path = request.url.path
+        wire = wire_for_path(path)
+        known = wire is not None
+        wire = wire or _fallback_wire(path)
+        raw = await request.body()
+        exchange = Exchange(wire=wire, path=path, client=request.headers.get("user-agent", ""),
+                            secret=_secret(request), started=time.monotonic(),
+                            conversation=request.headers.get(CONVERSATION_HEADER))
+        record = request.method == "POST"
+        exchange.known, exchange.raw_request = known, raw
+        if self.to is not None and known and record:
+            settle_request(exchange)  # the translation needs it now
+        if self.to is not None and known and record:
+            return await self.swap(wire, exchange)
+        assert self.client is not None
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
+        headers.append(("accept-encoding", "identity"))
+        upstream = self.client.build_request(request.method, self.url(wire, request),
+                                             headers=headers, content=raw)
+        try:
+            answer = await self.client.send(upstream, stream=True)
+        except httpx.TimeoutException as exc:
+            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
+                                     f"the upstream timed out ({type(exc).__name__})", record)
+        except httpx.HTTPError as exc:
+            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                     f"the upstream cannot be reached ({type(exc).__name__}: "
+                                     f"{exc})", record)
+        exchange.status = answer.status_code
+        back = [(k, v) for k, v in answer.headers.items() if k.lower() not in _BACK_HOP]
+        streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
+        if streamed and answer.status_code == 200:
+            return StreamingResponse(self._relay(answer, exchange, record),
+                                     status_code=answer.status_code, headers=dict(back))
+        try:
+            data = await answer.aread()
+        except httpx.HTTPError as exc:
+            await answer.aclose()
+            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                     f"the upstream's answer broke ({type(exc).__name__})", record)
+        await answer.aclose()
+        if record:
+            exchange.ended = time.monotonic()
+            exchange.raw_response = data
+            self.submit(exchange)
+        return Response(data, status_code=answer.status_code, headers=dict(back))
+
+    async def swap(self, wire: Wire, exchange: Exchange) -> Response:
+        """Send the request to the ``--to`` provider and answer in the client's wire."""
+        target, model = self.to
+        exchange.target, exchange.target_model = target, model
+        parsed = exchange.parsed
+        if parsed is None:
+            message = f"turnlog proxy --to {target}: cannot translate this request: {exchange.unparsed}"
+            exchange.status, exchange.ended = 400, time.monotonic()
+            self.submit(exchange)
+            return JSONResponse(error_body(wire, 400, message), status_code=400)
+        target_wire = WIRES[target]
+        url, headers, body, _ = target_request(target, model, parsed,
+                                               self.upstreams[target_wire.upstream], wire.name)
+        exchange.secret = next(iter(headers.values())).removeprefix("Bearer ") or None
+        try:
+            answer = await self.client.post(url, json=body, headers=headers)
+        except httpx.TimeoutException as exc:
+            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
+                                     f"the upstream timed out ({type(exc).__name__})", True)
+        except httpx.HTTPError as exc:
+            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                     f"the upstream cannot be reached ({type(exc).__name__}: "
+                                     f"{exc})", True)
+        exchange.status = answer.status_code
+        exchange.ended = time.monotonic()
+        try:
+            data = answer.json()
+        except ValueError:
+            data = None
+        if answer.status_code == 200:
+            try:
+                if not isinstance(data, dict):
+                    raise MalformedResponseError("the answer is not a JSON object")
+                exchange.response = target_wire.map_response(data)
+            except ProviderError as exc:
+                exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+                self.submit(exchange)
+                return JSONResponse(error_body(wire, 502, f"turnlog proxy --to {target}: {exc}"),
+                                    status_code=502)
+            self.submit(exchange)
+            out = response_body(wire.name, exchange.response, parsed.model)
+            if parsed.stream:
+                return StreamingResponse(iter(sse_events(wire.name, out)),
+                                         media_type="text/event-stream")
+            return JSONResponse(out)
+        text = error_message(data, answer.text[:2000])
+        exc = error_for_status(answer.status_code, text, target, secret=exchange.secret)
+        exchange.failure = (type(exc).__name__, str(exc), bool(getattr(exc, "retryable", False)),
+                            False, ())
+        self.submit(exchange)
+        return JSONResponse(error_body(wire, answer.status_code, f"{target}: {text}"),
+                            status_code=answer.status_code, headers={
+                                k: v for k, v in answer.headers.items() if k == "retry-after"})
+
+    def _unreachable(self, exchange: Exchange, wire: Wire, status: int, error_type: str,
+                     message: str, record: bool) -> Response:
+        body = error_body(wire, status, message)
+        exchange.status = status
+        exchange.raw_response = json.dumps(body).encode()
+        exchange.failure = (error_type, message, True, False, ())
+        if record:
+            exchange.ended = time.monotonic()
+            self.submit(exchange)
+        return JSONResponse(body, status_code=status)
+
+    async def _relay(self, answer: httpx.Response, exchange: Exchange,
+                     record: bool) -> AsyncIterator[bytes]:
+        """Pass the stream on chunk by chunk; keep the chunks for the recorder to read."""
+        chunks: list[bytes] = []
+        exchange.chunks = chunks
+        try:
+            async for chunk in answer.aiter_raw():
+                yield chunk
+                chunks.append(chunk)
+            exchange.complete = True
+        except httpx.HTTPError as exc:
+            exchange.broken = f"the stream broke mid-way ({type(exc).__name__})"
+        finally:
+            if record:
+                exchange.ended = time.monotonic()
+                self.submit(exchange)
+            try:
+                await answer.aclose()
+            except BaseException:  # noqa: BLE001 - the client is gone; nothing to tell it
+                pass
+
+
+def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,
+               timeout: float = 600.0, book: ReplayBook | None = None,
+               to: tuple[str, str] | None = None) -> Starlette:
+    """The proxy app: forwards to ``upstreams`` (wire -> base URL), records into ``recorder``;
+    with a ``book``, answers from it instead and reaches no upstream; with ``to``
+    (provider, model), translates every request to that provider and the answer back."""
+    proxy = _Proxy(recorder, upstreams or {}, timeout, book, to)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        proxy.open()
+        try:
+            yield
+        finally:
+            await proxy.client.aclose()
+
+    app = Starlette(routes=[Route("/{path:path}", proxy.handle,
+                                  methods=["GET", "POST", "PUT", "PATCH", "DELETE"])],
+                    lifespan=lifespan)
+    app.state.proxy = proxy
+    return app

@@ -1,0 +1,525 @@
+"""The proxy's journal writer: each finished exchange becomes the loop's own events.
+
+Exchanges are recorded after they were answered, by one writer thread in
+arrival order, so recording adds no latency and appends are serialised.
+Each exchange is one transaction (a proxy killed mid-request leaves no half
+of it). An exchange is threaded (``threads``): appended to the conversation
+whose recorded history its request extends, a fork where it departs from
+one part-way, or a new conversation. What it records:
+
+- the request's new items: ``user_message`` (after ``conversation_completed``
+  when the previous run had ended on an answer), and for tool results
+  ``tool_started`` + ``tool_completed`` (``source="runner"``: the client ran
+  the tool; ``duration_ms`` is the time between the answer that called it and
+  the request that brought its result);
+- ``model_requested`` (digest of the neutral request), then
+  ``model_responded`` (+ ``conversation_completed`` for a final answer) or
+  ``model_failed`` (an upstream error, an unreachable upstream, a stream cut
+  or abandoned mid-way: ``interrupted``, with what arrived as ``partial``).
+
+A request the wire's reader refuses is recorded as an unparsed exchange: a
+conversation of its own, ``conversation_started`` (``metadata.proxy`` holds
+the path, status, reason and the bodies, bounded and redacted) and
+``conversation_failed`` with ``error_type="unparsed"``. Keys never reach the
+journal: headers are not recorded and every recorded body and message goes
+through the providers' ``Redactor`` with the request's key.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnlog.engine.conversation import Conversation
+from turnlog.engine.errors import (
+    InvalidTransition,
+    MalformedResponseError,
+    ProviderError,
+    TurnlogError,
+)
+from turnlog.engine.events import (
+    ConversationCompleted,
+    ConversationFailed,
+    ConversationStarted,
+    Event,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ToolCompleted,
+    ToolStarted,
+    UserMessage,
+    with_valid_unicode,
+)
+from turnlog.engine.machine import Lifecycle
+from turnlog.engine.messages import Message, Part, ToolCall, ToolResult, text_of
+from turnlog.engine.providers import ModelRequest, ModelResponse
+from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
+from turnlog.engine.providers._stream import CUT_BY_STREAM
+from turnlog.engine.providers._redact import Redactor
+from turnlog.engine.state import StateBuilder
+from turnlog.journal import Journal, JournalLockedError
+
+from ..fork import fork_started
+from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
+from .sse import SSEParser
+from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
+
+__all__ = ["BODY_LIMIT", "Exchange", "Recorder", "proxied", "rebuild_index", "settle",
+           "settle_request"]
+
+#: How much of an unparsed exchange's bodies is kept (characters each).
+BODY_LIMIT = 64_000
+#: How long a locked journal is retried before the record is reported as lost.
+LOCK_RETRY_SECONDS = 30.0
+
+
+@dataclass
+class Exchange:
+    """One request and its answer, as the proxy saw them."""
+
+    wire: Wire
+    path: str
+    client: str
+    secret: str | None
+    #: when the request arrived (``time.monotonic``)
+    started: float
+    parsed: ParsedRequest | None = None
+    unparsed: str | None = None
+    conversation: str | None = None
+    raw_request: bytes = b""
+    status: int | None = None
+    response: ModelResponse | None = None
+    #: (error_type, message, retryable, interrupted, partial parts)
+    failure: tuple[str, str, bool, bool, tuple[Part, ...]] | None = None
+    raw_response: bytes = b""
+    #: a streamed answer's chunks as relayed; ``complete``: it ended normally
+    chunks: list[bytes] | None = None
+    complete: bool = False
+    broken: str | None = None
+    #: the path is one the proxy reads
+    known: bool = True
+    #: with ``--to``: the provider and model that answered instead of the client's wire
+    target: str | None = None
+    target_model: str | None = None
+    ended: float = field(default_factory=time.monotonic)
+
+    @property
+    def latency_ms(self) -> float:
+        """From the request's arrival to the answer's end."""
+        return (self.ended - self.started) * 1000
+
+
+def settle_request(exchange: Exchange) -> None:
+    """Read the request in neutral form (``parsed``), or say why not (``unparsed``)."""
+    if exchange.parsed is not None or exchange.unparsed is not None:
+        return
+    if not exchange.known:
+        exchange.unparsed = f"{exchange.path} is not a path the proxy reads"
+        return
+    try:
+        exchange.parsed = parse_request(exchange.wire, exchange.path, exchange.raw_request)
+    except UnparsedRequest as exc:
+        exchange.unparsed = str(exc)
+
+
+def settle(exchange: Exchange) -> None:
+    """Read what the proxy passed on: the request, and the answer as a response or failure.
+
+    Done by the writer thread, after the client has its answer: parsing and
+    mapping never add latency.
+    """
+    settle_request(exchange)
+    if exchange.parsed is None or exchange.response is not None or exchange.failure is not None:
+        return
+    wire = exchange.wire
+    if exchange.chunks is not None:
+        _settle_stream(exchange)
+        return
+    try:
+        body = json.loads(exchange.raw_response)
+    except ValueError:
+        body = None
+    if exchange.status == 200:
+        try:
+            if not isinstance(body, dict):
+                raise MalformedResponseError("the answer is not a JSON object")
+            exchange.response = wire.map_response(body)
+        except ProviderError as exc:
+            exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+        return
+    text = error_message(body, exchange.raw_response[:2000].decode(errors="replace"))
+    exc = error_for_status(exchange.status or 0, text, wire.name)
+    exchange.failure = (type(exc).__name__, str(exc), bool(getattr(
+        exc, "retryable", exchange.status in (429, 500, 502, 503, 504, 529))), False, ())
+
+
+def _settle_stream(exchange: Exchange) -> None:
+    wire = exchange.wire
+    assembler = wire.assembler()
+    broken = exchange.broken
+    try:
+        for event in SSEParser().feed(b"".join(exchange.chunks or [])):
+            assembler.feed(event)
+    except ProviderError as exc:
+        broken = broken or str(exc)
+    done = assembler.done or getattr(assembler, "finished", False)
+    if exchange.complete and broken is None and done:
+        try:
+            exchange.response = wire.map_response(assembler.body())
+        except ProviderError as exc:
+            exchange.failure = (type(exc).__name__, str(exc), False, False, ())
+        return
+    partial: tuple[Part, ...] = ()
+    if assembler.started:
+        try:
+            partial = tuple(
+                ToolCall(id=p.id, name=p.name, raw_arguments=p.raw_arguments,
+                         invalid=CUT_BY_STREAM) if type(p) is ToolCall else p
+                for p in wire.map_response(assembler.body()).parts)
+        except ProviderError:
+            partial = ()
+    why = broken or ("the upstream ended the stream before its last event" if exchange.complete
+                     else "the client went away before the stream ended")
+    exchange.failure = ("StreamInterrupted", why, True, True, partial)
+
+
+def proxied(started: ConversationStarted) -> dict[str, Any] | None:
+    """The proxy's metadata of a conversation it recorded (``None`` for any other)."""
+    meta = started.metadata.get("proxy") if isinstance(started.metadata, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def rebuild_index(journal: Journal, index: ThreadIndex) -> None:
+    """Load every proxied conversation of ``journal`` into ``index`` (oldest first)."""
+    from turnlog.engine.events import decode_event
+
+    streams = sorted(journal.streams(), key=lambda s: s.first_recorded_at)
+    for info in streams:
+        events = [(row.stream_id, row.seq, decode_event(row.type, row.version, row.payload))
+                  for row in journal.lineage(info.stream_id)]
+        own = [e for s, _, e in events if s == info.stream_id and type(e) is ConversationStarted]
+        if not own or proxied(own[0]) is None or proxied(own[0]).get("unparsed"):
+            continue
+        keys: list[bytes] = []
+        points: list[tuple[str, int]] = []
+        wire = proxied(own[0]).get("wire", own[0].provider)
+        for stream, seq, event in events:
+            kind = type(event)
+            if kind is ConversationStarted and event.fork is None:
+                new = history_keys(wire, event.system, [])
+            elif kind is UserMessage:
+                new = message_keys(Message(role="user", parts=event.parts))
+            elif kind is ModelResponded:
+                new = message_keys(Message(role="assistant", parts=event.parts))
+            elif kind is ToolCompleted:
+                new = message_keys(Message(role="tool", parts=(ToolResult(
+                    call_id=event.call_id, name=event.name, content=event.content),)))
+            else:
+                continue
+            keys += new
+            points += [(stream, seq)] * len(new)
+        index.add(info.stream_id, keys, points)
+
+
+class Recorder:
+    """The writer thread: ``submit`` exchanges, ``drain`` to wait, ``close`` to stop."""
+
+    def __init__(self, db_path: str, *, index: ThreadIndex | None = None) -> None:
+        self.db_path = db_path
+        self.index = index or ThreadIndex()
+        self.recorded = 0
+        self.lost = 0
+        self._queue: queue.Queue[Exchange | None] = queue.Queue()
+        self._open: dict[str, Conversation] = {}
+        self._answered_at: dict[str, float] = {}
+        self._journal: Journal | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="turnlog-proxy-recorder",
+                                        daemon=True)
+
+    def start(self) -> Recorder:
+        """Open the journal (creating it), load the proxied conversations, start writing."""
+        self._thread.start()
+        self._ready.wait()
+        if self._journal is None:
+            raise self._error
+        return self
+
+    def submit(self, exchange: Exchange) -> None:
+        """Queue ``exchange`` to be recorded (never blocks)."""
+        self._queue.put(exchange)
+
+    def drain(self) -> None:
+        """Wait until every submitted exchange is recorded (or reported lost)."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Record what is queued, then stop the thread and close the journal."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    # --- the writer thread ----------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._journal = Journal.open(self.db_path)
+            rebuild_index(self._journal, self.index)
+        except TurnlogError as exc:
+            self._error, self._journal = exc, None
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while True:
+                exchange = self._queue.get()
+                try:
+                    if exchange is None:
+                        return
+                    self._record_retrying(exchange)
+                finally:
+                    self._queue.task_done()
+        finally:
+            self._journal.close()
+
+    def _record_retrying(self, exchange: Exchange) -> None:
+        deadline = time.monotonic() + LOCK_RETRY_SECONDS
+        delay = 0.02
+        while True:
+            try:
+                self.record(exchange)
+                self.recorded += 1
+                return
+            except JournalLockedError as exc:
+                if time.monotonic() > deadline:
+                    self._report(exchange, exc)
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except Exception as exc:  # noqa: BLE001 - reported, never silent, never fatal
+                self._report(exchange, exc)
+                return
+
+    def _report(self, exchange: Exchange, exc: BaseException) -> None:
+        self.lost += 1
+        print(f"turnlog proxy: could not record the {exchange.wire.name} exchange to "
+              f"{exchange.path} ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+
+    # --- one exchange ---------------------------------------------------------
+
+    def record(self, exchange: Exchange) -> str:
+        """Record ``exchange`` now (in the calling thread); return its conversation's id."""
+        journal = self._journal
+        assert journal is not None, "start() first"
+        settle(exchange)
+        redactor = Redactor(exchange.secret)
+        if exchange.parsed is None:
+            return self._record_unparsed(exchange, exchange.unparsed or "unreadable", redactor)
+        parsed = exchange.parsed
+        keys = history_keys(exchange.wire.name, parsed.system, parsed.messages)
+        named = exchange.conversation
+        match = self.index.match(keys, only=named) if named is None or named in self.index else None
+        if match is not None and match.matched <= 1 and not match.extends:
+            match = None  # only the system prompt in common: a conversation of its own
+        try:
+            if match is not None and match.extends:
+                conv_id = match.conversation_id
+                conversation = self._conversation(conv_id)
+                events, item_events, new_keys = self._plan(
+                    exchange, conversation.builder, keys, match.matched, redactor,
+                    self._answered_at.get(conv_id))
+                rows = conversation.append(*events)
+                seqs = [r.seq for r in rows]
+            else:
+                conv_id = named if named is not None and named not in self.index else (
+                    self._fork_id(match.at) if match is not None else _new_id())
+                started = self._started(exchange, conv_id, match)
+                builder = StateBuilder()
+                if match is not None:
+                    from turnlog.engine.conversation import load_state
+
+                    builder = StateBuilder(load_state(journal, *match.at))
+                builder.apply(started, builder.seq + 1)
+                events, item_events, new_keys = self._plan(
+                    exchange, builder, keys, match.matched if match else 0, redactor, None)
+                conversation = Conversation.start(journal, started, rest=events)
+                self._open[conv_id] = conversation
+                seqs = list(range(conversation.last_seq - len(events) + 1,
+                                  conversation.last_seq + 1))
+                seqs.append(seqs[0] - 1 if seqs else conversation.last_seq)  # [-1]: the start
+                if match is not None:
+                    self.index.branch(match.conversation_id, match.matched, conv_id)
+        except InvalidTransition as exc:
+            self._open.pop(conv_id, None)
+            return self._record_unparsed(
+                exchange, f"its history cannot continue a conversation here: {exc}", redactor)
+        self.index.add(conv_id, new_keys, [(conv_id, seqs[i]) for i in item_events])
+        if exchange.response is not None:
+            self._answered_at[conv_id] = exchange.ended
+        return conv_id
+
+    def _conversation(self, conv_id: str) -> Conversation:
+        conversation = self._open.get(conv_id)
+        if conversation is None:
+            conversation = self._open[conv_id] = Conversation.open(self._journal, conv_id)
+        return conversation
+
+    def _fork_id(self, at: tuple[str, int]) -> str:
+        return f"{at[0]}.fork{at[1]}-{uuid.uuid4().hex[:8]}"
+
+    def _started(self, exchange: Exchange, conv_id: str, match: Any) -> ConversationStarted:
+        parsed = exchange.parsed
+        meta = {"proxy": {"wire": exchange.wire.name, "client": exchange.client,
+                          "path": exchange.path}}
+        if exchange.target is not None:
+            meta["proxy"]["to"] = exchange.target
+        provider, model = _answering(exchange)
+        if match is not None:
+            return fork_started(self._journal, match.at[0], match.at[1], conv_id, metadata=meta,
+                                provider=provider, model=model, tools=parsed.tools,
+                                parameters=parsed.parameters)
+        return ConversationStarted(
+            conversation_id=conv_id, provider=provider, model=model,
+            system=parsed.system, tools=parsed.tools, parameters=parsed.parameters,
+            max_turns=10_000, metadata=meta)
+
+    def _plan(self, exchange: Exchange, builder: StateBuilder, keys: list[bytes], matched: int,
+              redactor: Redactor, answered_at: float | None
+              ) -> tuple[list[Event], list[int], list[bytes]]:
+        """The events for the request's unmatched items and its answer.
+
+        Returns ``(events, the index in events recording each new item, the new items' keys)``;
+        ``builder`` (a copy of the conversation's state) is advanced and checks each event.
+        """
+        scratch = StateBuilder(builder.state())
+        events: list[Event] = []
+        item_events: list[int] = []
+        new_keys: list[bytes] = []
+
+        def add(event: Event) -> int:
+            event = with_valid_unicode(event)
+            scratch.apply(event)
+            events.append(event)
+            return len(events) - 1
+
+        def close_pending() -> None:
+            for call in list(scratch.pending.values()):
+                add(ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments))
+                add(ToolCompleted(call_id=call.id, name=call.name, success=False,
+                                  content=UNANSWERED, error=UNANSWERED, source="runner"))
+
+        parsed = exchange.parsed
+        tool_ms = (None if answered_at is None
+                   else round(max(0.0, exchange.started - answered_at) * 1000, 3))
+        if matched == 0:  # item 0, the system prompt, is recorded by conversation_started
+            new_keys.append(keys[0])
+            item_events.append(-1)
+        position = 1
+        for message in parsed.messages:
+            for piece in message_items(message):
+                key = item_key(*piece)
+                if position < matched:
+                    position += 1
+                    continue
+                position += 1
+                new_keys.append(key)
+                kind, value = piece
+                if kind == "result":
+                    call = _answered_call(scratch, value)
+                    if call is None:
+                        raise InvalidTransition(scratch.lifecycle.value, "tool_completed",
+                                                scratch.seq + 1,
+                                                f"result for {value.call_id!r} answers no call")
+                    add(ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments))
+                    item_events.append(add(ToolCompleted(
+                        call_id=call.id, name=call.name, success=not value.is_error,
+                        content=value.content, error=value.content if value.is_error else None,
+                        duration_ms=tool_ms, source="runner")))
+                elif kind == "user":
+                    close_pending()
+                    if scratch.lifecycle is Lifecycle.ANSWERED:
+                        add(ConversationCompleted(final_content=scratch.final_content))
+                    item_events.append(add(UserMessage(parts=value)))
+                else:  # an assistant message the proxy did not answer (the client's own)
+                    close_pending()
+                    item_events.append(add(ModelResponded(
+                        turn=scratch.turn_count + 1, parts=value, source="imported",
+                        stop_reason="tool_use" if any(type(p) is ToolCall for p in value)
+                        else "end_turn")))
+        close_pending()
+        turn = scratch.turn_count + 1
+        provider, model = _answering(exchange)
+        # the digest the loop would compute from this state (engine.step.request_of), so that
+        # `turnlog replay` re-runs a proxied conversation like any other
+        request = ModelRequest(model=scratch.model, system=scratch.system,
+                               messages=tuple(scratch.message_list), tools=scratch.tools,
+                               parameters=scratch.parameters)
+        attempt = scratch.attempt + 1 if scratch.failure is not None else 1
+        add(ModelRequested(turn=turn, digest=request.digest(), provider=provider,
+                           model=model, parameters=parsed.parameters, attempt=attempt))
+        response = exchange.response
+        if response is not None:
+            item_events.append(add(ModelResponded(
+                turn=turn, parts=response.parts, stop_reason=response.stop_reason,
+                usage=response.usage, provider=provider,
+                model=response.model or model, response_id=response.response_id,
+                raw=redactor.data(response.raw, provider),
+                latency_ms=round(exchange.latency_ms, 3))))
+            new_keys += message_keys(Message(role="assistant", parts=response.parts))
+            if scratch.lifecycle is Lifecycle.ANSWERED:
+                add(ConversationCompleted(final_content=text_of(response.parts)))
+        else:
+            error_type, message, retryable, interrupted, partial = exchange.failure or (
+                "ProviderError", "no answer", False, False, ())
+            add(ModelFailed(turn=turn, error_type=error_type, message=redactor.message(message),
+                            provider=provider, model=model,
+                            status=exchange.status, retryable=retryable,
+                            latency_ms=round(exchange.latency_ms, 3), interrupted=interrupted,
+                            partial=partial))
+        return events, item_events, new_keys
+
+    def _record_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor) -> str:
+        conv_id = _new_id()
+        raw_request = redactor.message(exchange.raw_request[:BODY_LIMIT].decode(errors="replace"))
+        raw_response = redactor.message(
+            exchange.raw_response[:BODY_LIMIT].decode(errors="replace"))
+        meta = {"proxy": {"wire": exchange.wire.name, "client": exchange.client,
+                          "path": exchange.path, "status": exchange.status,
+                          "unparsed": reason, "request": raw_request, "response": raw_response}}
+        model = exchange.parsed.model if exchange.parsed is not None else ""
+        started = with_valid_unicode(ConversationStarted(
+            conversation_id=conv_id, provider=exchange.wire.name, model=model, metadata=meta))
+        Conversation.start(self._journal, started, rest=[ConversationFailed(
+            error=f"unparsed exchange: {reason}", error_type="unparsed")])
+        return conv_id
+
+
+def _answering(exchange: Exchange) -> tuple[str, str]:
+    """The provider and model that answered: the ``--to`` target, else the client's wire."""
+    if exchange.target is not None:
+        return exchange.target, exchange.target_model or exchange.parsed.model
+    return exchange.wire.name, exchange.parsed.model
+
+
+def _new_id() -> str:
+    return f"px-{uuid.uuid4().hex[:12]}"
+
+
+def _answered_call(builder: StateBuilder, result: ToolResult) -> ToolCall | None:
+    """The pending call ``result`` answers: by id, else the first pending of its name, else the first."""
+    pending = list(builder.pending.values())
+    for call in pending:
+        if call.id == result.call_id or call.provider_id == result.call_id:
+            return call
+    for call in pending:
+        if call.name == result.name:
+            return call
+    return pending[0] if pending else None
+
+
