@@ -9,6 +9,9 @@ For each length, one conversation of that many events (turns of 4 events, as
   (the fold, then the snapshot saved);
 - open from snapshot: ``load_state`` again (median of 5): read the snapshot,
   check it against the chain, decode it, fold the events after it (none here);
+- writer open: ``Conversation.open`` from the snapshot (median of 5), which also
+  reads what gates tool calls from the events (every row, parsing only the tool and
+  approval events' call ids: ``engine.snapshots.gates_from_events``);
 - after 100 more events: the same with 100 events to fold past the snapshot.
 Target (issue 16): open from snapshot <= 5 ms at 100,000 events, flat in length.
 """
@@ -57,7 +60,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     args = parser.parse_args()
     print(f"{'events':>8}{'full fold ms':>14}{'first open ms':>15}{'from snapshot ms':>18}"
-          f"{'+100 events ms':>16}{'snapshot KiB':>14}{'fold/snapshot':>15}")
+          f"{'writer open ms':>16}{'+100 events ms':>16}{'snapshot KiB':>14}"
+          f"{'fold/snapshot':>15}{'fold/writer':>13}")
     for n in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "open.db"
@@ -71,11 +75,14 @@ def main() -> None:
                 size = len(writer.read_snapshot("big", snapshot_kind()).data)
             with Journal(str(path), readonly=True) as reader:
                 snap = median_ms(lambda: load_state(reader, "big"))
+            with Journal(str(path)) as writer:
+                wopen = median_ms(lambda: Conversation.open(writer, "big"))
             grow(path, 25)
             with Journal(str(path), readonly=True) as reader:
                 after = median_ms(lambda: load_state(reader, "big"))
-            print(f"{n:>8,}{full:>14.1f}{first:>15.1f}{snap:>18.2f}{after:>16.2f}"
-                  f"{size / 1024:>14,.0f}{full / snap:>15.1f}")
+            print(f"{n:>8,}{full:>14.1f}{first:>15.1f}{snap:>18.2f}{wopen:>16.2f}"
+                  f"{after:>16.2f}{size / 1024:>14,.0f}{full / snap:>15.1f}"
+                  f"{full / wopen:>13.1f}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from turnlog._lazy import export
 _EXPORTS = {
     ".approvals": (
         "AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError",
-        "NotAwaitingApprovalError", "UnknownCallError", "decide",
+        "NotAwaitingApprovalError", "UnknownApprovalToolError", "UnknownCallError", "decide",
     ),
     ".audit": ("AuditQuery", "audit"),
     ".canonical": ("canonical_json", "digest"),
@@ -32,7 +32,8 @@ _EXPORTS = {
         "AuditError", "AuthenticationError", "BadFilterError", "BadRequestError",
         "ConcurrencyError", "ConversationExistsError", "ConversationNotFound",
         "CorruptEventError", "EngineError", "FormatError", "InvalidEventError",
-        "InvalidTransition", "JournalError", "MalformedResponseError", "NotAJournalError",
+        "InvalidTransition", "JournalError", "MalformedResponseError", "NestingError",
+        "NotAJournalError",
         "PriceTableError", "ProviderConnectionError", "ProviderError", "ProviderTimeout",
         "RateLimitError", "RunnerError", "SchemaTooNewError", "ScriptExhaustedError",
         "ServerError", "StreamInterrupted", "StreamNotFoundError", "ToolError",

@@ -20,8 +20,9 @@ True
 
 from __future__ import annotations
 
+import difflib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +40,9 @@ if TYPE_CHECKING:
     from turnlog.journal import JournalProtocol
 
 __all__ = ["AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError", "NeedsApproval",
-           "NotAwaitingApprovalError", "UnknownCallError", "approved_call", "arguments_hash",
-           "awaiting", "decide", "needs_approval", "reason_for", "request_for", "spec_hash"]
+           "NotAwaitingApprovalError", "UnknownApprovalToolError", "UnknownCallError",
+           "approved_call", "arguments_hash", "awaiting", "check_approve", "decide",
+           "needs_approval", "reason_for", "request_for", "spec_hash"]
 
 #: ``True``/``False`` or a predicate over a call's validated arguments
 NeedsApproval = bool | Callable[[dict[str, Any]], bool]
@@ -64,6 +66,40 @@ class AlreadyDecidedError(ApprovalError):
 
 class ApprovalMismatchError(ApprovalError):
     """The call's arguments no longer match what approval was asked for."""
+
+
+class UnknownApprovalToolError(EngineError):
+    """``approve`` names a tool that is not offered: its calls could never wait for a decision."""
+
+
+def check_approve(approve: Iterable[str], offered: Iterable[str]) -> tuple[str, ...]:
+    """``approve``'s names, sorted and unique, once each names an ``offered`` tool.
+
+    A name no offered tool has (a misspelling) would let the tool it meant
+    run with no approval, so it is refused with ``UnknownApprovalToolError``
+    naming it, the closest offered name and the offered tools.
+
+    >>> check_approve(["add"], ["add", "get_weather"])
+    ('add',)
+    >>> try:
+    ...     check_approve(["ad"], ["add"])
+    ... except UnknownApprovalToolError as exc:
+    ...     print(exc)
+    approve names 'ad', which no offered tool has (did you mean 'add'?); offered tools: add
+    """
+    if isinstance(approve, str):
+        raise UnknownApprovalToolError(
+            f"approve takes tool names (a list), got the string {approve!r}")
+    names = tuple(sorted(set(approve)))
+    tools = sorted(set(offered))
+    unknown = [n for n in names if n not in tools]
+    if unknown:
+        close = [m for n in unknown for m in difflib.get_close_matches(n, tools, n=1)]
+        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+        raise UnknownApprovalToolError(
+            f"approve names {', '.join(map(repr, unknown))}, which no offered tool has{hint}; "
+            f"offered tools: {', '.join(tools) or 'none'}")
+    return names
 
 
 def arguments_hash(name: str, arguments: dict[str, Any]) -> str:

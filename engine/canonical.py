@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidEventError
+from .nesting import too_deep
 
 __all__ = ["REPLACEMENT", "canonical_bytes", "canonical_json", "canonical_value", "digest",
            "valid_unicode"]
@@ -79,6 +80,8 @@ def canonical_bytes(value: Any) -> bytes:
         return _encoder.encode(canonical_value(value))
     except UnicodeEncodeError:
         raise InvalidEventError("text holds invalid Unicode (a lone surrogate)") from None
+    except RecursionError:  # data that skipped the boundaries' check (engine.nesting)
+        raise InvalidEventError(too_deep("the value")) from None
 
 
 def canonical_json(value: Any) -> str:

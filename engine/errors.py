@@ -60,6 +60,7 @@ __all__ = [
     "InvalidTransition",
     "JournalError",
     "MalformedResponseError",
+    "NestingError",
     "NotAJournalError",
     "PriceTableError",
     "ProviderConnectionError",
@@ -123,6 +124,10 @@ class RunnerError(EngineError):
 
 class FormatError(EngineError):
     """Input in a shape no supported format recognises (a transcript entry, a script)."""
+
+
+class NestingError(FormatError):
+    """JSON from outside nests deeper than ``engine.nesting.MAX_DEPTH``; the message says where."""
 
 
 class UnknownEntryError(FormatError):

@@ -29,6 +29,7 @@ from turnlog.journal import NewEvent
 from .canonical import valid_unicode
 from .errors import CorruptEventError, InvalidEventError
 from .messages import Part, Text, ToolCall, Usage
+from .nesting import too_deep
 
 __all__ = [
     "DECODER",
@@ -508,6 +509,8 @@ def with_valid_unicode(event: Event) -> Event:
         return event
     except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
         pass  # a lone surrogate somewhere (or a value only the walk below understands)
+    except RecursionError:  # data that skipped the boundaries' check (engine.nesting)
+        raise InvalidEventError(too_deep(_tag(event))) from None
     updates: dict[str, Any] = {}
     for name in event.__struct_fields__:
         if name == "replaced":
@@ -559,6 +562,8 @@ def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:
             "pass it through with_valid_unicode first") from None
     except TypeError as exc:
         raise InvalidEventError(f"{tag} cannot be encoded as JSON: {exc}") from None
+    except RecursionError:  # data that skipped the boundaries' check (engine.nesting)
+        raise InvalidEventError(too_deep(tag)) from None
     return NewEvent(type=tag, version=VERSIONS[tag], payload=payload, recorded_at=recorded_at)
 
 

@@ -52,7 +52,7 @@ from typing import Any
 
 from turnlog.journal import ConcurrencyError, JournalProtocol, StoredEvent
 
-from .approvals import decide
+from .approvals import check_approve, decide
 from .conversation import Conversation
 from .directives import Directives
 from .duplicates import DuplicatePredicate
@@ -168,10 +168,9 @@ class LoopBase:
         self.refuse = refuse
         self.max_parallel_tools = max_parallel_tools
         self.stream = stream
-        if isinstance(approve, str):
-            raise EngineError(f"approve takes tool names (a list), got the string {approve!r}")
-        #: tools whose calls wait for a person's decision (``engine.approvals``)
-        self.approve = tuple(sorted(set(approve)))
+        #: tools whose calls wait for a person's decision (``engine.approvals``); each must be
+        #: an offered tool (``check_approve``: a misspelt name would approve nothing)
+        self.approve = check_approve(approve, self.tools.names())
         if approve_reason is not None and (not isinstance(approve_reason, str)
                                            or not approve_reason.strip()):
             raise EngineError(f"approve_reason must be a non-empty text, got {approve_reason!r}")

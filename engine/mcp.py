@@ -45,6 +45,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from turnlog.journal import shown_url
+
 from .errors import EngineError, ToolError
 from .events import ToolEffect, ToolSpec
 from .tools import Tool, ToolContext, ToolRegistry
@@ -173,9 +175,11 @@ class MCPToolset(ToolRegistry):
         except ImportError:
             raise MCPError("MCP tools need the mcp package: pip install -e '.[mcp]' in turnlog's "
                            "checkout") from None
-        self.target = server
+        #: the server as messages show it (a URL's password masked: ``shown_url``)
+        self.target = shown_url(server)
         self.timeout = timeout
-        self.name = server
+        #: recorded in each tool's spec (``server``) until the server names itself
+        self.name = self.target
         if server.startswith(("http://", "https://")):
             transport: Any = server
         else:
@@ -207,7 +211,7 @@ class MCPToolset(ToolRegistry):
         except concurrent.futures.TimeoutError:
             self.close()
             raise MCPError(self._with_log(
-                f"MCP server {server!r} did not answer within {timeout:g} s")) from None
+                f"MCP server {self.target!r} did not answer within {timeout:g} s")) from None
         except MCPError as exc:
             self.close()
             raise MCPError(self._with_log(str(exc))) from None

@@ -30,8 +30,8 @@ from turnlog.journal import JournalProtocol, StoredEvent
 
 from .conversation import load_state
 from .events import ConversationStarted, decode_event
-from .formats.genai import GenAISpans, SpanRecord, ends_run
-from .formats.otlp import SCHEMA_URL, unix_ns
+from .formats.genai import DEFAULT_SEMCONV, GenAISpans, SpanRecord, ends_run, schema_url
+from .formats.otlp import unix_ns
 from .state import StateBuilder
 
 __all__ = ["OTelObserver"]
@@ -50,15 +50,18 @@ class OTelObserver:
     """An observer (``observer(event, payload)``) emitting GenAI spans live (see the module doc).
 
     ``tracer_provider`` defaults to OpenTelemetry's global one; ``content``
-    adds the opt-in message attributes.
+    adds the opt-in message attributes; ``semconv`` picks the generation of
+    the GenAI conventions (``engine.formats.genai.SEMCONVS``, default the
+    newest), as ``export --semconv`` does, and the tracer's schema URL with it.
     """
 
     def __init__(self, tracer_provider: Any = None, *, journal: JournalProtocol | None = None,
-                 content: bool = False) -> None:
+                 content: bool = False, semconv: str = DEFAULT_SEMCONV) -> None:
         from opentelemetry import trace
 
         provider = tracer_provider or trace.get_tracer_provider()
-        self._tracer = provider.get_tracer("turnlog", schema_url=SCHEMA_URL)
+        self._tracer = provider.get_tracer("turnlog", schema_url=schema_url(semconv))
+        self.semconv = semconv
         self._trace = trace
         self.journal = journal
         self.content = content
@@ -90,7 +93,7 @@ class OTelObserver:
         if row.seq > 1 and self.journal is not None:
             state = StateBuilder(load_state(self.journal, cid, to_seq=row.seq - 1))
         content = self.content and (state is not None or row.seq == 1)
-        spans = GenAISpans(cid, content=content, state=state)
+        spans = GenAISpans(cid, content=content, state=state, semconv=self.semconv)
         root = self._tracer.start_span("invoke_agent", kind=self._trace.SpanKind.INTERNAL,
                                        start_time=at)
         return _Run(spans, root, at)

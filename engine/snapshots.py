@@ -10,11 +10,21 @@ never trusted over the events:
   has the hash recorded with it (:meth:`journal.JournalProtocol.read_snapshot`);
 - its ``kind`` names the state's shape (a digest of ``ConversationState``'s
   schema), so a turnlog whose state has another shape ignores it;
-- bytes that do not decode, or decode to another conversation or seq, are
-  ignored; in each case the state is folded from the events, as before;
-- ``verify`` refolds every saved snapshot's events and reports one that
-  differs (:func:`check_snapshots`, run by ``Journal.verify`` through the
-  engine's journal extension).
+- bytes that do not decode (or that would inflate past :func:`inflate`'s cap: a
+  zlib bomb), or decode to another conversation or seq, are ignored; in each
+  case the state is folded from the events, as before;
+- what gates a side effect is never taken from it: for a writer's open
+  (:func:`open_builder`: runs, resumes, approvals) which tools need approval,
+  the approval requests and decisions, the calls started and the calls still
+  pending (so which ran already) are read from the events up to its seq
+  (:func:`gates_from_events`, reading every row but parsing only those events),
+  whatever the snapshot says; a reader (:func:`open_state`: show, export) shows
+  the saved state, which ``verify`` checks;
+- ``verify`` folds every conversation through the lifecycle, reporting an
+  illegal history at its seq, and compares each saved snapshot with the fold
+  of its events by canonical bytes (``true`` is not ``1``, nor ``1.0``)
+  (:func:`check_snapshots`, run by ``Journal.verify`` through the engine's
+  journal extension).
 
 A snapshot is written when an open had to fold at least :data:`SNAPSHOT_AFTER`
 events past the last one, on a writable journal: opening a long conversation
@@ -52,14 +62,18 @@ from turnlog.journal import (
     TurnlogError,
 )
 
-from .errors import ConversationNotFound
+from .errors import ConversationNotFound, InvalidTransition
+from .events import ConversationStarted, ModelResponded, decode_event, tool_calls
 from .state import ConversationState, StateBuilder, fold_stored
 
 __all__ = [
+    "MAX_EXPANSION",
     "SNAPSHOT_AFTER",
     "check_snapshots",
     "decode_state",
     "encode_state",
+    "gates_from_events",
+    "inflate",
     "open_builder",
     "open_state",
     "refresh_snapshot",
@@ -70,7 +84,13 @@ __all__ = [
 SNAPSHOT_AFTER = 256
 """Events an open may fold past the last snapshot before it saves a new one."""
 
+MAX_EXPANSION = 64
+"""How many times its compressed size (plus 1 MiB) a snapshot may inflate to: a state
+compresses about tenfold, a zlib bomb a thousandfold. A state beyond it is not saved."""
+
+_FLOOR = 1 << 20
 _ENCODER = msgspec.msgpack.Encoder()
+_CANONICAL = msgspec.msgpack.Encoder(order="deterministic")
 _DECODER = msgspec.msgpack.Decoder(ConversationState)
 
 
@@ -100,9 +120,8 @@ def decode_state(data: bytes) -> ConversationState | None:
     conversation's state is hundreds of thousands of acyclic objects, and the
     collections their allocation would trigger cost more than the decoding.
     """
-    try:
-        raw = zlib.decompress(data)
-    except (zlib.error, TypeError):
+    raw = inflate(data)
+    if raw is None:
         return None
     paused = gc.isenabled()
     gc.disable()
@@ -113,6 +132,19 @@ def decode_state(data: bytes) -> ConversationState | None:
     finally:
         if paused:
             gc.enable()
+
+
+def inflate(data: bytes) -> bytes | None:
+    """A snapshot's bytes decompressed, or ``None``: not zlib, cut short, or inflating past
+    ``MAX_EXPANSION`` times their size plus 1 MiB (decompression stops there)."""
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data, _FLOOR + MAX_EXPANSION * len(data))
+    except (zlib.error, TypeError):
+        return None
+    if inflater.unconsumed_tail or not inflater.eof:
+        return None
+    return raw
 
 
 def _counted(rows: Iterable[StoredEvent], counter: list[int]) -> Iterator[StoredEvent]:
@@ -132,8 +164,12 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
     conversation that folded ``SNAPSHOT_AFTER`` events or more saves a new snapshot
     (:func:`save_snapshot`); one up to an earlier seq never replaces it with an
     older one. Raises ``ConversationNotFound``.
+
+    The builder is what writers act on (``Conversation.open``: runs, resumes,
+    decisions), so what gates a side effect comes from the events, never the
+    snapshot (:func:`gates_from_events`).
     """
-    opened = _open(journal, conversation_id, to_seq)
+    opened = _open(journal, conversation_id, to_seq, gates=True)
     return opened if isinstance(opened, StateBuilder) else StateBuilder(opened)
 
 
@@ -149,16 +185,18 @@ def refresh_snapshot(journal: JournalProtocol, conversation_id: str) -> Snapshot
     snapshot and the events after it): what any later open would fold, never a
     writer's in-memory state. ``None`` when nothing was saved (see :func:`save_snapshot`)
     or the snapshot already is at the last event."""
-    opened = _open(journal, conversation_id, None, save=False)
+    opened = _open(journal, conversation_id, None, save=False, gates=True)
     if not isinstance(opened, StateBuilder):
         return None
     return save_snapshot(journal, conversation_id, opened)
 
 
 def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
-          save: bool = True) -> StateBuilder | ConversationState:
+          save: bool = True, gates: bool = False) -> StateBuilder | ConversationState:
     folded = [0]
     saved = _from_snapshot(journal, conversation_id, to_seq)
+    if saved is not None and gates:
+        saved = gates_from_events(journal, saved)
     if saved is None:
         base = 0
         builder = fold_stored(_counted(journal.lineage(conversation_id, to_seq), folded))
@@ -187,21 +225,99 @@ def _from_snapshot(journal: JournalProtocol, conversation_id: str,
     return state
 
 
+#: The events whose fold decides whether a tool call may run: read from the journal, never
+#: from a snapshot (which anyone who can write the file can forge).
+_GATES = frozenset({"conversation_started", "model_responded", "tool_started", "tool_completed",
+                    "tool_call_rejected", "approval_requested", "approval_decided"})
+
+
+_CALL_EVENTS = frozenset({"tool_started", "tool_completed", "tool_call_rejected"})
+
+
+class _CallRef(msgspec.Struct):
+    call_id: str
+
+
+_CALL_REF = msgspec.json.Decoder(_CallRef)
+
+
+def _call_id(row: StoredEvent) -> str:
+    """The ``call_id`` of a tool event's payload (any version: the field never changed)."""
+    try:
+        return _CALL_REF.decode(row.payload).call_id
+    except msgspec.DecodeError:  # say where, as a full decode would
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"stream {row.stream_id!r} seq {row.seq}")
+        return event.call_id
+
+
+def gates_from_events(journal: JournalProtocol, state: ConversationState) -> ConversationState:
+    """``state`` with what gates side effects folded from the events up to its seq.
+
+    The tools that need approval (``approve``), the approval requests and decisions,
+    the calls started and the calls pending (answered calls are not, so a call never
+    runs twice) come from the conversation's events, whatever the snapshot holds;
+    only the last model response is decoded whole. Raises what decoding a stored
+    event raises (``CorruptEventError``).
+    """
+    approve: tuple[str, ...] = ()
+    approvals: dict = {}
+    decisions: dict = {}
+    started: set[str] = set()
+    answered: set[str] = set()
+    response: StoredEvent | None = None
+    for row in journal.lineage(state.conversation_id, state.seq):
+        kind = row.type
+        if kind not in _GATES:
+            continue
+        if kind == "model_responded":
+            response, answered = row, set()
+            continue
+        if kind in _CALL_EVENTS:  # only the call id: a result's content is not parsed
+            call_id = _call_id(row)
+            if kind == "tool_started":
+                started.add(call_id)
+            else:
+                started.discard(call_id)
+                answered.add(call_id)
+            continue
+        event = decode_event(kind, row.version, row.payload,
+                             where=f"stream {row.stream_id!r} seq {row.seq}")
+        if isinstance(event, ConversationStarted):
+            approve = event.approve
+        elif kind == "approval_requested":
+            approvals[event.call_id] = event
+        else:
+            decisions[event.call_id] = event
+    pending: tuple = ()
+    if response is not None:
+        responded = decode_event(response.type, response.version, response.payload,
+                                 where=f"stream {response.stream_id!r} seq {response.seq}")
+        if isinstance(responded, ModelResponded):
+            pending = tuple(c for c in tool_calls(responded) if c.id not in answered)
+    return msgspec.structs.replace(state, approve=approve, approvals=approvals,
+                                   decisions=decisions, started_calls=frozenset(started),
+                                   pending_calls=pending)
+
+
 def save_snapshot(journal: JournalProtocol, conversation_id: str,
                   builder: StateBuilder) -> Snapshot | None:
     """Save the builder's state as the conversation's snapshot at ``builder.seq``.
 
     A cache, so never an error: ``None`` when it was not saved — a read-only journal,
-    one another writer holds locked or that refuses the write, or a state MessagePack
-    cannot hold (an integer beyond 64 bits in a tool's result, say); the next open
-    then folds the events.
+    one another writer holds locked or that refuses the write, a state MessagePack
+    cannot hold (an integer beyond 64 bits in a tool's result, say), or one that
+    compresses more than ``MAX_EXPANSION`` times; the next open then folds the events.
     """
     if journal.readonly:
         return None
     try:
-        data = encode_state(builder.state())
+        raw = _ENCODER.encode(builder.state())
     except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
         return None
+    data = zlib.compress(raw, 1)
+    if len(raw) > _FLOOR + MAX_EXPANSION * len(data):
+        return None  # a reader would refuse to inflate it (a zlib bomb looks the same)
     try:
         return journal.write_snapshot(conversation_id, snapshot_kind(), builder.seq, data)
     except JournalError:
@@ -210,32 +326,69 @@ def save_snapshot(journal: JournalProtocol, conversation_id: str,
 
 def check_snapshots(journal: JournalProtocol,
                     stream_id: str | None = None) -> list[ProjectionMismatch]:
-    """Every saved state (of every conversation, or one) that differs from its events' fold.
+    """Every conversation (or one) folded through the lifecycle: each illegal history (at
+    its seq, ``object="history"``) and each saved state that differs from its events' fold
+    (compared by canonical bytes: ``true``, ``1`` and ``1.0`` differ; ``object="snapshots"``).
 
     Snapshots the journal no longer returns (their chain changed) are never used,
     so they are not checked; one that does not decode is reported.
     """
     ids = [stream_id] if stream_id is not None else [s.stream_id for s in journal.streams()]
-    found = []
+    found: list[ProjectionMismatch] = []
+    seen: set[tuple[str, int]] = set()
     for conversation_id in ids:
         snapshot = journal.read_snapshot(conversation_id, snapshot_kind())
-        if snapshot is None:
-            continue
-        saved = decode_state(snapshot.data)
+        last: list[StoredEvent] = []
         try:
-            folded = fold_stored(journal.lineage(conversation_id, snapshot.seq)).state()
-        except TurnlogError as exc:  # the chain check names the event; say why here
-            folded, problem = None, str(exc)
-        if folded is None:
-            reason = f"cannot be checked: its events no longer fold ({problem})"
-        elif saved is None:
-            reason = "its bytes are not a conversation state"
-        elif saved != folded:
-            fields = [f for f in ConversationState.__struct_fields__
-                      if getattr(saved, f) != getattr(folded, f)]
-            reason = f"differs from the fold of its events in {', '.join(fields)}"
-        else:
+            if snapshot is None:
+                fold_stored(_tracked(journal.lineage(conversation_id), last))
+                continue
+            builder = fold_stored(_tracked(journal.lineage(conversation_id, snapshot.seq), last))
+            problem = _snapshot_problem(snapshot, builder.state())
+            fold_stored(_tracked(journal.read(conversation_id, snapshot.seq + 1), last), builder)
+        except TurnlogError as exc:
+            row = last[0] if last else None
+            if row is not None and (row.stream_id, row.seq) not in seen:
+                seen.add((row.stream_id, row.seq))
+                found.append(_illegal(row, exc))
+            if snapshot is not None and row is not None and (
+                    row.stream_id != conversation_id or row.seq <= snapshot.seq):
+                found.append(_snapshot_mismatch(
+                    conversation_id, snapshot,
+                    f"cannot be checked: its events no longer fold ({exc})"))
             continue
-        found.append(ProjectionMismatch("engine.state", "snapshots", conversation_id, None, None,
-                                        f"the saved state at seq {snapshot.seq} {reason}"))
+        if problem is not None:
+            found.append(_snapshot_mismatch(conversation_id, snapshot, problem))
     return found
+
+
+def _tracked(rows: Iterable[StoredEvent], last: list[StoredEvent]) -> Iterator[StoredEvent]:
+    """``rows``, keeping the one being folded in ``last`` (to say where a fold failed)."""
+    for row in rows:
+        last[:] = [row]
+        yield row
+
+
+def _illegal(row: StoredEvent, exc: TurnlogError) -> ProjectionMismatch:
+    what = ("an illegal history" if isinstance(exc, InvalidTransition)
+            else "an event that does not decode")
+    return ProjectionMismatch("engine.state", "history", row.stream_id, row.position, None,
+                              f"{what} at seq {row.seq}: {exc}", seq=row.seq)
+
+
+def _snapshot_problem(snapshot: Snapshot, folded: ConversationState) -> str | None:
+    """Why the saved state differs from ``folded`` (by canonical bytes), or ``None``."""
+    saved = decode_state(snapshot.data)
+    if saved is None:
+        return "its bytes are not a conversation state"
+    if _CANONICAL.encode(saved) == _CANONICAL.encode(folded):
+        return None
+    fields = [f for f in ConversationState.__struct_fields__
+              if _CANONICAL.encode(getattr(saved, f)) != _CANONICAL.encode(getattr(folded, f))]
+    return f"differs from the fold of its events in {', '.join(fields) or 'its encoding'}"
+
+
+def _snapshot_mismatch(conversation_id: str, snapshot: Snapshot,
+                       reason: str) -> ProjectionMismatch:
+    return ProjectionMismatch("engine.state", "snapshots", conversation_id, None, None,
+                              f"the saved state at seq {snapshot.seq} {reason}")

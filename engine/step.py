@@ -58,7 +58,14 @@ from .approvals import (
 from .calls import assign_call_ids
 from .canonical import valid_unicode
 from .duplicates import check_duplicate, resolve_predicate
-from .errors import EngineError, InvalidTransition, ProviderError, RunnerError, StreamInterrupted
+from .errors import (
+    EngineError,
+    InvalidTransition,
+    NestingError,
+    ProviderError,
+    RunnerError,
+    StreamInterrupted,
+)
 from datetime import UTC
 
 from .events import (
@@ -82,6 +89,7 @@ from .events import (
 from .executor import ToolExecution
 from .machine import Lifecycle
 from .messages import ToolCall
+from .nesting import check_depth, too_deep
 from .providers.base import ModelRequest, ModelResponse
 from .resume import INTERRUPTED, idempotency_key
 from .runners import RunnerResult, RunRequest, runner_events
@@ -582,10 +590,12 @@ class Step:
     def _completion(self, call: ToolCall, tool: Tool | None, outcome: ToolExecution) -> Record:
         data = outcome.data
         try:
-            data = msgspec.to_builtins(data) if data is not None else None
+            data = _builtins(data)
+            check_depth(data, "result")  # the one nesting limit (engine.nesting), before walks
             check_json_data(valid_unicode(data)[0])  # invalid Unicode: replaced below
-        except (TypeError, ValueError) as exc:
-            outcome = ToolExecution(success=False, error=f"result is not JSON data: {exc}",
+        except (TypeError, ValueError, NestingError) as exc:
+            error = str(exc) if isinstance(exc, NestingError) else f"result is not JSON data: {exc}"
+            outcome = ToolExecution(success=False, error=error,
                                     duration_ms=outcome.duration_ms, source=outcome.source)
             data = None
         content = outcome.content
@@ -605,3 +615,11 @@ class Step:
 def ordered(runs: Sequence[ToolRun], order: Sequence[int] | None) -> list[ToolRun]:
     """``runs`` in the order a ``RunTools`` asks for (call order if none)."""
     return list(runs) if order is None else [runs[i] for i in order]
+
+
+def _builtins(data: Any) -> Any:
+    """A tool's result data as JSON builtins (``None`` stays ``None``)."""
+    try:
+        return msgspec.to_builtins(data) if data is not None else None
+    except RecursionError:  # deeper than msgspec walks: far past the limit
+        raise NestingError(too_deep("result")) from None

@@ -14,7 +14,7 @@ from turnlog._lazy import export
 
 #: What this package re-exports, by the module that defines it (imported on first use).
 _EXPORTS = {
-    "._copy": ("CopyResult", "copy_streams"),
+    "._copy": ("CopyResult", "check_source", "copy_streams"),
     "._dialect": (
         "POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "connect_sql",
         "dialect_for", "dialect_of",
@@ -50,7 +50,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_types.py
     # checks that they are _EXPORTS, exactly)
-    from ._copy import CopyResult, copy_streams
+    from ._copy import CopyResult, check_source, copy_streams
     from ._dialect import (
         POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection, connect_sql, dialect_for,
         dialect_of,

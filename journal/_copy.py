@@ -4,6 +4,10 @@ Every event keeps its type, version, ``recorded_at`` and payload, so the
 destination recomputes exactly the source's hashes; forks keep their links.
 Copying again adds nothing (a stream already there is skipped, or only its new
 events are added); a destination stream whose history differs is refused, naming it.
+A source whose chains do not verify is refused before anything is written: a copy
+recomputes the hashes, so copying a tampered event would launder it into a journal
+that verifies. Each batch is checked again against its stored hashes just before
+it is written (the source may change meanwhile).
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from typing import Any
 import msgspec
 
 from ._protocol import JournalProtocol
+from ._rows import chain_rows
 from ._types import NewEvent
-from .errors import JournalError
+from .errors import CorruptEventError, JournalError
 
-__all__ = ["CopyResult", "copy_streams"]
+__all__ = ["CopyResult", "check_source", "copy_streams"]
 
 _BATCH = 1000
 
@@ -31,14 +36,29 @@ class CopyResult(msgspec.Struct, frozen=True):
     events: int
 
 
+def check_source(source: JournalProtocol) -> None:
+    """Refuse a journal to copy from whose chains do not verify (:class:`CorruptEventError`
+    naming the first bad event): a copy recomputes every hash and would launder it."""
+    bad = source.verify().first_bad
+    if bad is not None:
+        raise CorruptEventError(
+            f"cannot copy from {source.path}: it does not verify (conversation "
+            f"{bad.stream_id!r} seq {bad.seq}: {bad.reason}); nothing was copied")
+
+
 def copy_streams(source: JournalProtocol, target: JournalProtocol,
-                 progress: Callable[[str, int], None] | None = None) -> CopyResult:
+                 progress: Callable[[str, int], None] | None = None, *,
+                 checked: bool = False) -> CopyResult:
     """Copy every stream of ``source`` into ``target``; parents before their forks.
 
     Raises :class:`JournalError` naming the first stream whose events in ``target``
-    differ from ``source``'s (nothing of that stream is written). ``progress(stream,
-    events)`` hears each stream copied.
+    differ from ``source``'s (nothing of that stream is written), and
+    :class:`CorruptEventError` naming the first event of ``source`` whose chain does
+    not verify (:func:`check_source`, skipped when ``checked``: the caller ran it; nothing
+    at all is written). ``progress(stream, events)`` hears each stream copied.
     """
+    if not checked:
+        check_source(source)
     streams = list(source.streams())
     depth = {s.stream_id: len(source.ancestry(s.stream_id)) for s in streams}
     streams.sort(key=lambda s: (depth[s.stream_id], s.first_recorded_at, s.stream_id))
@@ -80,6 +100,13 @@ def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: 
 
 def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
+    first = batch[0]
+    rows = chain_rows(first.prev_hash, sid, first.seq - 1, new, "")
+    for event, row in zip(batch, rows):
+        if row[7] != event.hash or row[6] != event.prev_hash:
+            raise CorruptEventError(
+                f"cannot copy stream {sid!r}: its event at seq {event.seq} no longer matches "
+                "its stored hash (edited while being copied); nothing more of it was written")
     stored = target.append(sid, new, batch[0].seq - 1, parent=parent)
     if [e.hash for e in stored] != [e.hash for e in batch]:  # cannot happen: same fields
         raise JournalError(f"copying stream {sid!r}: the target computed other hashes")

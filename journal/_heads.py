@@ -38,13 +38,19 @@ def dump_heads(heads: Iterable[Head], path: str | os.PathLike[str]) -> None:
 
 def load_heads(path: str | os.PathLike[str]) -> list[Head]:
     """Read a heads file: :func:`dump_heads` / ``turnlog heads --json`` output, or the plain
-    ``turnlog heads`` lines (``ID SEQ HASH``, blank lines ignored)."""
+    ``turnlog heads`` lines (``ID SEQ HASH``, blank lines ignored).
+
+    An empty file (or only whitespace) is a :class:`HeadsFileError`: checking no heads
+    would pass whatever was cut off the journal."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         reason = exc.strerror or exc
         raise HeadsFileError(f"cannot read heads file {os.fspath(path)}: {reason}") from exc
+    if not data.strip():
+        raise HeadsFileError(f"{os.fspath(path)} is empty: it holds no heads to check (save "
+                             "them with turnlog heads -o FILE)")
     if not data.lstrip().startswith((b"[", b"{")):
         return _plain_heads(data, os.fspath(path))
     try:

@@ -24,12 +24,14 @@ from ._merkle import Frontier
 from ._schema import (
     COMPACT_HASHES_FROM,
     LOG_TREE_FROM,
+    SCHEMA_VERSION,
     Extension,
     check_extensions,
     check_schema,
+    missing_guards,
     open_schema,
 )
-from ._snapshots import WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._snapshots import SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -53,16 +55,18 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
-from ._verify import check_heads, link_of, verify_chains
+from ._verify import bad_payload_in, check_heads, link_of, verify_chains
 from .errors import (
     ConcurrencyError,
     EventNotFoundError,
     InvalidAppendError,
     InvalidReadError,
     JournalError,
+    NotAJournalError,
     ReadOnlyJournalError,
     SeqGapError,
     StreamNotFoundError,
+    TurnlogError,
 )
 
 if TYPE_CHECKING:
@@ -104,6 +108,12 @@ class Journal:
     readonly: bool
     """Whether this handle refuses writes (opened with ``readonly=True``)."""
 
+    restored_guards: tuple[str, ...]
+    """The guards this (writable) open found missing and reinstalled: triggers that a tool
+    rebuilding a table (``sqlite-utils transform``) or a hand edit had dropped. Normally
+    empty; ``verify`` reports missing guards, and a lost ``events`` constraint refuses
+    every write of this handle (:class:`NotAJournalError`)."""
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -127,8 +137,11 @@ class Journal:
         # the log tree's right edge as (size, {(level, idx): hash}) after this handle's
         # last append: the next append starts from it when no other writer came between
         self._edge: tuple[int, dict[tuple[int, int], bytes]] = (-1, {})
+        self.restored_guards = ()
+        self._unwritable: str | None = None
         if self.readonly:
             self._conn, version = _open_readonly(self.path, extensions, True)
+            self._version = version
             self._has_tree = version >= LOG_TREE_FROM
             self._sql = statements(version >= COMPACT_HASHES_FROM)
             self._cursor = self._conn.cursor()
@@ -137,8 +150,11 @@ class Journal:
         check_header(self.path)
         created = self.path != ":memory:" and not os.path.exists(self.path)
         self._conn = connect(self.path)
+        self._version = SCHEMA_VERSION
         try:
-            open_schema(sqlite_database(self._conn), self.path, extensions, synchronous)
+            restored, self._unwritable = open_schema(
+                sqlite_database(self._conn), self.path, extensions, synchronous)
+            self.restored_guards = tuple(restored)
         except BaseException as exc:
             self._conn.close()
             if created:  # a failed open leaves no file behind that later opens would refuse
@@ -233,6 +249,8 @@ class Journal:
             raise ReadOnlyJournalError(
                 f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only"
             )
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         now = self._now()
         conn = self._conn
         try:
@@ -521,7 +539,9 @@ class Journal:
         return Snapshot(stream_id, kind, row[0], row[1], bytes(row[2]))
 
     def write_snapshot(self, stream_id: str, kind: str, seq: int, data: bytes) -> Snapshot:
-        """Save ``data`` as the stream's snapshot of ``kind`` at ``seq`` (replacing the last).
+        """Save ``data`` as the stream's snapshot of ``kind`` at ``seq`` (a new row: the newest
+        snapshot that still holds is the one read; one already saved at ``seq`` is kept, and
+        returned).
 
         The hash is the event's own: :class:`EventNotFoundError` if the stream has no
         event at ``seq``, :class:`ReadOnlyJournalError` on a read-only handle. One
@@ -539,15 +559,18 @@ class Journal:
         action = f"writing a snapshot of {stream_id!r}"
         if self.readonly:
             raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         try:
-            written = self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
+            self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq))
             row = self._conn.execute(self._sql.hash_at, (stream_id, seq)).fetchone()
+            saved = self._conn.execute(SAVED_SNAPSHOT, (stream_id, kind, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
-        if not written or row is None:
+        if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
-        return Snapshot(stream_id, kind, seq, row[0], data)
+        return Snapshot(stream_id, kind, seq, row[0], bytes(saved[0]))
 
     def _fetchone(self, sql: str, params: tuple[Any, ...], action: str) -> tuple[Any, ...] | None:
         try:
@@ -577,13 +600,23 @@ class Journal:
             report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
-            found = tuple(
-                mismatch
-                for ext in self._extensions if ext.verify is not None
-                for mismatch in ext.verify(sqlite_database(self._conn), stream_id)
-            ) + self._verify_journal(stream_id)
-            if found:
-                return VerifyReport(False, report.checked_events, report.first_bad, found)
+            guards = tuple(missing_guards(sqlite_database(self._conn), self._version,
+                                          self._extensions))
+            try:
+                found = tuple(
+                    mismatch
+                    for ext in self._extensions if ext.verify is not None
+                    for mismatch in ext.verify(sqlite_database(self._conn), stream_id)
+                ) + self._verify_journal(stream_id)
+            except (sqlite3.Error, TurnlogError):
+                # the checks parse payloads: one edited into something else stops them
+                bad = report.first_bad or bad_payload_in(self._conn, stream_id,
+                                                         compact=self._sql.compact)
+                if bad is None:
+                    raise
+                return VerifyReport(False, report.checked_events, bad, (), guards)
+            if found or guards:
+                return VerifyReport(False, report.checked_events, report.first_bad, found, guards)
             return report
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc

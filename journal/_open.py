@@ -8,8 +8,9 @@ psycopg only then. The CLI's ``--db`` and ``TURNLOG_DB`` go through here.
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit, urlunsplit
+import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from .errors import JournalError
 
@@ -27,17 +28,43 @@ def is_postgres(target: str | os.PathLike[str]) -> bool:
     return isinstance(target, str) and target.startswith(_POSTGRES)
 
 
-def shown_url(url: str) -> str:
-    """``url`` as messages show it: any password replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+#: query parameters whose values are secrets (libpq's ``password``/``sslpassword``, tokens, keys)
+_SECRET_KEYS = re.compile(r"pass|pwd|secret|token|key|auth|sig|credential", re.IGNORECASE)
+_MASK = "***"
+
+
+def shown_url(url: str | os.PathLike[str]) -> str:
+    """``url`` as output shows it: its password and secret query values as ``***``.
+
+    The one masking function for every database URL and endpoint turnlog
+    prints, in messages, hints, the viewer and reports. A file path is shown
+    as it is. The userinfo ends at the last ``@`` before the query, so a
+    password written with a raw ``@``, ``/`` or ``#`` is still masked whole.
+
+    >>> shown_url("postgresql://me:sekret@db.example:5432/turnlog?sslmode=require")
+    'postgresql://me:***@db.example:5432/turnlog?sslmode=require'
+    >>> shown_url("http://user:secret@collector:4318/v1/traces?api_key=k1&x=1")
+    'http://user:***@collector:4318/v1/traces?api_key=***&x=1'
+    >>> shown_url("postgresql:///turnlog?host=/run/pg&password=sekret")
+    'postgresql:///turnlog?host=/run/pg&password=***'
+    >>> shown_url("runs/turnlog.db")
+    'runs/turnlog.db'
+    """
+    text = os.fspath(url)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text
+    head, mark, query = rest.partition("?")
+    userinfo, at, host = head.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    if at and colon:
+        head = f"{user}:{_MASK}@{host}"
+    if mark:
+        query, hash_, fragment = query.partition("#")
+        pairs = [pair.partition("=") for pair in query.split("&")]
+        query = "&".join(k + eq + (_MASK if eq and v and _SECRET_KEYS.search(unquote(k)) else v)
+                         for k, eq, v in pairs) + hash_ + fragment
+    return f"{scheme}://{head}{mark}{query}"
 
 
 def sqlite_path(target: str | os.PathLike[str]) -> str:

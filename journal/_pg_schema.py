@@ -22,10 +22,18 @@ import psycopg
 
 from ._logtree import leaf_data
 from ._merkle import Frontier, node_id
-from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, new_origin
+from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, lost_constraints, new_origin
 from .errors import NotAJournalError, SchemaTooNewError
 
-__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "check_pg_schema", "open_pg_schema"]
+__all__ = [
+    "MIGRATIONS",
+    "MIGRATION_LOCK",
+    "check_pg_schema",
+    "core_guards",
+    "missing_pg_guards",
+    "open_pg_schema",
+    "restore_pg_guards",
+]
 
 META_TABLE = "_turnlog_meta"
 _SCHEMA_KEY = "schema_version"
@@ -88,6 +96,22 @@ def _create_v3(conn: psycopg.Connection) -> None:
     """Nothing: SQLite's version 3 stores hashes as 32-byte BLOBs; PostgreSQL keeps hex text."""
 
 
+def _refusal(table: str, op: str) -> str:
+    """The trigger that refuses ``op`` (UPDATE, DELETE or TRUNCATE) on ``table``."""
+    return (f"CREATE TRIGGER {table}_refuse_{op.lower()} BEFORE {op} ON {table} "
+            f"FOR EACH {'STATEMENT' if op == 'TRUNCATE' else 'ROW'} "
+            "EXECUTE FUNCTION turnlog_refuse_rewrite()")
+
+
+def _create_v5(conn: psycopg.Connection) -> None:
+    """Snapshots are guarded like events: only inserted, a newer snapshot is a new row."""
+    conn.execute("ALTER TABLE snapshots DROP CONSTRAINT snapshots_pkey, "
+                 "ADD PRIMARY KEY (stream_id, kind, seq)")
+    for op in ("UPDATE", "DELETE", "TRUNCATE"):
+        conn.execute(f"DROP TRIGGER IF EXISTS snapshots_refuse_{op.lower()} ON snapshots")
+        conn.execute(_refusal("snapshots", op))
+
+
 def _create_v4(conn: psycopg.Connection) -> None:
     """The log tree and signed checkpoints, as SQLite's schema 4 (hashes as ``BYTEA``);
     the tree of the events already there is built from their chain hashes."""
@@ -116,7 +140,7 @@ def _create_v4(conn: psycopg.Connection) -> None:
 
 
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"
@@ -176,16 +200,21 @@ def _installable(extensions: Sequence[Extension]) -> list[Extension]:
 
 
 def open_pg_schema(conn: psycopg.Connection, where: str,
-                   extensions: Sequence[Extension]) -> None:
-    """Check that the current schema is a turnlog journal (or empty), then bring it up to date.
+                   extensions: Sequence[Extension]) -> tuple[list[str], str | None]:
+    """Check that the current schema is a turnlog journal (or empty), then bring it up to date
+    and reinstall missing guards (``restore_pg_guards``, whose result this returns).
 
     ``conn`` is in autocommit mode; nothing is written when the journal is current.
     """
     meta = _inspect(conn, where)
     if meta is not None:
         _refuse_newer(meta, where, extensions)
-    if not _pending(meta, extensions):
-        return
+    if _pending(meta, extensions):
+        _migrate(conn, where, extensions)
+    return restore_pg_guards(conn, where, extensions)
+
+
+def _migrate(conn: psycopg.Connection, where: str, extensions: Sequence[Extension]) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         meta = _inspect(conn, where)  # another process may have migrated meanwhile
@@ -205,9 +234,82 @@ def open_pg_schema(conn: psycopg.Connection, where: str,
                 _set_meta(conn, f"ext:{ext.name}", ext.version)
 
 
+def core_guards(version: int) -> dict[str, tuple[str, str]]:
+    """The journal's own triggers at schema ``version``: name -> (table, CREATE TRIGGER)."""
+    tables = ("events", "stream_links", *(("tree", "checkpoints") if version >= 4 else ()),
+              *(("snapshots",) if version >= 5 else ()))
+    return {f"{table}_refuse_{op.lower()}": (table, _refusal(table, op))
+            for table in tables for op in ("UPDATE", "DELETE", "TRUNCATE")}
+
+
+_TRIGGERS = """SELECT t.tgname, c.relname, t.tgenabled FROM pg_trigger t
+    JOIN pg_class c ON c.oid = t.tgrelid
+    WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"""
+_CONSTRAINTS = """SELECT contype, pg_get_constraintdef(oid) FROM pg_constraint
+    WHERE conrelid = (SELECT oid FROM pg_class WHERE relname = 'events'
+                      AND relnamespace = current_schema()::regnamespace)"""
+
+
+def _expected(conn: psycopg.Connection, version: int,
+              extensions: Sequence[Extension]) -> dict[str, tuple[str, str]]:
+    expected = core_guards(version)
+    meta: dict[str, str] = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    for ext in extensions:
+        if ext.guards_postgres and _ext_version(meta, ext) >= 1:
+            expected.update({name: (_table_of(sql), sql)
+                             for name, sql in ext.guards_postgres.items()})
+    return expected
+
+
+def _table_of(sql: str) -> str:
+    words = sql.split()
+    return words[words.index("ON") + 1]
+
+
+def missing_pg_guards(conn: psycopg.Connection, version: int,
+                      extensions: Sequence[Extension] = ()) -> list[str]:
+    """As ``_schema.missing_guards``: the triggers missing or disabled, and lost constraints."""
+    present = {name: enabled for name, _table, enabled in conn.execute(_TRIGGERS)}
+    missing = []
+    for name in _expected(conn, version, extensions):
+        if name not in present:
+            missing.append(f"trigger {name}")
+        elif present[name] == "D":
+            missing.append(f"trigger {name} (disabled)")
+    constraints = conn.execute(_CONSTRAINTS).fetchall()
+    if not any(kind == "c" and "json" in text for kind, text in constraints):
+        missing.append("events CHECK (payload::json IS NOT NULL)")
+    if not any(kind == "u" and text == "UNIQUE (stream_id, seq)" for kind, text in constraints):
+        missing.append("events UNIQUE (stream_id, seq)")
+    return missing
+
+
+def restore_pg_guards(conn: psycopg.Connection, where: str,
+                      extensions: Sequence[Extension]) -> tuple[list[str], str | None]:
+    """As ``_schema.restore_guards``: reinstall (or enable) the missing triggers of a journal
+    opened for writing; return them, and why it must not be written to (or ``None``)."""
+    if not missing_pg_guards(conn, SCHEMA_VERSION, extensions):
+        return [], None
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        missing = missing_pg_guards(conn, SCHEMA_VERSION, extensions)
+        expected = _expected(conn, SCHEMA_VERSION, extensions)
+        triggers = [m for m in missing if m.startswith("trigger ")]
+        for item in triggers:
+            name = item.removeprefix("trigger ").removesuffix(" (disabled)")
+            table, sql = expected[name]
+            if item.endswith("(disabled)"):
+                conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
+            else:
+                conn.execute(sql)
+    return triggers, lost_constraints(where, [m for m in missing if m not in triggers])
+
+
 def check_pg_schema(conn: psycopg.Connection, where: str,
-                    extensions: Sequence[Extension]) -> None:
-    """For a read-only open: the schema must already hold a journal this code can read."""
+                    extensions: Sequence[Extension]) -> int:
+    """For a read-only open: the schema must already hold a journal this code can read.
+
+    Returns its schema version."""
     meta = _inspect(conn, where)
     if meta is None:
         raise NotAJournalError(f"{where} holds no turnlog journal (no {META_TABLE} table)")
@@ -217,6 +319,7 @@ def check_pg_schema(conn: psycopg.Connection, where: str,
             f"{where} has journal schema version {meta[_SCHEMA_KEY]}, older than this turnlog's "
             f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"
         )
+    return int(meta[_SCHEMA_KEY])
 
 
 def _set_meta(conn: psycopg.Connection, key: str, version: int) -> None:

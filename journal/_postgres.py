@@ -41,11 +41,11 @@ from ._one import one_row
 from ._open import shown_url
 from ._pg import Pool
 from ._pg_tree import PgTreeStore
-from ._pg_schema import check_pg_schema, open_pg_schema
+from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema
 from ._journal import _sql_limit
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
-from ._schema import APPLICATION_ID, Extension, check_extensions
-from ._snapshots import READ_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension, check_extensions
+from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._types import (
     BadEvent,
     Head,
@@ -56,13 +56,16 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
-from ._verify import TEXT_TYPES, check_heads_in, verify_source
+from ._verify import TEXT_TYPES, bad_payload, check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
     InvalidAppendError,
+    JournalConnectionError,
     JournalError,
+    NotAJournalError,
     ReadOnlyJournalError,
     StreamNotFoundError,
+    TurnlogError,
 )
 
 __all__ = ["PostgresJournal"]
@@ -181,12 +184,18 @@ class PostgresJournal:
         self._edge: tuple[int, dict[Node, bytes]] = (-1, {})
         self._pool = Pool(self.url, self.path, max_size=max_connections, timeout=timeout,
                           readonly=self.readonly)
+        self.restored_guards: tuple[str, ...] = ()
+        """As :attr:`journal.Journal.restored_guards`."""
+        self._version = SCHEMA_VERSION
+        self._unwritable: str | None = None
         try:
             with self._pool.connection("opening the journal") as conn:
                 if self.readonly:
-                    check_pg_schema(conn, self.path, self._extensions)
+                    self._version = check_pg_schema(conn, self.path, self._extensions)
                 else:
-                    open_pg_schema(conn, self.path, self._extensions)
+                    restored, self._unwritable = open_pg_schema(
+                        conn, self.path, self._extensions)
+                    self.restored_guards = tuple(restored)
                 oid = one_row(conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone(),
                               self.path)[0]
         except BaseException:
@@ -246,7 +255,10 @@ class PostgresJournal:
             names = ", ".join(repr(b.stream_id) for b in batches)
             raise ReadOnlyJournalError(
                 f"append to stream{'s' * (len(batches) > 1)} {names}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         now = self._now()
+        committing = False
         with self._pool.connection(f"append to stream {batches[0].stream_id!r}") as conn:
             try:
                 with conn.transaction():
@@ -259,6 +271,11 @@ class PostgresJournal:
                     links = [(b.stream_id, *b.parent) for b in batches if b.parent is not None]
                     if links:
                         conn.cursor().executemany(_INSERT_LINK, links)
+                    committing = True  # leaving the block sends COMMIT
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if committing:
+                    raise self._lost_commit(batches, exc) from exc
+                raise
             except pg_errors.UniqueViolation:
                 raise self._lost_race(conn, batches) from None
             except psycopg.DataError as exc:
@@ -270,6 +287,21 @@ class PostgresJournal:
             position += len(stream_rows)
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
+
+    def _lost_commit(self, batches: list[StreamAppend], exc: Exception) -> JournalConnectionError:
+        """The connection broke while the append's COMMIT was under way: the server may or
+        may not have committed it, and only reading the stream's last seq tells which."""
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        checks = "; ".join(
+            f"stream {b.stream_id!r} ends at seq {b.expected_seq + len(b.events)} if it "
+            f"committed, at seq {b.expected_seq} if not" for b in batches)
+        return JournalConnectionError(
+            f"append to stream {batches[0].stream_id!r}: the connection to {self.path} was lost "
+            f"while the append was committing ({first}): it may have committed. Check before "
+            f"writing again: {checks} (the journal's last_seq(stream), or turnlog show ID "
+            "--db URL). A retry with the same expected_seq is safe (refused with "
+            "ConcurrencyError if it committed); re-reading the stream and appending the "
+            "events again is not")
 
     def _grow_tree(self, conn: psycopg.Connection, size: int, rows: list[Row]
                    ) -> tuple[int, dict[Node, bytes]]:
@@ -502,13 +534,17 @@ class PostgresJournal:
         action = f"writing a snapshot of {stream_id!r}"
         if self.readonly:
             raise ReadOnlyJournalError(f"{action}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
         with self._pool.connection(action) as conn, conn.transaction():
-            written = conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq)).rowcount
+            conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq))
             row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
-        if not written or row is None:
+            saved = conn.execute(SAVED_SNAPSHOT.replace("?", "%s"),
+                                 (stream_id, kind, seq)).fetchone()
+        if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
-        return Snapshot(stream_id, kind, seq, row[0], data)
+        return Snapshot(stream_id, kind, seq, row[0], bytes(saved[0]))
 
     # -- tamper evidence -----------------------------------------------------------------
 
@@ -538,12 +574,27 @@ class PostgresJournal:
             report = verify_source(_PgChains(conn), stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
-            found = tuple(mismatch for ext in self._extensions if ext.verify_postgres is not None
-                          for mismatch in ext.verify_postgres(conn, stream_id))
-        found += tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
-                       for mismatch in ext.verify_journal(self, stream_id))
-        if found:
-            return VerifyReport(False, report.checked_events, report.first_bad, found)
+            guards = tuple(missing_pg_guards(conn, self._version, self._extensions))
+            try:
+                with conn.transaction():  # a savepoint: a failed check leaves the snapshot usable
+                    found = tuple(
+                        mismatch for ext in self._extensions if ext.verify_postgres is not None
+                        for mismatch in ext.verify_postgres(conn, stream_id))
+            except (psycopg.DataError, TurnlogError):
+                # the checks parse payloads: one edited into something else stops them
+                bad = report.first_bad or bad_payload(_PgChains(conn), stream_id)
+                if bad is None:
+                    raise
+                return VerifyReport(False, report.checked_events, bad, (), guards)
+        try:
+            found += tuple(mismatch for ext in self._extensions if ext.verify_journal is not None
+                           for mismatch in ext.verify_journal(self, stream_id))
+        except TurnlogError:
+            if report.first_bad is None:
+                raise
+            return VerifyReport(False, report.checked_events, report.first_bad, (), guards)
+        if found or guards:
+            return VerifyReport(False, report.checked_events, report.first_bad, found, guards)
         return report
 
 

@@ -35,8 +35,12 @@ __all__ = [
     "Extension",
     "check_extensions",
     "check_schema",
+    "core_guards",
+    "lost_constraints",
+    "missing_guards",
     "new_origin",
     "open_schema",
+    "restore_guards",
 ]
 
 APPLICATION_ID = 0x544C4F47
@@ -90,6 +94,11 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     ``migrate_postgres`` is not installed there: its objects are absent, as on a SQLite
     journal opened read-only. On PostgreSQL, tables kept in step with ``events``
     belong in a trigger created by ``migrate_postgres``; ``on_append`` is SQLite's.
+
+    ``guards`` (SQLite) and ``guards_postgres``, when given, name the extension's
+    triggers that must stay in place (trigger name: its ``CREATE TRIGGER`` statement).
+    :meth:`Journal.verify` reports one that is missing (or disabled, on PostgreSQL),
+    and a writable open reinstalls it.
     """
 
     name: str
@@ -100,6 +109,8 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     migrate_postgres: Callable[[Any, int], None] | None = None
     verify_postgres: Callable[[Any, str | None], Sequence[ProjectionMismatch]] | None = None
     verify_journal: Callable[[Any, str | None], Sequence[ProjectionMismatch]] | None = None
+    guards: dict[str, str] | None = None
+    guards_postgres: dict[str, str] | None = None
 
 
 _EVENTS_V1 = """CREATE TABLE events (
@@ -122,16 +133,19 @@ _STREAM_LINKS_V1 = """CREATE TABLE stream_links (
 )"""
 
 
+def _refusal(table: str, operation: str) -> str:
+    """The trigger that refuses ``operation`` (UPDATE or DELETE) on ``table``."""
+    return (f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, 'turnlog journal is append-only: "
+            f"{operation} on {table} is not allowed'); END")
+
+
 def _create_v1(db: Database) -> None:
     db.execute(_EVENTS_V1)
     db.execute(_STREAM_LINKS_V1)
     for table in ("events", "stream_links"):
         for operation in ("UPDATE", "DELETE"):
-            db.execute(
-                f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
-                f"BEGIN SELECT RAISE(ABORT, 'turnlog journal is append-only: "
-                f"{operation} on {table} is not allowed'); END"
-            )
+            db.execute(_refusal(table, operation))
 
 
 _SNAPSHOTS_V2 = """CREATE TABLE snapshots (
@@ -267,8 +281,36 @@ def _create_v4(db: Database) -> None:
                                   in frontier.add(leaf_data(h) for (h,) in batch)])
 
 
+_SNAPSHOTS_V5 = """CREATE TABLE snapshots_v5 (
+    stream_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    hash BLOB NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (stream_id, kind, seq)
+)"""
+
+
+def _create_v5(db: Database) -> None:
+    """Snapshots are guarded like events: rows are only inserted (a newer snapshot is a
+    new row, the newest that still holds is read), never updated or deleted."""
+    kept = [sql for (sql,) in db.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'snapshots' AND type IN "
+        "('trigger', 'index') AND sql IS NOT NULL AND name NOT LIKE 'snapshots_refuse_%' "
+        "ORDER BY rowid").fetchall()]
+    db.execute(_SNAPSHOTS_V5)
+    db.execute("INSERT INTO snapshots_v5 (stream_id, kind, seq, hash, data) "
+               "SELECT stream_id, kind, seq, hash, data FROM snapshots")
+    db.execute("DROP TABLE snapshots")
+    db.execute("ALTER TABLE snapshots_v5 RENAME TO snapshots")
+    for sql in kept:  # an extension's triggers and indexes on the table come back
+        db.execute(sql)
+    for operation in ("UPDATE", "DELETE"):
+        db.execute(_refusal("snapshots", operation))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -290,11 +332,12 @@ LOG_TREE_FROM = 4
 
 def open_schema(
     db: Database, path: str, extensions: Sequence[Extension], synchronous: str
-) -> None:
+) -> tuple[list[str], str | None]:
     """Check that ``db`` is a turnlog journal (or empty), then bring it up to date.
 
     Nothing is written until the file is known to be a journal or empty, and nothing
-    at all when it is already current.
+    at all when it is already current and guarded. Missing guard triggers are
+    reinstalled (:func:`restore_guards`, whose result this returns).
     """
     meta = _inspect(db, path)
     _refuse_newer(meta, path, extensions)
@@ -302,6 +345,7 @@ def open_schema(
     db.conn.execute(f"PRAGMA synchronous = {synchronous}")
     if meta is None or _pending(meta, extensions):
         _migrate(db, path, extensions)
+    return restore_guards(db, path, extensions)
 
 
 def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> int:
@@ -320,6 +364,88 @@ def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> in
             f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"
         )
     return int(meta[_SCHEMA_KEY])
+
+
+def core_guards(version: int) -> dict[str, str]:
+    """The triggers that keep a journal of schema ``version`` append-only, by name: their SQL."""
+    tables = ("events", "stream_links", *(("tree", "checkpoints") if version >= 4 else ()),
+              *(("snapshots",) if version >= 5 else ()))
+    return {f"{table}_refuse_{op.lower()}": _refusal(table, op)
+            for table in tables for op in ("UPDATE", "DELETE")}
+
+
+def missing_guards(db: Database, version: int, extensions: Sequence[Extension] = ()) -> list[str]:
+    """What of the journal's guards is gone, each said in a few words (empty: all in place).
+
+    The guards are the triggers that refuse UPDATE and DELETE (the core's, and those of
+    installed extensions that declare ``guards``) and the ``events`` table's own
+    constraints (one row per stream and seq, JSON payloads). A tool that rebuilds a
+    table (``sqlite-utils transform``) drops its triggers.
+    """
+    conn = db.conn
+    triggers = {name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    expected = list(core_guards(version))
+    for ext in extensions:
+        if ext.guards and _ext_version(meta, ext) >= 1:
+            expected += list(ext.guards)
+    missing = [f"trigger {name}" for name in expected if name not in triggers]
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
+    if row is not None and "json_valid(payload)" not in row[0].replace('"', ""):
+        missing.append("events CHECK (json_valid(payload))")
+    if row is not None and not _unique_stream_seq(conn):
+        missing.append("events UNIQUE (stream_id, seq)")
+    return missing
+
+
+def _unique_stream_seq(conn: Any) -> bool:
+    """Whether ``events`` keeps one row per (stream_id, seq): a table constraint or a unique
+    index (read from ``sqlite_master``: a read-only connection may not run PRAGMAs)."""
+    for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'events' "
+                               "AND sql IS NOT NULL AND type IN ('table', 'index')"):
+        text = " ".join(sql.replace('"', "").split())
+        if "UNIQUE (stream_id, seq)" in text or (
+                text.startswith("CREATE UNIQUE INDEX") and text.endswith("(stream_id, seq)")):
+            return True
+    return False
+
+
+def restore_guards(db: Database, path: str,
+                   extensions: Sequence[Extension]) -> tuple[list[str], str | None]:
+    """Reinstall the missing triggers of a journal opened for writing, under the write lock.
+
+    Returns the triggers reinstalled, and why the journal must not be written to (``None``
+    when it may): a lost ``events`` constraint cannot be put back without rebuilding the
+    table, so the handle then refuses every write.
+    """
+    missing = missing_guards(db, SCHEMA_VERSION, extensions)
+    if not missing:
+        return [], None
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        missing = missing_guards(db, SCHEMA_VERSION, extensions)
+        sql = dict(core_guards(SCHEMA_VERSION))
+        for ext in extensions:
+            sql.update(ext.guards or {})
+        triggers = [m for m in missing if m.startswith("trigger ")]
+        for item in triggers:
+            db.execute(sql[item.removeprefix("trigger ")])
+        db.execute("COMMIT")
+    except BaseException:
+        db.rollback()
+        raise
+    return triggers, lost_constraints(path, [m for m in missing if m not in triggers])
+
+
+def lost_constraints(path: str, lost: list[str]) -> str | None:
+    """Why a journal whose ``events`` table lost constraints is not written to (or ``None``)."""
+    if not lost:
+        return None
+    return (f"{path}: the journal's events table lost {', '.join(lost)} (it was rebuilt "
+            "outside turnlog), so turnlog will not write to it. Check it with turnlog verify, "
+            "then copy it into a new journal (turnlog copy) and use that one")
 
 
 def check_extensions(extensions: Sequence[Extension]) -> None:

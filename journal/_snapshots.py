@@ -1,7 +1,8 @@
 """Snapshots: higher layers' folded state of a stream, cached beside the events.
 
 A snapshot is never history. It is kept in its own table (``snapshots``: one row
-per stream and ``kind``, replaced by each write), names the seq it was taken at
+per stream, ``kind`` and seq; from schema 4 on, guarded like ``events``: rows are
+only inserted, so a newer snapshot is a new row), names the seq it was taken at
 and the hash of the event there, and is returned only while that event still has
 that hash, and while every fork link on its way still chains (each fork's first
 event names, as its ``prev_hash``, its parent's hash at the fork point) — so a
@@ -16,24 +17,36 @@ from typing import Any
 
 from .errors import EventNotFoundError, InvalidAppendError
 
-__all__ = ["READ_SNAPSHOT", "WRITE_SNAPSHOT", "check_snapshot", "links_hold"]
+__all__ = [
+    "READ_SNAPSHOT",
+    "SAVED_SNAPSHOT",
+    "WRITE_SNAPSHOT",
+    "check_snapshot",
+    "links_hold",
+]
 
 READ_SNAPSHOT = (
     "SELECT s.seq, {hash}, s.data FROM snapshots AS s "
     "JOIN events AS e ON e.stream_id = s.stream_id AND e.seq = s.seq AND e.hash = s.hash "
-    "WHERE s.stream_id = ? AND s.kind = ?"
+    "WHERE s.stream_id = ? AND s.kind = ? ORDER BY s.seq DESC LIMIT 1"
 )
-"""The stream's snapshot of a kind, only while its event at the snapshot's seq has its hash.
+"""The stream's newest snapshot of a kind whose event at the snapshot's seq has its hash.
 
 ``{hash}``: the SQL for ``s.hash`` as hex text (SQLite stores it as bytes)."""
 
 WRITE_SNAPSHOT = (
     "INSERT INTO snapshots (stream_id, kind, seq, hash, data) "
     "SELECT stream_id, ?, seq, hash, ? FROM events WHERE stream_id = ? AND seq = ? "
-    "ON CONFLICT (stream_id, kind) DO UPDATE "
-    "SET seq = excluded.seq, hash = excluded.hash, data = excluded.data"
+    "ON CONFLICT (stream_id, kind, seq) DO NOTHING"
 )
-"""Take the hash from the event itself: a snapshot can only name an event that exists."""
+"""Take the hash from the event itself: a snapshot can only name an event that exists.
+
+Inserts only (the table refuses UPDATE and DELETE): a snapshot already saved at that
+seq stays as it is."""
+
+
+SAVED_SNAPSHOT = "SELECT data FROM snapshots WHERE stream_id = ? AND kind = ? AND seq = ?"
+"""The bytes saved as a stream's snapshot of a kind at a seq."""
 
 
 def check_snapshot(stream_id: object, kind: object, seq: object, data: object) -> bytes:

@@ -22,6 +22,7 @@ __all__ = [
     "connect_readonly",
     "is_constraint",
     "translate",
+    "unwritable",
 ]
 
 BUSY_TIMEOUT_MS = 5000
@@ -34,6 +35,7 @@ _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
 _SQLITE_READONLY = 8
 _SQLITE_CORRUPT = 11
+_SQLITE_CANTOPEN = 14
 _SQLITE_AUTH = 23
 _SQLITE_NOTADB = 26
 SQLITE_CONSTRAINT_CHECK = 275
@@ -188,6 +190,31 @@ def connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+def unwritable(path: str) -> str | None:
+    """Why a writer cannot write the journal at ``path`` (a read-only file system, file or
+    directory: SQLite creates ``-wal`` and ``-shm`` files beside the journal), or ``None``."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    exists = os.path.exists(path)
+    if not os.path.isdir(directory):
+        return None  # SQLite's own words say it: no such directory
+    try:
+        mount_ro = bool(os.statvfs(path if exists else directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        mount_ro = False
+    if mount_ro:
+        return (f"{directory} is on a read-only file system (a read-only mount): nothing can "
+                "be written there (read commands still read a journal there)")
+    if exists and not os.access(path, os.W_OK):
+        return (f"the file {path} is read-only (its permissions); read commands still work, "
+                "or make it writable (chmod u+w) to write")
+    if not os.access(directory, os.W_OK):
+        what = "journal" if exists else "new journal"
+        return (f"its directory {directory} is read-only, and SQLite must create the {what} "
+                f"and its -wal and -shm files there; make the directory writable or use "
+                "another path")
+    return None
+
+
 def is_constraint(exc: sqlite3.Error, *codes: int) -> bool:
     """True when ``exc`` carries one of the extended SQLite result ``codes``."""
     return getattr(exc, "sqlite_errorcode", None) in codes
@@ -204,6 +231,10 @@ def translate(exc: sqlite3.Error, path: str, action: str) -> JournalError:
         )
     if primary == _SQLITE_AUTH:
         return ReadOnlyJournalError(f"{path}: {action}: the journal is open read-only ({exc})")
+    if primary in (_SQLITE_READONLY, _SQLITE_CANTOPEN) and path != ":memory:":
+        where = unwritable(path)
+        if where is not None:
+            return ReadOnlyJournalError(f"{path}: {action}: cannot write here: {where}")
     if primary == _SQLITE_READONLY:
         return ReadOnlyJournalError(
             f"{path}: {action}: the file or its directory cannot be written ({exc})"

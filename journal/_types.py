@@ -97,7 +97,9 @@ class ProjectionMismatch(msgspec.Struct, frozen=True):
     """Where an extension's derived object (a projection table, a view) disagrees with events.
 
     ``extension`` and ``object`` (its table or view) say what; ``stream_id``,
-    ``position`` and ``column`` say where, when the difference is in one row.
+    ``position`` and ``column`` say where, when the difference is in one row; ``seq``,
+    when the difference is an event of the stream (an illegal history: ``object`` is
+    ``"history"``).
     """
 
     extension: str
@@ -106,6 +108,7 @@ class ProjectionMismatch(msgspec.Struct, frozen=True):
     position: int | None
     column: str | None
     reason: str
+    seq: int | None = None
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -129,10 +132,13 @@ class VerifyReport(msgspec.Struct, frozen=True):
 
     ``first_bad`` is the first event whose chain does not hold; ``projections`` lists
     what the extensions' checks (:attr:`Extension.verify`) found recomputing their
-    derived objects from ``events``.
+    derived objects from ``events``; ``missing_guards`` what of the journal's guards
+    (the triggers that keep it append-only, the ``events`` table's constraints) is gone
+    or disabled, each in a few words.
     """
 
     ok: bool
     checked_events: int
     first_bad: BadEvent | None
     projections: tuple[ProjectionMismatch, ...] = ()
+    missing_guards: tuple[str, ...] = ()

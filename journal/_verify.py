@@ -12,6 +12,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+import msgspec
+
 from ._hashing import GENESIS_HASH, hash_encoded
 from ._lineage import find_loop
 from ._statements import hex_of, statements
@@ -19,6 +21,8 @@ from ._types import BadEvent, Head, VerifyReport
 
 __all__ = [
     "ChainSource",
+    "bad_payload",
+    "bad_payload_in",
     "check_heads",
     "check_heads_in",
     "link_of",
@@ -200,6 +204,35 @@ def verify_source(
             yield from source.segment_rows(sid, _MAX_SEQ if upto is None else upto)
 
     return _report(_check(source, _ticking(rows(), progress)), source, stream_id)
+
+
+def bad_payload_in(conn: sqlite3.Connection, stream_id: str | None, *,
+                   compact: bool = True) -> BadEvent | None:
+    """:func:`bad_payload` over a SQLite journal's connection."""
+    return bad_payload(_SqliteChains(conn, compact), stream_id)
+
+
+def bad_payload(source: ChainSource, stream_id: str | None) -> BadEvent | None:
+    """The first event (of every stream, or of one stream's history) whose payload is not
+    JSON, ``None`` if there is none.
+
+    The chain walk does not parse payloads (it hashes their bytes); the extensions'
+    checks do, and a payload edited into something that is not JSON makes them fail.
+    Then this names the event: a slow path, taken only when a check failed.
+    """
+    if stream_id is None:
+        rows: Iterable[tuple[Any, ...]] = source.all_rows()
+    else:
+        segments, _ = find_loop(source.link, stream_id)
+        rows = (row for sid, upto in segments
+                for row in source.segment_rows(sid, _MAX_SEQ if upto is None else upto))
+    for raw_sid, seq, _type, _version, _at, payload, *_ in rows:
+        try:
+            msgspec.json.decode(payload)
+        except (msgspec.DecodeError, TypeError):
+            return BadEvent(_shown(raw_sid), seq if type(seq) is int else 0,
+                            "the payload is not JSON (the row was edited outside turnlog)")
+    return None
 
 
 def _ticking(rows: Iterable[tuple[Any, ...]], progress: Progress | None) -> Iterable[tuple[Any, ...]]:

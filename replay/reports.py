@@ -161,7 +161,7 @@ def latest_report(path: str) -> list[dict[str, Any]]:
     try:
         db = sqlite_database(connect_readonly(path))
     except JournalError as exc:
-        raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
+        raise ReplayError(f"cannot read replay reports from {shown_url(path)}: {exc}") from None
     try:
         table = db[REPORTS_TABLE]
         if not table.exists():
@@ -172,7 +172,7 @@ def latest_report(path: str) -> list[dict[str, Any]]:
         return list(table.rows_where("run_id = ?", [latest[0]["run_id"]],
                                      order_by="conversation_id"))
     except sqlite3.Error as exc:
-        raise ReplayError(f"cannot read replay reports from {path}: {exc}") from None
+        raise ReplayError(f"cannot read replay reports from {shown_url(path)}: {exc}") from None
     finally:
         db.conn.close()
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnlog.engine.events import (
     ConversationCompleted,
@@ -64,6 +64,9 @@ from turnlog.engine.messages import Image, Text, Thinking, ToolCall, Usage
 from turnlog.engine.state import StateBuilder
 from turnlog.engine.texts import duplicate_message, result_content
 from turnlog.journal import Journal
+
+if TYPE_CHECKING:
+    from .deterministic import ReplayResult
 
 __all__ = [
     "RecordedConversation",
@@ -338,8 +341,13 @@ class RecordedConversation:
     path: str
     conversation_id: str
 
-    def assert_replays(self, **kw: Any) -> None:
-        """Re-run it deterministically; fail the test with the divergence report if it differs."""
+    def assert_replays(self, **kw: Any) -> ReplayResult:
+        """Re-run it deterministically; fail the test with the divergence report if it differs.
+
+        A conversation replay cannot check (imported or external-runner
+        messages: ``ReplayResult.skipped``) skips the test with that reason,
+        never passes it. Returns the result of a replay that held.
+        """
         import pytest
 
         from .deterministic import replay
@@ -348,6 +356,9 @@ class RecordedConversation:
             result = replay(journal, self.conversation_id, collect=True, **kw)
         if result.divergence is not None:
             pytest.fail(result.divergence.render(), pytrace=False)
+        if result.skipped is not None:
+            pytest.skip(f"{self}: not replayed: {result.skipped}")
+        return result
 
     def __str__(self) -> str:
         return f"{os.path.basename(self.path)}::{self.conversation_id}"

@@ -65,10 +65,17 @@ def as_schema_2(path: Path) -> None:
         conn.execute("DROP TRIGGER events_refuse_update")
         conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
         conn.execute(trigger)
-        conn.execute("UPDATE snapshots SET hash = lower(hex(hash))")
-        conn.execute("DROP TABLE tree")  # schema 4's log tree, checkpoints and origin
-        conn.execute("DROP TABLE checkpoints")
-        conn.execute("DELETE FROM _turnlog_meta WHERE key = 'origin'")
+        for statement in (  # schema 2's snapshots: one row per stream and kind, unguarded
+                "DROP TABLE tree", "DROP TABLE checkpoints",  # schema 4's log tree
+                "DELETE FROM _turnlog_meta WHERE key = 'origin'",
+                "DROP TRIGGER snapshots_refuse_update", "DROP TRIGGER snapshots_refuse_delete",
+                "CREATE TABLE snapshots_v2 (stream_id TEXT NOT NULL, kind TEXT NOT NULL, "
+                "seq INTEGER NOT NULL, hash TEXT NOT NULL, data BLOB NOT NULL, "
+                "PRIMARY KEY (stream_id, kind))",
+                "INSERT OR REPLACE INTO snapshots_v2 SELECT stream_id, kind, seq, "
+                "lower(hex(hash)), data FROM snapshots ORDER BY seq",
+                "DROP TABLE snapshots", "ALTER TABLE snapshots_v2 RENAME TO snapshots"):
+            conn.execute(statement)
         conn.execute("UPDATE _turnlog_meta SET value = '2' WHERE key = 'schema_version'")
         conn.commit()
     finally:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turnlog.engine.duplicates import DuplicatePredicate, check_duplicate
@@ -32,6 +32,38 @@ _NAMES = st.sampled_from(["search", "add", "caf\u00e9"])
 _LAW = settings(suppress_health_check=[HealthCheck.differing_executors, HealthCheck.too_slow])
 _HISTORY = st.lists(st.tuples(_NAMES, argument_dicts(max_size=3, max_leaves=4)), max_size=4)
 
+#: Every distinction docs/property-testing.md promises, as ``(earlier call's arguments, next
+#: call's arguments, the same call?)``: each is a fixed example of a law, so a rule that breaks
+#: one fails whatever the seed and however few the examples.
+DISTINCTIONS: tuple[tuple[dict[str, Any], dict[str, Any], bool], ...] = (
+    ({"x": True}, {"x": 1}, False),                       # true is not 1
+    ({"x": 1}, {"x": True}, False),
+    ({"x": False}, {"x": 0}, False),                      # false is not 0
+    ({"x": 0}, {"x": False}, False),
+    ({"x": 1}, {"x": 1.0}, True),                         # 1 is 1.0
+    ({"x": 2.0}, {"x": 2}, True),
+    ({"x": 0}, {"x": -0.0}, True),                        # -0.0 is 0
+    ({"x": "1"}, {"x": 1}, False),                        # text is not a number
+    ({"x": None}, {}, False),                             # null is not a missing key
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}, True),           # key order never matters
+    ({"x": [1, 2]}, {"x": [2, 1]}, False),                # list order does
+    ({"x": "\u00e9"}, {"x": "e\u0301"}, True),             # NFC: composed or not
+    ({"caf\u00e9": 1}, {"cafe\u0301": 1}, True),           # ... in keys too
+    ({"x": "\u212b"}, {"x": "\u00c5"}, True),              # the Angstrom sign is A-ring
+    ({"x": "\ufb01"}, {"x": "fi"}, False),                 # NFC, never NFKC
+    ({"x": "\uff11"}, {"x": "1"}, False),                  # full-width digits stay apart
+    ({"x": "\u00a0"}, {"x": " "}, False),                  # a no-break space is no space
+    ({"a": [{"b": True}]}, {"a": [{"b": 1}]}, False),     # at every depth
+    ({"a": [{"b": 1.0, "c": "e\u0301"}]}, {"a": [{"c": "\u00e9", "b": 1}]}, True),
+)
+
+
+def _distinctions(law: Any) -> Any:
+    """``law`` with every ``DISTINCTIONS`` pair as a fixed ``@example``."""
+    for earlier, probe, _ in reversed(DISTINCTIONS):
+        law = example(earlier=earlier, probe=probe)(law)
+    return law
+
 
 class DuplicateRuleLaws:
     """Laws any duplicate rule must satisfy; subclass it (as ``Test...``) with your rule.
@@ -50,7 +82,10 @@ class DuplicateRuleLaws:
     - key order, number form (``1``/``1.0``, ``0``/``-0.0``) and Unicode form
       (NFC-equal text) never change a verdict, in the history or in the call;
     - the policy's exempt tools, and any tool made exempt, are never refused;
-    - a tool's volatile keys never change a verdict.
+    - a tool's volatile keys never change a verdict;
+    - after one call, the next is refused exactly when it is the same call (only
+      "not refused" for a rule that lets some repeats through), with every
+      distinction the docs promise (``DISTINCTIONS``) among its fixed examples.
     """
 
     #: the rule under test
@@ -133,6 +168,24 @@ class DuplicateRuleLaws:
         assert self.refuses(plain, name, same) == verdict
         assert self.refuses(other, name, args) == verdict
         assert self.refuses(other, name, same) == verdict
+
+    @_LAW
+    @given(earlier=argument_dicts(max_size=3, max_leaves=4),
+           probe=argument_dicts(max_size=3, max_leaves=4))
+    @_distinctions
+    def test_after_one_call_the_next_is_refused_exactly_when_it_is_the_same(self, earlier, probe):
+        names = [n for n in ("search", "add", "lookup") if not self._exempt(n)]
+        if not names:  # every name is exempt: the exempt law covers it
+            return
+        name = names[0]
+        b = self.new_state()
+        self.record(b, name, earlier)
+        same = same_arguments(probe, earlier, ignore=self.policy.volatile.get(name, ()))
+        verdict = self.refuses(b, name, probe)
+        if not same:
+            assert not verdict, f"{name}({probe!r}) is another call than {name}({earlier!r})"
+        elif self.refuses_repeats:
+            assert verdict, f"{name}({probe!r}) repeats {name}({earlier!r})"
 
     @_LAW
     @given(history=_HISTORY, name=_NAMES, args=argument_dicts(), repeats=st.integers(1, 3))

@@ -43,7 +43,7 @@ from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_o
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["MODEL_CALLS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
+__all__ = ["GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
            "drop_postgres",
            "in_step", "install", "install_postgres", "rebuild", "requested_sql"]
 
@@ -178,16 +178,41 @@ def install(db: Database) -> None:
                f"FROM events AS e WHERE e.type IN {_MODEL_TYPES}")
     db.execute(f"INSERT INTO {TOOL_CALLS} SELECT {_TOOL_ROW.format(e='e')} "
                f"FROM events AS e WHERE e.type IN {_TOOL_TYPES}")
+    for sql in GUARDS.values():
+        db.execute(sql)
+
+
+def _guards() -> dict[str, str]:
+    """The triggers that keep both tables in step with ``events`` and refuse edits (SQLite)."""
+    guards = {}
     for table, types, row in ((MODEL_CALLS, _MODEL_TYPES, _MODEL_ROW),
                               (TOOL_CALLS, _TOOL_TYPES, _TOOL_ROW)):
-        db.execute(f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
-                   f"WHEN NEW.type IN {types} "
-                   f"BEGIN INSERT INTO {table} VALUES ({row.format(e='NEW')}); END")
+        guards[f"{table}_project"] = (
+            f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
+            f"WHEN NEW.type IN {types} "
+            f"BEGIN INSERT INTO {table} VALUES ({row.format(e='NEW')}); END")
         for operation in ("UPDATE", "DELETE"):
-            db.execute(
+            guards[f"{table}_refuse_{operation.lower()}"] = (
                 f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
                 f"BEGIN SELECT RAISE(ABORT, '{table} is a projection of events: "
                 f"{operation} is not allowed'); END")
+    return guards
+
+
+def _pg_guards() -> dict[str, str]:
+    """:func:`_guards` on PostgreSQL (the functions they run are created by the migration)."""
+    guards = {}
+    for table, *_ in _projected(POSTGRES):
+        guards[f"{table}_project"] = (
+            f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
+            "REFERENCING NEW TABLE AS appended FOR EACH STATEMENT "
+            f"EXECUTE FUNCTION {table}_project()")
+        for operation in ("UPDATE", "DELETE", "TRUNCATE"):
+            level = "STATEMENT" if operation == "TRUNCATE" else "ROW"
+            guards[f"{table}_refuse_{operation.lower()}"] = (
+                f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} "
+                f"ON {table} FOR EACH {level} EXECUTE FUNCTION turnlog_refuse_rewrite()")
+    return guards
 
 
 def _present(conn: ReadConnection) -> set[str]:
@@ -206,13 +231,8 @@ def install_postgres(conn: Any) -> None:
         conn.execute(
             f"CREATE FUNCTION {table}_project() RETURNS trigger LANGUAGE plpgsql AS $$ "
             f"BEGIN INSERT INTO {table} {select.format(source='appended')}; RETURN NULL; END $$")
-        conn.execute(f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
-                     "REFERENCING NEW TABLE AS appended FOR EACH STATEMENT "
-                     f"EXECUTE FUNCTION {table}_project()")
-        for operation in ("UPDATE", "DELETE", "TRUNCATE"):
-            level = "STATEMENT" if operation == "TRUNCATE" else "ROW"
-            conn.execute(f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} "
-                         f"ON {table} FOR EACH {level} EXECUTE FUNCTION turnlog_refuse_rewrite()")
+    for sql in PG_GUARDS.values():
+        conn.execute(sql)
 
 
 def in_step(conn: ReadConnection) -> bool:
@@ -303,3 +323,9 @@ def rebuild(path: str) -> None:
     finally:
         conn.close()
 
+
+GUARDS = _guards()
+"""The tables' triggers by name (SQLite): the extension's ``guards``."""
+
+PG_GUARDS = _pg_guards()
+"""The tables' triggers by name (PostgreSQL): the extension's ``guards_postgres``."""

@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal, JournalProtocol, last_signed
+from turnlog.journal import Journal, JournalProtocol, last_signed, shown_url
 
 from .sql import SOURCES
 from .timeline import entries
@@ -235,7 +235,8 @@ class Reader:
             # every conversation: counted from the index, without the view's join per row
             "SELECT count(*) FROM events WHERE type = 'conversation_started' AND seq = 1",
             params).fetchone()[0]
-        ids = self._page_ids(q, where, params)
+        # a page past the last is empty (never an OFFSET past SQL's integers)
+        ids = self._page_ids(q, where, params) if (q.page - 1) * q.per_page < total else []
         # The view's costly columns are computed for the page's rows only.
         by_id = {r[0]: r for r in self.conn.execute(
             f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id IN "
@@ -302,7 +303,7 @@ class Reader:
 
         Raises ``ConversationNotFound`` for an unknown id.
         """
-        info = conversation_info(self.conn, conversation_id, self.path)
+        info = conversation_info(self.conn, conversation_id, shown_url(self.path))
         first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
                                   (conversation_id,)).fetchone()
         info["started"] = json.loads(first[0])
@@ -359,7 +360,8 @@ class Reader:
             "SELECT min(seq) FROM events WHERE stream_id = ? AND type = 'model_requested' "
             f"GROUP BY {self.dialect.json('payload', '$.turn')} ORDER BY 1", (conversation_id,))]
         if not starts and self.journal.last_seq(conversation_id) == 0:
-            raise ConversationNotFound(f"no conversation {conversation_id!r} in {self.path}")
+            raise ConversationNotFound(
+                f"no conversation {conversation_id!r} in {shown_url(self.path)}")
         pages = max(1, math.ceil(len(starts) / per_page))
         if page > pages:
             raise BadFilterError(f"page {page} is past the timeline's last page ({pages})")

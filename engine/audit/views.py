@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from turnlog import journal
-from turnlog.journal import Extension, ProjectionMismatch
+from turnlog.journal import Extension, ProjectionMismatch, shown_url
 
 from ..snapshots import check_snapshots
 from . import projections
@@ -387,7 +387,8 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: every backend.
 VIEWS_EXTENSION = Extension(name="engine.views", version=4, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
-                            verify_journal=check_snapshots)
+                            verify_journal=check_snapshots, guards=projections.GUARDS,
+                            guards_postgres=projections.PG_GUARDS)
 
 # Version 3's views: no events_hex, no costs.
 _V3 = {name: sql for name, sql in VIEWS.items() if name not in ("events_hex", "costs")}
@@ -433,7 +434,7 @@ def connect_readonly(path: str) -> ReadConnection:
                 conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
     except sqlite3.Error as exc:
         conn.close()
-        raise journal.JournalError(f"{path}: cannot prepare the views for reading: {exc}") from exc
+        raise journal.JournalError(f"{shown_url(path)}: cannot prepare the views for reading: {exc}") from exc
     return conn
 
 

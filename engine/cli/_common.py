@@ -15,7 +15,14 @@ from typing import IO, Any
 import click
 import msgspec
 
-from turnlog.journal import Journal, JournalProtocol, TurnlogError, check_existing, journal_file
+from turnlog.journal import (
+    Journal,
+    JournalProtocol,
+    TurnlogError,
+    check_existing,
+    journal_file,
+    shown_url,
+)
 from turnlog.journal.errors import CheckpointError
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
@@ -92,7 +99,13 @@ def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
             check_existing(file)
     from turnlog.engine.audit import EXTENSIONS  # the engine's SQL views, when present
 
-    return Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
+    journal = Journal.open(path, extensions=EXTENSIONS, readonly=readonly)
+    restored = getattr(journal, "restored_guards", ())
+    if restored:
+        problem(f"note: {journal.path}: reinstalled {', '.join(restored)}, removed outside "
+                "turnlog (a tool that rebuilds a table drops its triggers); check the "
+                f"history with {command_hint('verify', db_path=path)}")
+    return journal
 
 
 def emit(data: Any) -> None:
@@ -156,10 +169,14 @@ def journal_for(path: str, *, must_exist: bool = True, readonly: bool = False,
 
 
 def command_hint(*parts: str, db_path: str | None = None) -> str:
-    """A command line to copy and paste: ``turnlog PARTS... [--db PATH]``, shell-quoted."""
+    """A command line to copy and paste: ``turnlog PARTS... [--db PATH]``, shell-quoted.
+
+    A password in a ``--db`` URL is shown as ``***`` (``shown_url``): put it back,
+    or leave it out of the URL and let libpq read ``PGPASSWORD`` or ``~/.pgpass``.
+    """
     words = ["turnlog", *parts]
     if db_path is not None and db_path != DEFAULT_DB:
-        words += ["--db", db_path]
+        words += ["--db", shown_url(db_path)]
     return " ".join(shlex.quote(w) if w != "turnlog" else w for w in words)
 
 
@@ -176,7 +193,7 @@ def run_options(params: Mapping[str, Any]) -> list[str]:
     for name, flag in _RUN_OPTIONS:
         value = params.get(name)
         for one in (value,) if isinstance(value, str) else (value or ()):
-            words += [flag, one]
+            words += [flag, shown_url(one) if flag == "--mcp" else one]
     return words
 
 

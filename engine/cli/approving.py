@@ -9,6 +9,7 @@ import click
 
 from turnlog.engine.approvals import decide
 from turnlog.engine.conversation import load_state
+from turnlog.engine.nesting import load_json
 
 from ._common import (
     CLIError,
@@ -100,7 +101,8 @@ def _edited(edited: str | None, call_ids: tuple[str, ...], approved: bool) -> An
     if not approved or len(call_ids) != 1:
         raise CLIError("--arguments goes with --yes and exactly one --call")
     try:
-        value = json.loads(edited, parse_constant=_not_json)
+        # the one nesting limit (engine.nesting)
+        value = load_json(edited, "--arguments", parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         raise CLIError(f"--arguments is not JSON: {exc}") from None
     except ValueError as exc:  # NaN, Infinity: Python reads them, JSON has no such numbers

@@ -18,6 +18,7 @@ from turnlog.engine.audit import (
     list_conversations,
     parse_since,
 )
+from turnlog.journal import shown_url
 
 from ._common import (
     colour,
@@ -109,7 +110,7 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     """
     conn = _reader(db_path)
     try:
-        info = conversation_info(conn, conversation_id, db_path)
+        info = conversation_info(conn, conversation_id, shown_url(db_path))
         events = conversation_events(conn, conversation_id)
     finally:
         conn.close()

@@ -97,14 +97,19 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
                 checked = check_checkpoint(tree, note, key)
             if not checked.ok and checked.position is not None and first_bad is None:
                 first_bad = _event_at(journal, checked.position, checked.problem or "")
-    ok = first_bad is None and not report.projections and (checked is None or checked.ok)
+    if checked is not None and not checked.ok and first_bad is None:
+        first_bad = BadEvent("", 0, checked.problem or "")
+    ok = (first_bad is None and not report.projections and not report.missing_guards
+          and (checked is None or checked.ok))
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
-               "column": m.column, "reason": m.reason} for m in report.projections]
+               "column": m.column, "reason": m.reason, "seq": m.seq}
+              for m in report.projections]
     signed = None if checked is None else {"size": checked.size, "ok": checked.ok,
                                            "problem": checked.problem}
     if as_json:
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
-              "projections": forged, **({"checkpoint": signed} if signed else {})})
+              "projections": forged, "missing_guards": list(report.missing_guards),
+              **({"checkpoint": signed} if signed else {})})
     elif ok:
         also = "" if checked is None else f"; the checkpoint of {checked.size} events holds"
         click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified{also}")
@@ -117,8 +122,17 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
                    f"seq {first_bad.seq}: "
                    f"{first_bad.reason}")
     for m in forged if not as_json else ():
+        if m["table"] == "history":  # the lifecycle refuses the conversation's events
+            click.echo(f"{colour('ILLEGAL HISTORY', 'tampered')}: conversation "
+                       f"{m['conversation_id']!r} {m['reason']}")
+            continue
         click.echo(f"{colour('FORGED PROJECTION', 'tampered')}: {m['table']} conversation {m['conversation_id']!r} "
                    f"position {m['position']}: {m['reason']}")
+    if report.missing_guards and not as_json:
+        click.echo(f"{colour('UNGUARDED', 'tampered')}: {', '.join(report.missing_guards)} "
+                   "missing: the journal's schema was changed outside turnlog (a tool that "
+                   "rebuilds a table drops its triggers), and nothing refuses edits any more; "
+                   "the next write command reinstalls missing triggers.")
     if not ok:
         fail(1)
 

@@ -11,6 +11,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from turnlog.engine.approvals import check_approve
 from turnlog.engine.choices import PROVIDERS, make_provider, open_tools
 from turnlog.engine.conversation import load_state
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
@@ -275,21 +276,23 @@ def run(prompt: str, provider: str, model: str | None, script: str | None,
     prices = _prices(prices_file)  # a bad price file is refused before the journal is opened
     cid = conversation_id or new_conversation_id()
     continue_with = hint("resume", cid, run=_params())
-    with open_tools(tool_specs, mcp, report=problem) as tools, \
-            journal_for(db_path, must_exist=False) as journal:
-        printer = StreamPrinter(as_json) if stream else None
-        loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason, prices)
-        if conversation_id and journal.last_seq(conversation_id):
-            _check_continuable(journal, cid, db_path, tool_specs, script,
-                               {"max_turns": max_turns, "mode": mode}, mcp)
-            result = run_interruptible(journal, cid, lambda: loop.send(
-                cid, prompt, single_turn=single_turn), continue_with)
-        else:
-            result = run_interruptible(journal, cid, lambda: loop.start(
-                prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
-                system=system, single_turn=single_turn,
-                metadata=recorded_run_options(tool_specs, script)), continue_with)
-        waiting = _waiting(journal, result)
+    printer = StreamPrinter(as_json) if stream else None
+    with open_tools(tool_specs, mcp, report=problem) as tools:
+        check_approve(approve, tools.names())  # a misspelt name: refused before a file exists
+        with journal_for(db_path, must_exist=False) as journal:
+            loop = _loop(journal, chosen, tools, model, retries, printer, approve,
+                         approve_reason, prices)
+            if conversation_id and journal.last_seq(conversation_id):
+                _check_continuable(journal, cid, db_path, tool_specs, script,
+                                   {"max_turns": max_turns, "mode": mode}, mcp)
+                result = run_interruptible(journal, cid, lambda: loop.send(
+                    cid, prompt, single_turn=single_turn), continue_with)
+            else:
+                result = run_interruptible(journal, cid, lambda: loop.start(
+                    prompt, conversation_id=cid, model=model, mode=mode, max_turns=max_turns,
+                    system=system, single_turn=single_turn,
+                    metadata=recorded_run_options(tool_specs, script)), continue_with)
+            waiting = _waiting(journal, result)
     _report(result, as_json, printer, waiting)
 
 
@@ -317,6 +320,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
     _check_reason(approve, approve_reason)
     prices = _prices(prices_file)  # a bad price file is refused before the journal is opened
     with open_tools(tool_specs, mcp, report=problem) as tools, journal_for(db_path) as journal:
+        check_approve(approve, tools.names())
         state = load_state(journal, conversation_id)
         if state.finished:
             if as_json:

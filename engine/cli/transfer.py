@@ -8,8 +8,9 @@ import click
 
 from turnlog.engine.formats.detect import FORMATS
 from turnlog.engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
-from turnlog.engine.formats.otlp import send_otlp, traces_url
-from turnlog.engine.formats.importer import import_file
+from turnlog.engine.formats.genai import SEMCONVS
+from turnlog.engine.formats.otlp import COMPRESSIONS, PROTOCOLS, otlp_target, send_otlp
+from turnlog.engine.formats.importer import import_entries, read_file
 
 from ._common import (
     CLIError,
@@ -55,10 +56,12 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
     """
     if not Path(file).is_file():
         raise CLIError(f"no such file: {file}")
+    entries, envelope = read_file(file)  # a file refused is refused before the journal opens
     with journal_for(db_path, must_exist=False) as journal, \
             progress(None, label="importing", as_json=as_json) as bar:
-        result = import_file(journal, file, fmt=_IMPORT_ALIASES.get(fmt, fmt),
-                             conversation_id=conversation_id, progress=bar.at)
+        result = import_entries(journal, entries, fmt=_IMPORT_ALIASES.get(fmt, fmt),
+                                conversation_id=conversation_id, envelope=envelope,
+                                progress=bar.at)
     for warning in result.warnings:  # what the importer kept without understanding it
         problem(f"warning: {warning}")
     if as_json:
@@ -78,13 +81,28 @@ def import_(file: str, fmt: str | None, conversation_id: str | None, db_path: st
 @click.option("--content", is_flag=True,
               help="otlp: put messages, instructions, tool definitions, arguments and results "
                    "on the spans (opt-in: they may hold personal data).")
-@click.option("--endpoint", metavar="URL",
-              help="otlp: send the trace to this OTLP/HTTP collector (JSON; /v1/traces is "
-                   "appended unless the URL ends so) instead of printing it.")
+@click.option("--endpoint", metavar="[URL]", is_flag=False, flag_value="",
+              help="otlp: send the trace to this OTLP/HTTP collector instead of printing it "
+                   "(/v1/traces is appended unless the URL ends so); without a URL, to "
+                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT.")
+@click.option("--protocol", type=click.Choice(PROTOCOLS),
+              help="With --endpoint: OTLP/HTTP protobuf (the default, or "
+                   "OTEL_EXPORTER_OTLP_PROTOCOL) or JSON.")
+@click.option("--header", "headers", multiple=True, metavar="K=V",
+              help="With --endpoint: send this HTTP header (repeatable; after "
+                   "OTEL_EXPORTER_OTLP_HEADERS). Values are never printed.")
+@click.option("--compression", type=click.Choice(COMPRESSIONS),
+              help="With --endpoint: gzip the body, or not (default none, or "
+                   "OTEL_EXPORTER_OTLP_COMPRESSION).")
+@click.option("--semconv", type=click.Choice(SEMCONVS),
+              help="otlp: the GenAI conventions' generation: genai-0.1 "
+                   "(semantic-conventions-genai v0.1.0, the default) or 1.41 "
+                   "(semantic-conventions v1.41.0).")
 @db_option
 @translate_errors
 def export(conversation_id: str, fmt: str, output: str | None, content: bool,
-           endpoint: str | None, db_path: str) -> None:
+           endpoint: str | None, protocol: str | None, headers: tuple[str, ...],
+           compression: str | None, semconv: str | None, db_path: str) -> None:
     """Export a conversation as provider messages, JSONL events, Data Machine text, Markdown or OTLP.
 
     Example:
@@ -92,16 +110,26 @@ def export(conversation_id: str, fmt: str, output: str | None, content: bool,
         turnlog export support-42 --format anthropic -o messages.json
     """
     fmt = _EXPORT_ALIASES.get(fmt, fmt)
+    if endpoint is None and (protocol or headers or compression):
+        raise CLIError("--protocol, --header and --compression say how --endpoint sends: "
+                       "give --endpoint too")
+    if semconv is not None and fmt != "otlp":
+        raise CLIError(f"--semconv picks the OTLP trace's conventions: use it with --format "
+                       f"otlp, not {fmt}")
     if endpoint is not None and fmt != "otlp":
         raise CLIError(f"--endpoint sends an OTLP trace: use it with --format otlp, not {fmt}")
+    target = (otlp_target(endpoint or None, headers=headers, protocol=protocol,
+                          compression=compression) if endpoint is not None else None)
     with journal_for(db_path, readonly=True) as journal:
-        request = (export_data(journal, conversation_id, fmt, content=content)
-                   if endpoint is not None else None)
-        text = (export_conversation(journal, conversation_id, fmt, content=content)
+        request = (export_data(journal, conversation_id, fmt, content=content, semconv=semconv)
+                   if target is not None else None)
+        text = (export_conversation(journal, conversation_id, fmt, content=content,
+                                    semconv=semconv)
                 if request is None or output else "")
-    if request is not None:
-        sent = send_otlp(request, endpoint)
-        click.echo(f"sent {sent} span(s) of {conversation_id} to {traces_url(endpoint)}")
+    if target is not None:
+        sent = send_otlp(request, target)
+        click.echo(f"sent {sent} span(s) of {conversation_id} to {target.shown()} "
+                   f"({target.protocol}{', gzip' if target.compression == 'gzip' else ''})")
         if not output:
             return
     if output:

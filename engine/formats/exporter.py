@@ -78,10 +78,12 @@ def lineage_events(journal: JournalProtocol, conversation_id: str) -> list[Event
     return [event for _, event in _rows(journal, conversation_id)]
 
 
-def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, content: bool = False) -> Any:
+def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, content: bool = False,
+                semconv: str | None = None) -> Any:
     """The export of ``conversation_id`` in ``fmt`` as JSON-ready data (``markdown``: text).
 
-    ``content`` is for ``otlp`` only: put the messages on the spans.
+    ``content`` and ``semconv`` are for ``otlp`` only: put the messages on the
+    spans; the generation of the GenAI conventions (default the newest).
     """
     if content and fmt != "otlp":
         from ..errors import FormatError
@@ -102,16 +104,18 @@ def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, con
     if fmt == "otlp":
         from .otlp import otlp_request
 
-        return otlp_request(journal, conversation_id, content=content)
+        if semconv is None:
+            return otlp_request(journal, conversation_id, content=content)
+        return otlp_request(journal, conversation_id, content=content, semconv=semconv)
     from ..errors import FormatError
 
     raise FormatError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
 
 
 def export_conversation(journal: JournalProtocol, conversation_id: str, fmt: str, *,
-                        content: bool = False) -> str:
+                        content: bool = False, semconv: str | None = None) -> str:
     """The export of ``conversation_id`` in ``fmt`` as text (see the module doc)."""
-    data = export_data(journal, conversation_id, fmt, content=content)
+    data = export_data(journal, conversation_id, fmt, content=content, semconv=semconv)
     if fmt == "markdown":
         return data
     if fmt == "jsonl":

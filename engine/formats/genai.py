@@ -7,10 +7,12 @@ OTLP/JSON export (``engine.formats.otlp``) and the live ``OTelObserver``
 (``engine.otel``) both build their spans here, so they carry the same names
 and attributes.
 
-Conventions followed: the OpenTelemetry **GenAI semantic conventions of
-semantic-conventions v1.41.0** (the last release carrying them before they
-moved to the semantic-conventions-genai repository), attribute names as in
-``opentelemetry-semantic-conventions``' ``gen_ai_attributes``:
+Conventions followed: the OpenTelemetry **GenAI semantic conventions**, in
+either generation (``semconv``): ``genai-0.1``, the first release of the
+semantic-conventions-genai repository (the default), or ``1.41``,
+semantic-conventions v1.41.0 (the last core release carrying them). Attribute
+names are those of ``opentelemetry-semantic-conventions``' ``gen_ai_attributes``
+in both; ``gen_ai.request.top_k`` is an int in ``genai-0.1``, a double in ``1.41``:
 
 - a model call (``model_requested`` → ``model_responded``/``model_failed``)
   is a CLIENT span named ``"{gen_ai.operation.name} {gen_ai.request.model}"``
@@ -82,11 +84,40 @@ from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, T
 from ..providers.registry import WIRES, by_key, genai_name, wire
 from ..state import StateBuilder
 
-__all__ = ["FINISH_REASONS", "PROVIDER_NAMES", "SEMCONV_VERSION", "GenAISpans", "SpanRecord",
-           "ends_run", "message_json"]
+__all__ = ["DEFAULT_SEMCONV", "FINISH_REASONS", "PROVIDER_NAMES", "SCHEMA_URLS", "SEMCONVS",
+           "SEMCONV_VERSION", "GenAISpans", "SpanRecord", "ends_run", "message_json", "schema_url"]
 
-#: The semantic-conventions release whose GenAI conventions these spans follow.
+#: The semantic-conventions release whose GenAI conventions the ``1.41`` generation follows.
 SEMCONV_VERSION = "1.41.0"
+
+#: The generations of the GenAI conventions spoken, oldest first (``--semconv``):
+#: ``1.41`` is semantic-conventions v1.41.0, the last core release carrying them;
+#: ``genai-0.1`` is semantic-conventions-genai v0.1.0, their first standalone release
+#: (on core v1.45.0). For the spans turnlog writes they differ in
+#: ``gen_ai.request.top_k`` (a double in 1.41, an int in genai-0.1) and the schema URL.
+SEMCONVS = ("1.41", "genai-0.1")
+
+#: The generation written unless another is asked for: the newest.
+DEFAULT_SEMCONV = SEMCONVS[-1]
+
+#: Each generation's schema URL (the genai repository's ``schemas/gen-ai/X.Y.Z``).
+SCHEMA_URLS = {"1.41": f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}",
+               "genai-0.1": "https://opentelemetry.io/schemas/gen-ai/0.1.0"}
+
+
+def schema_url(semconv: str = DEFAULT_SEMCONV) -> str:
+    """The schema URL pinned for a generation of the conventions (``SEMCONVS``).
+
+    >>> schema_url("1.41")
+    'https://opentelemetry.io/schemas/1.41.0'
+    """
+    try:
+        return SCHEMA_URLS[semconv]
+    except KeyError:
+        from ..errors import FormatError
+
+        raise FormatError(f"unknown GenAI conventions {semconv!r}; expected one of "
+                          f"{', '.join(SEMCONVS)}") from None
 
 
 #: turnlog's neutral stop reasons as the conventions' finish reasons.
@@ -176,12 +207,14 @@ def message_json(message: Message) -> dict[str, Any]:
     return {"role": message.role, "parts": parts}
 
 
-def _settings(parameters: dict[str, Any]) -> dict[str, Any]:
+def _settings(parameters: dict[str, Any], semconv: str = DEFAULT_SEMCONV) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in parameters.items():
         if name not in _SETTINGS or value is None or isinstance(value, bool):
             continue
         attribute, kind = _SETTINGS[name]
+        if attribute == "gen_ai.request.top_k" and semconv != "1.41":
+            kind = int  # genai-0.1: top_k is the top-K sampling count, an int
         if kind is list:
             values = [value] if isinstance(value, str) else value
             if isinstance(values, list) and all(isinstance(v, str) for v in values):
@@ -203,11 +236,14 @@ class GenAISpans:
 
     ``content`` adds the message attributes; they need the conversation's
     state, folded from the events fed (``state`` seeds it for a stream
-    joined midway: a resumed run observed live).
+    joined midway: a resumed run observed live). ``semconv`` picks the
+    generation of the conventions (``SEMCONVS``; default the newest).
     """
 
     def __init__(self, conversation_id: str, *, content: bool = False,
-                 state: StateBuilder | None = None) -> None:
+                 state: StateBuilder | None = None, semconv: str = DEFAULT_SEMCONV) -> None:
+        schema_url(semconv)  # an unknown generation is refused here
+        self.semconv = semconv
         self.conversation_id = conversation_id
         self.content = content
         self._state = state if state is not None else (StateBuilder() if content else None)
@@ -348,7 +384,7 @@ class GenAISpans:
         }
         if model or self.model:
             attrs["gen_ai.request.model"] = model or self.model
-        attrs.update(_settings(parameters))
+        attrs.update(_settings(parameters, self.semconv))
         return attrs
 
     def _model_span(self, event: ModelResponded | ModelFailed, at_ns: int, key: str,

@@ -43,7 +43,13 @@ from turnlog.journal import JournalProtocol, StreamNotFoundError
 
 from ..conversation import Conversation
 from ..canonical import valid_unicode
-from ..errors import ConversationExistsError, CorruptEventError, FormatError, UnknownEntryError
+from ..errors import (
+    ConversationExistsError,
+    CorruptEventError,
+    FormatError,
+    NestingError,
+    UnknownEntryError,
+)
 from ..events import (
     EVENT_TYPES,
     ConversationStarted,
@@ -54,6 +60,7 @@ from ..events import (
     with_valid_unicode,
 )
 from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
+from ..nesting import check_depth, too_deep
 from ..providers.registry import WIRES, wire
 from .assemble import Item, assemble
 from .cassette import split_document
@@ -61,9 +68,18 @@ from .datamachine import Truncated, duplicate_tool_name, extract_tool_call, extr
 from .detect import AMBIGUOUS_TEXT, FORMATS, PROVIDER_FORMATS, detect_entry
 from .otlp_import import is_otlp, otlp_transcript
 
-__all__ = ["ImportResult", "Progress", "import_entries", "import_file", "read_transcript"]
+__all__ = ["MAX_IMPORT_BYTES", "MAX_IMPORT_ENTRIES", "ImportResult", "Progress",
+           "import_entries", "import_file", "read_file", "read_transcript"]
 
 _PROGRESS_EVERY = 64  # entries between two progress reports
+
+#: The largest transcript file an import reads. An import is atomic and holds the whole
+#: transcript in memory (parsed, normalised and folded before one transaction writes it):
+#: its peak is about 4 times the file (a 200 MB file of long messages: 750 MB) plus about
+#: 3 KB per entry (a million tiny messages in 41 MB: 2.9 GB). These bounds keep it near 1 GB.
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+#: The most entries one import takes (see ``MAX_IMPORT_BYTES``).
+MAX_IMPORT_ENTRIES = 250_000
 
 
 class ImportResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -123,8 +139,9 @@ def read_transcript(data: bytes | str, source: str = "transcript") -> tuple[list
     text = _decode_text(data, source) if isinstance(data, bytes) else data
     try:
         doc = _parse(text, source)
-    except RecursionError:
-        raise FormatError(f"{source}: JSON nested too deeply") from None
+    except RecursionError:  # deeper than Python's parser goes: far past the limit
+        raise NestingError(too_deep(source)) from None
+    check_depth(doc, source)  # the one nesting limit (engine.nesting), naming the file
     if isinstance(doc, list):
         return doc, {}
     if isinstance(doc, dict):
@@ -452,6 +469,10 @@ def import_entries(journal: JournalProtocol, entries: Sequence[Any], *, fmt: str
         raise FormatError("a transcript is a list of entries")
     if not entries:
         raise FormatError("the transcript has no entries")
+    _check_count(entries)
+    # one nesting limit (engine.nesting), before any walk of the entries could recurse
+    check_depth(list(entries), "transcript")
+    check_depth(envelope or {}, "transcript envelope")
     items, formats = normalise(entries, fmt, envelope, progress)
     cid = conversation_id or f"imp-{uuid.uuid4().hex[:12]}"
     if valid_unicode(cid)[1]:
@@ -488,15 +509,39 @@ def _with_response_usage(events: list[Event], envelope: dict[str, Any]) -> list[
     return [*events[:last], msgspec.structs.replace(events[last], usage=usage), *events[last + 1:]]
 
 
-def import_file(journal: JournalProtocol, path: str | Path, *, fmt: str | None = None,
-                conversation_id: str | None = None,
-                progress: Progress | None = None) -> ImportResult:
-    """Read ``path`` (``read_transcript``) and ``import_entries`` it (``progress`` too)."""
+def _check_count(entries: Sequence[Any], source: str = "the transcript") -> None:
+    if len(entries) > MAX_IMPORT_ENTRIES:
+        raise FormatError(
+            f"{source} has {len(entries):,} entries and an import takes at most "
+            f"{MAX_IMPORT_ENTRIES:,}: it is atomic and holds the whole transcript in memory "
+            "(about 3 KB per entry); split it into several conversations")
+
+
+def read_file(path: str | Path) -> tuple[list[Any], dict[str, Any]]:
+    """``read_transcript`` of the file at ``path``, refusing (``FormatError``) a file over
+    ``MAX_IMPORT_BYTES`` before reading it and one over ``MAX_IMPORT_ENTRIES`` entries."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            raise FormatError(
+                f"{path} has {size / 2**20:,.0f} MiB and an import reads at most "
+                f"{MAX_IMPORT_BYTES / 2**20:,.0f} MiB: it is atomic and holds the whole "
+                "transcript in memory (about 4 times the file); split it into several "
+                "conversations")
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     entries, envelope = read_transcript(data, str(path))
+    del data
+    _check_count(entries, str(path))
+    return entries, envelope
+
+
+def import_file(journal: JournalProtocol, path: str | Path, *, fmt: str | None = None,
+                conversation_id: str | None = None,
+                progress: Progress | None = None) -> ImportResult:
+    """Read ``path`` (``read_file``) and ``import_entries`` it (``progress`` too)."""
+    entries, envelope = read_file(path)
     return import_entries(journal, entries, fmt=fmt, conversation_id=conversation_id,
                           envelope=envelope, progress=progress)

@@ -14,6 +14,12 @@ last saw it. Read, in this order of preference, from:
 - OpenInference's ``llm.input_messages.N.message.role``/``.content`` and
   ``llm.output_messages.N...`` (Phoenix), with their tool calls.
 
+Either generation of the GenAI conventions (semantic-conventions v1.41.0,
+semantic-conventions-genai v0.1.0: ``--semconv`` on export) reads the same:
+they name the message attributes alike. The model is
+``gen_ai.response.model``, else ``gen_ai.request.model``, else
+OpenInference's ``llm.model_name``.
+
 The messages become OpenAI Chat Completions entries, read by the importer
 as usual. A document with no spans carrying messages, or several traces
 that do, is refused with a ``FormatError`` saying so.
@@ -187,7 +193,8 @@ def otlp_transcript(doc: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     entries += [_openai(m, f"{where} gen_ai.input.messages[{i}]") for i, m in enumerate(inputs)]
     entries += [_openai(m, f"{where} gen_ai.output.messages[{i}]") for i, m in enumerate(outputs)]
     envelope: dict[str, Any] = {}
-    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    model = (attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+             or attrs.get("llm.model_name"))  # the last: OpenInference's
     if isinstance(model, str) and model:
         envelope["model"] = model
     return entries, envelope

@@ -49,6 +49,7 @@ from ..errors import (
     BadRequestError,
     FormatError,
     MalformedResponseError,
+    NestingError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -66,6 +67,7 @@ from ..messages import (
     ToolResult,
     render_opaque,
 )
+from ..nesting import check_depth, load_json
 from ..texts import UNANSWERED
 from ._redact import Redactor, _refuse_constant, read_body
 
@@ -250,18 +252,18 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str | None]:
     if not raw.strip():
         return {}, raw, "arguments are empty; expected a JSON object"
     try:
-        parsed = json.loads(raw, parse_constant=_refuse_constant)
+        parsed = load_json(raw, "arguments", parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON: {exc.msg} at char {exc.pos}"
     except ValueError:
         return {}, raw, _NOT_FINITE
-    except RecursionError:
-        return {}, raw, "arguments nest too deep to read"
+    except NestingError as exc:  # the one limit (engine.nesting)
+        return {}, raw, str(exc)
     if not isinstance(parsed, dict):
         return {}, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
     try:
         Redactor(None).data(parsed, "")
-    except MalformedResponseError as exc:  # a lone surrogate, or nesting beyond MAX_DEPTH
+    except MalformedResponseError as exc:  # a lone surrogate
         return {}, raw, "arguments " + str(exc).removeprefix("response ")
     return parsed, raw, None
 
@@ -290,6 +292,18 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
     """``(media_type, base64 data)`` of a base64 ``data:`` URL, else ``None``."""
     m = re.fullmatch(r"data:([\w.+/-]+);base64,(.*)", url, re.DOTALL)
     return (m.group(1), m.group(2)) if m else None
+
+
+def response_body(body: Any, provider: str) -> dict[str, Any]:
+    """``body`` once it is a JSON object within the nesting limit (``engine.nesting``): what
+    every adapter's ``map_response`` checks first, so a body parsed elsewhere is as safe to
+    map and record as one ``read_body`` returned. Else ``MalformedResponseError``."""
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
+                                     provider=provider)
+    check_depth(body, "response body",
+                error=lambda message: MalformedResponseError(message, provider=provider))
+    return body
 
 
 def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provider: str) -> Any:

@@ -36,12 +36,11 @@ import urllib.parse
 from typing import Any
 
 from ..errors import MalformedResponseError
+from ..nesting import MAX_DEPTH, too_deep
 
 __all__ = ["MASK", "MAX_DEPTH", "Redactor", "read_body"]
 
 MASK = "[redacted key]"
-#: JSON nesting deeper than this is refused (no real response comes close)
-MAX_DEPTH = 200
 _MIN_SECRET = 8  # shorter "keys" (test placeholders) would mask ordinary words
 _KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
 
@@ -111,10 +110,9 @@ class Redactor:
             if isinstance(item, str):
                 parent[slot] = self._string(item, where, provider)
             elif isinstance(item, (dict, list)):
-                if depth >= MAX_DEPTH:
-                    raise MalformedResponseError(
-                        f"response nests deeper than {MAX_DEPTH} levels at {where}",
-                        provider=provider)
+                if depth >= MAX_DEPTH:  # the one limit (engine.nesting)
+                    raise MalformedResponseError(too_deep(f"response {where}"),
+                                                 provider=provider)
                 if isinstance(item, dict):
                     clean = {self._string(k, f"{where} (a key)", provider): v
                              for k, v in item.items()}
@@ -150,8 +148,7 @@ def read_body(text: str, provider: str, redactor: Redactor) -> Any:
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
-        raise MalformedResponseError(f"response nests deeper than {MAX_DEPTH} levels",
-                                     provider=provider) from None
+        raise MalformedResponseError(too_deep("response body"), provider=provider) from None
     except ValueError:
         raise MalformedResponseError(f"response body is not JSON: {text[:200]!r}",
                                      provider=provider) from None

@@ -58,6 +58,7 @@ from ._common import (
     parse_data_url,
     plan_history,
     require,
+    response_body,
     wire_list,
     wire_str,
 )
@@ -342,9 +343,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
 
     Raises ``MalformedResponseError`` naming the missing or unknown piece.
     """
-    if not isinstance(body, dict):
-        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
-                                     provider=NAME)
+    body = response_body(body, NAME)
     content = require(body, "content", list, "body", NAME)
     parts = [p for i, block in enumerate(content) for p in _parts(block, f"content[{i}]")]
     stop = _FINISH_REASON_MAP.get(opt_str(body, "stop_reason") or "", "other")

@@ -48,12 +48,14 @@ from ..canonical import valid_unicode
 from ..errors import (
     FormatError,
     MalformedResponseError,
+    NestingError,
     ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
 )
 from ..events import StopReason, ToolSpec
 from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from ..nesting import load_json
 from ._common import (
     count,
     error_for_status,
@@ -65,6 +67,7 @@ from ._common import (
     plan_history,
     require,
     require_key,
+    response_body,
     wire_list,
     wire_str,
     with_model,
@@ -181,8 +184,8 @@ def _response(part: ToolResult) -> dict[str, Any]:
     """A result as ``functionResponse.response``: a structured one as it was, else wrapped."""
     if not part.is_error and part.content.startswith("{"):
         try:
-            value = json.loads(part.content)
-        except ValueError:
+            value = load_json(part.content, "tool result")
+        except (ValueError, NestingError):  # not JSON, or too deep to send as structure
             value = None
         if isinstance(value, dict) and not _wrapped(value):
             return value
@@ -382,9 +385,7 @@ def map_response(body: dict[str, Any], *, turn: int | None = None) -> ModelRespo
     ``turn`` numbers the generated call ids (see the module doc). A prompt
     blocked before any candidate is a ``refusal`` with no parts.
     """
-    if not isinstance(body, dict):
-        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
-                                     provider=NAME)
+    body = response_body(body, NAME)
     usage = map_usage(body.get("usageMetadata"))
     common = {"usage": usage, "provider": NAME, "model": opt_str(body, "modelVersion") or "",
               "response_id": opt_str(body, "responseId"), "raw": body}

@@ -61,6 +61,7 @@ from ._common import (
     parse_data_url,
     plan_history,
     require,
+    response_body,
     wire_list,
     wire_str,
 )
@@ -448,9 +449,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
 
     Raises ``MalformedResponseError`` for a body without choices or message.
     """
-    if not isinstance(body, dict):
-        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
-                                     provider=NAME)
+    body = response_body(body, NAME)
     choices = require(body, "choices", list, "body", NAME)
     if not choices:
         raise MalformedResponseError("response has no choices (empty list)", provider=NAME)

@@ -39,6 +39,7 @@ from ._common import (
     parse_data_url,
     plan_history,
     require,
+    response_body,
     wire_list,
     wire_str,
 )
@@ -236,9 +237,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
     A ``failed`` response is a ``ServerError``; unknown output items are a
     ``MalformedResponseError`` naming them.
     """
-    if not isinstance(body, dict):
-        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
-                                     provider=NAME)
+    body = response_body(body, NAME)
     if body.get("status") == "failed":
         error = body.get("error") if isinstance(body.get("error"), dict) else {}
         raise ServerError(f"response failed: {opt_str(error, 'message') or 'no reason given'}",

@@ -45,6 +45,8 @@ from ..errors import (
     ServerError,
 )
 from ..messages import Message, Part, Text, Thinking, ToolCall, Usage
+from ..nesting import check_depth, load_json
+from ._common import parse_arguments
 from .base import ModelRequest, ModelResponse
 
 __all__ = ["ScriptTurn", "ScriptedProvider", "load_script"]
@@ -97,9 +99,10 @@ def load_script(source: str | Path | dict[str, Any] | list[dict[str, Any]]) -> l
     try:
         if isinstance(source, (str, Path)):
             where = f"script {str(source)!r}"
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
+            data = load_json(Path(source).read_text(encoding="utf-8"), where)
         else:
             data = source
+            check_depth(data, where)  # the one nesting limit (engine.nesting)
         if isinstance(data, list):
             data = {"turns": data}
         turns = msgspec.convert(data, _Script).turns
@@ -199,12 +202,7 @@ def _call(call: ScriptCall, call_id: str) -> ToolCall:
     if call.arguments_raw is None:
         return ToolCall(id=call_id, name=call.name, arguments=call.arguments,
                         raw_arguments=canonical_json(call.arguments))
-    try:
-        parsed = json.loads(call.arguments_raw)
-    except json.JSONDecodeError as exc:
-        return ToolCall(id=call_id, name=call.name, raw_arguments=call.arguments_raw,
-                        invalid=f"arguments are not valid JSON: {exc.msg} at char {exc.pos}")
-    if not isinstance(parsed, dict):
-        return ToolCall(id=call_id, name=call.name, raw_arguments=call.arguments_raw,
-                        invalid=f"arguments must be a JSON object, got {type(parsed).__name__}")
-    return ToolCall(id=call_id, name=call.name, arguments=parsed, raw_arguments=call.arguments_raw)
+    # as every adapter reads argument text (parse_arguments: invalid JSON, NaN, nesting)
+    parsed, raw, invalid = parse_arguments(call.arguments_raw)
+    return ToolCall(id=call_id, name=call.name, arguments=parsed, raw_arguments=raw,
+                    invalid=invalid)

@@ -5,12 +5,12 @@ folds back, through that wire's assembler (and its official SDK), into the
 body it was made from. Replay uses it to stream a recorded answer, swap to
 stream a translated one. Each text and argument goes in one delta.
 
->>> from turnlog.engine.providers._stream import AnthropicAssembler
+>>> from turnlog.engine.providers import registry
 >>> from turnlog.replay.proxy.sse import SSEParser
 >>> body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
 ...         "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
 ...         "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
->>> asm, parser = AnthropicAssembler(), SSEParser()
+>>> asm, parser = registry.wire("anthropic").ASSEMBLER(), SSEParser()
 >>> for event in parser.feed(b"".join(sse_events("anthropic", body))):
 ...     _ = asm.feed(event)
 >>> asm.body()["content"]

@@ -23,9 +23,7 @@ from typing import Any
 
 from turnlog.engine.errors import FormatError
 from turnlog.engine.messages import Message
-from turnlog.engine.providers import ModelRequest, ModelResponse
-from turnlog.engine.providers import anthropic, gemini, openai, openai_responses
-from turnlog.engine.providers._common import KEY_ENV
+from turnlog.engine.providers import ModelRequest, ModelResponse, registry
 
 from .wires import ParsedRequest
 
@@ -33,8 +31,6 @@ __all__ = ["TARGETS", "neutral_parameters", "response_body", "target_request"]
 
 #: The providers ``--to`` takes.
 TARGETS = ("anthropic", "gemini", "openai", "openai-responses")
-_MODULES = {"anthropic": anthropic, "gemini": gemini, "openai": openai,
-            "openai-responses": openai_responses}
 #: each wire's parameter names -> the neutral names ``map_request`` takes
 _PARAMS = {
     "openai": {"max_completion_tokens": "max_tokens", "max_tokens": "max_tokens",
@@ -61,10 +57,10 @@ def target_request(target: str, model: str, parsed: ParsedRequest, base_url: str
     request = ModelRequest(model=model, system=parsed.system, messages=tuple(parsed.messages),
                            tools=parsed.tools,
                            parameters=neutral_parameters(wire, parsed.parameters))
-    body = _MODULES[target].map_request(request)
+    module = registry.wire(target)
+    body = module.map_request(request)
     base = base_url.rstrip("/")
-    family = "openai" if target.startswith("openai") else target
-    key = os.environ.get(KEY_ENV[family], "")
+    key = os.environ.get(module.KEY_ENV, "")
     if target == "anthropic":
         url, headers = f"{base}/v1/messages", {"x-api-key": key,
                                                "anthropic-version": "2023-06-01"}
@@ -85,12 +81,16 @@ _GEMINI_FINISH = {"end_turn": "STOP", "tool_use": "STOP", "max_tokens": "MAX_TOK
 def response_body(wire: str, response: ModelResponse, model: str) -> dict[str, Any]:
     """``response`` (neutral) as a success body of ``wire``, as its SDK parses it."""
     message = Message(role="assistant", parts=response.parts)
+    if wire not in TARGETS:
+        raise FormatError(f"no response shape for wire {wire!r}")
+    # the client's own wire renders the parts: ids, arguments and text as its SDK reads them
+    _, rendered = registry.wire(wire).map_messages("", [message])
     usage, stop = response.usage, response.stop_reason
     rid = response.response_id or uuid.uuid4().hex[:24]
     if wire == "openai":
         # the planner answers the calls of a history's last message: keep only the message
-        rendered = [m for m in openai.map_messages("", [message]) if m["role"] == "assistant"]
-        assistant = dict(rendered[0]) if rendered else {"role": "assistant", "content": ""}
+        assistants = [m for m in rendered if m["role"] == "assistant"]
+        assistant = dict(assistants[0]) if assistants else {"role": "assistant", "content": ""}
         assistant.setdefault("content", None)
         assistant.setdefault("refusal", None)
         return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": 0,
@@ -100,8 +100,7 @@ def response_body(wire: str, response: ModelResponse, model: str) -> dict[str, A
                           "completion_tokens": usage.output_tokens,
                           "total_tokens": usage.input_tokens + usage.output_tokens}}
     if wire == "anthropic":
-        _, messages = anthropic.map_messages("", [message])
-        content = next((m["content"] for m in messages if m["role"] == "assistant"), [])
+        content = next((m["content"] for m in rendered if m["role"] == "assistant"), [])
         return {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model,
                 "content": content,
                 "stop_reason": stop if stop in ("end_turn", "tool_use", "max_tokens", "refusal")
@@ -109,38 +108,35 @@ def response_body(wire: str, response: ModelResponse, model: str) -> dict[str, A
                 "usage": {"input_tokens": usage.input_tokens,
                           "output_tokens": usage.output_tokens}}
     if wire == "gemini":
-        _, contents = gemini.map_messages("", [message])
-        parts = next((c["parts"] for c in contents if c.get("role") == "model"), [])
+        parts = next((c["parts"] for c in rendered if c.get("role") == "model"), [])
         return {"candidates": [{"content": {"role": "model", "parts": parts},
                                 "finishReason": _GEMINI_FINISH[stop], "index": 0}],
                 "usageMetadata": {"promptTokenCount": usage.input_tokens,
                                   "candidatesTokenCount": usage.output_tokens,
                                   "totalTokenCount": usage.input_tokens + usage.output_tokens},
                 "modelVersion": model, "responseId": rid}
-    if wire == "openai-responses":
-        _, items = openai_responses.map_messages("", [message])
-        output = []
-        for i, item in enumerate(i for i in items if i.get("type") != "function_call_output"):
-            item = dict(item)
-            if item.get("type") == "function_call":
-                item.setdefault("id", f"fc_{rid}_{i}")
-                item.setdefault("status", "completed")
-            elif item.get("role") == "assistant":
-                item = {"type": "message", "id": f"msg_{rid}_{i}", "role": "assistant",
-                        "status": "completed",
-                        "content": [{"type": "output_text", "text": c.get("text", ""),
-                                     "annotations": []} for c in _contents(item)]}
-            output.append(item)
-        body = {"id": f"resp_{rid}", "object": "response", "created_at": 0, "model": model,
-                "status": "completed", "output": output,
-                "usage": {"input_tokens": usage.input_tokens,
-                          "output_tokens": usage.output_tokens,
-                          "total_tokens": usage.input_tokens + usage.output_tokens}}
-        if stop == "max_tokens":
-            body["status"], body["incomplete_details"] = "incomplete", {
-                "reason": "max_output_tokens"}
-        return body
-    raise FormatError(f"no response shape for wire {wire!r}")
+    # openai-responses
+    output = []
+    for i, item in enumerate(i for i in rendered if i.get("type") != "function_call_output"):
+        item = dict(item)
+        if item.get("type") == "function_call":
+            item.setdefault("id", f"fc_{rid}_{i}")
+            item.setdefault("status", "completed")
+        elif item.get("role") == "assistant":
+            item = {"type": "message", "id": f"msg_{rid}_{i}", "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": c.get("text", ""),
+                                 "annotations": []} for c in _contents(item)]}
+        output.append(item)
+    body = {"id": f"resp_{rid}", "object": "response", "created_at": 0, "model": model,
+            "status": "completed", "output": output,
+            "usage": {"input_tokens": usage.input_tokens,
+                      "output_tokens": usage.output_tokens,
+                      "total_tokens": usage.input_tokens + usage.output_tokens}}
+    if stop == "max_tokens":
+        body["status"], body["incomplete_details"] = "incomplete", {
+            "reason": "max_output_tokens"}
+    return body
 
 
 def _contents(item: dict[str, Any]) -> list[dict[str, Any]]:

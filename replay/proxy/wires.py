@@ -1,9 +1,10 @@
 """The four wires the proxy serves: their paths, request readers, answers and error shapes.
 
-Each wire is read with its provider module's own public functions
-(``unmap_messages``, ``unmap_tools``, ``map_response``) and its stream
-assembler, so a proxied exchange becomes exactly the neutral request and
-response the loop records for that provider.
+Each wire is read with its provider module's registry interface
+(``engine.providers.registry.wire``: ``unmap_messages``, ``unmap_tools``,
+``map_response``, ``SYSTEM_KEY``, ``ASSEMBLER``), so a proxied exchange
+becomes exactly the neutral request and response the loop records for that
+provider.
 
 >>> wire_for_path("/v1/chat/completions").name, wire_for_path("/v1beta/models/m:streamGenerateContent").name
 ('openai', 'gemini')
@@ -16,22 +17,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from turnlog.engine.errors import TurnlogError
 from turnlog.engine.events import ToolSpec
 from turnlog.engine.messages import Message
-from turnlog.engine.providers import ModelResponse
-from turnlog.engine.providers import anthropic, gemini, openai, openai_responses
-from turnlog.engine.providers._stream import (
-    AnthropicAssembler,
-    Assembler,
-    GeminiAssembler,
-    OpenAIAssembler,
-    ResponsesAssembler,
-)
+from turnlog.engine.providers import ModelResponse, registry
+from turnlog.engine.providers._stream import Assembler
 
 __all__ = ["DEFAULT_UPSTREAMS", "UPSTREAM_NAMES", "WIRES", "ParsedRequest", "UnparsedRequest",
            "Wire", "error_body", "parse_request", "wire_for_path"]
@@ -41,9 +35,6 @@ DEFAULT_UPSTREAMS = {"openai": "https://api.openai.com/v1", "anthropic": "https:
                      "gemini": "https://generativelanguage.googleapis.com"}
 UPSTREAM_NAMES = tuple(sorted(DEFAULT_UPSTREAMS))
 _GEMINI = re.compile(r"/v1beta/models/([^/:]+):(streamGenerateContent|generateContent)")
-#: Body keys that are the request's history, tools or model, not its parameters.
-_STRUCTURE = {"messages", "system", "tools", "model", "stream", "input", "instructions",
-              "contents", "systemInstruction", "system_instruction"}
 
 
 class UnparsedRequest(TurnlogError):
@@ -52,23 +43,44 @@ class UnparsedRequest(TurnlogError):
 
 @dataclass(frozen=True)
 class Wire:
-    """One wire: its provider name (recorded), upstream name and readers."""
+    """One wire the proxy serves: its provider name (recorded, and its registry module),
+    upstream name and where its request body keeps the history."""
 
     name: str
     upstream: str
-    assembler: Callable[[], Assembler]
-    map_response: Callable[[dict[str, Any]], ModelResponse]
+    #: the request body's key of the history (the system text's is the module's ``SYSTEM_KEY``)
+    history_key: str
     #: the part of the path appended to the upstream base URL: OpenAI's base ends in /v1
     strip_prefix: str = ""
+    #: other spellings of the system key the wire's SDKs send
+    system_aliases: tuple[str, ...] = ()
+    #: the history may be one string: a single user message (the Responses API's ``input``)
+    text_history: bool = False
+
+    @property
+    def module(self) -> ModuleType:
+        """The provider module that speaks this wire (``registry.wire(name)``)."""
+        return registry.wire(self.name)
+
+    def assembler(self) -> Assembler:
+        """A fresh assembler of this wire's stream events (the module's ``ASSEMBLER``)."""
+        return self.module.ASSEMBLER()
+
+    def map_response(self, body: dict[str, Any]) -> ModelResponse:
+        """An unstreamed response body of this wire in neutral form."""
+        return self.module.map_response(body)
 
 
 WIRES = {
-    "openai": Wire("openai", "openai", OpenAIAssembler, openai.map_response, "/v1"),
-    "openai-responses": Wire("openai-responses", "openai", ResponsesAssembler,
-                             openai_responses.map_response, "/v1"),
-    "anthropic": Wire("anthropic", "anthropic", AnthropicAssembler, anthropic.map_response),
-    "gemini": Wire("gemini", "gemini", GeminiAssembler, gemini.map_response),
+    "openai": Wire("openai", "openai", "messages", "/v1"),
+    "openai-responses": Wire("openai-responses", "openai", "input", "/v1", text_history=True),
+    "anthropic": Wire("anthropic", "anthropic", "messages"),
+    "gemini": Wire("gemini", "gemini", "contents", system_aliases=("system_instruction",)),
 }
+#: Body keys that are the request's history, system, tools or model, not its parameters.
+_STRUCTURE = {"tools", "model", "stream"} | {
+    key for w in WIRES.values() for key in (w.history_key, w.module.SYSTEM_KEY, *w.system_aliases)
+    if key}
 _PATHS = {"/v1/chat/completions": "openai", "/v1/responses": "openai-responses",
           "/v1/messages": "anthropic"}
 
@@ -92,28 +104,17 @@ class ParsedRequest:
     stream: bool = False
 
 
-def _tools(wire: Wire, body: dict[str, Any]) -> tuple[ToolSpec, ...]:
-    raw = body.get("tools") or []
-    if wire.name == "openai":
-        return tuple(openai.unmap_tools(raw))
-    if wire.name == "openai-responses":
-        return tuple(openai_responses.unmap_tools(raw))
-    if wire.name == "anthropic":
-        return tuple(anthropic.unmap_tools(raw))
-    return tuple(gemini.unmap_tools(raw))
-
-
 def _history(wire: Wire, body: dict[str, Any]) -> tuple[str, list[Message]]:
-    if wire.name == "openai":
-        return openai.unmap_messages(body["messages"])
-    if wire.name == "openai-responses":
-        items = body["input"]
-        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
-        return openai_responses.unmap_messages(body.get("instructions"), items)
-    if wire.name == "anthropic":
-        return anthropic.unmap_messages(body.get("system") or "", body["messages"])
-    return gemini.unmap_messages(body.get("systemInstruction", body.get("system_instruction")),
-                                 body["contents"])
+    key = wire.module.SYSTEM_KEY
+    system = None
+    for name in (key, *wire.system_aliases) if key else ():
+        if body.get(name) is not None:
+            system = body[name]
+            break
+    history = body[wire.history_key]
+    if wire.text_history and isinstance(history, str):
+        history = [{"role": "user", "content": history}]
+    return wire.module.unmap_messages(system, history)
 
 
 def parse_request(wire: Wire, path: str, raw: bytes) -> ParsedRequest:
@@ -132,7 +133,7 @@ def parse_request(wire: Wire, path: str, raw: bytes) -> ParsedRequest:
         raise UnparsedRequest("previous_response_id: the history is held upstream, not sent")
     try:
         system, messages = _history(wire, body)
-        tools = _tools(wire, body)
+        tools = tuple(wire.module.unmap_tools(body.get("tools") or []))
     except KeyError as exc:
         raise UnparsedRequest(f"the body has no {exc.args[0]!r}") from None
     except (TurnlogError, TypeError, ValueError, AttributeError) as exc:

@@ -1,20 +1,23 @@
 """The web app: thin Starlette routes that parse a request, call ``engine.audit.queries``, render.
 
 Every request opens its own read-only :class:`~engine.audit.queries.Reader` (a
-journal handle belongs to one thread); nothing is ever written. Unknown ids
-are 404 pages, bad filters 400 pages; every response carries :data:`CSP`.
+journal handle belongs to one thread); nothing is ever written, and the live
+pages' streams share one follower (``replay.view.live``). Unknown ids are 404
+pages, bad filters and out-of-range numbers 400 pages, a stream past the cap
+a 503; every response carries :data:`CSP`. Only requests whose ``Host`` is one
+of the app's hosts are served (400 otherwise): a page on another domain that
+resolves to this address (DNS rebinding) reads nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterable
 from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -22,16 +25,23 @@ from starlette.staticfiles import StaticFiles
 
 from turnlog.engine.audit import AuditQuery, ListQuery, Prices, PriceTable, Reader, parse_since
 from turnlog.engine.errors import BadFilterError, ConversationNotFound
-from turnlog.journal import TurnlogError
+from turnlog.journal import TurnlogError, shown_url
 
 from ..diff import diff
 from .charts import by_day, hbars
+from .live import MAX_STREAMS, Follower, TooManyStreams
 from .render import CSP, environment
 from .report import render_report
 
-__all__ = ["create_app"]
+__all__ = ["LOOPBACK_HOSTS", "create_app", "hosts_for"]
 
 _LIST_FILTERS = ("status", "provider", "model", "tool", "since", "until")
+
+#: the names a browser on this machine uses for a loopback address
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+#: the largest number a query parameter takes (a page, a position: SQL's BIGINT)
+_LARGEST = 2**63 - 1
 
 
 def _int(request: Request, name: str, default: int) -> int:
@@ -39,9 +49,34 @@ def _int(request: Request, name: str, default: int) -> int:
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise BadFilterError(f"{name} {raw!r} is not a whole number") from None
+        raise BadFilterError(f"{name} {raw[:40]!r} is not a whole number") from None
+    if not 0 <= value <= _LARGEST:
+        raise BadFilterError(f"{name} {raw[:40]!r} is out of range (0 to 2**63 - 1)")
+    return value
+
+
+def hosts_for(bound: str, extra: Iterable[str] = ()) -> list[str]:
+    """The ``Host`` names a viewer listening on address ``bound`` answers to.
+
+    The loopback names always (``LOOPBACK_HOSTS``); the bound address itself
+    (an IPv6 one in brackets, as a ``Host`` header writes it); for an address
+    that listens everywhere (``0.0.0.0``, ``::``), this machine's host names
+    too; and ``extra`` (``--allow-host``; ``*`` answers any name).
+
+    >>> hosts_for("127.0.0.1")
+    ['127.0.0.1', 'localhost', '[::1]']
+    >>> hosts_for("::1", ["Viewer.Example"])
+    ['127.0.0.1', 'localhost', '[::1]', 'viewer.example']
+    """
+    import socket
+
+    names = [*LOOPBACK_HOSTS, f"[{bound}]" if ":" in bound else bound]
+    if bound in ("", "0.0.0.0", "::"):
+        names = names[:len(LOOPBACK_HOSTS)] + [socket.gethostname(), socket.getfqdn()]
+    names += list(extra)
+    return list(dict.fromkeys(n.lower() for n in names if n))
 
 
 def _param(request: Request, name: str) -> str | None:
@@ -51,12 +86,14 @@ def _param(request: Request, name: str) -> str | None:
 class _App:
     """The routes, bound to one journal path and price table."""
 
-    def __init__(self, path: str, prices: Prices, poll: float, live_for: float) -> None:
+    def __init__(self, path: str, prices: Prices, poll: float, live_for: float,
+                 max_streams: int) -> None:
         self.path, self.prices, self.poll, self.live_for = path, prices, poll, live_for
         self.env = environment()
+        self.follower = Follower(self.reader, poll, max_streams)
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(db=self.path, **context),
+        return HTMLResponse(self.env.get_template(name).render(db=shown_url(self.path), **context),
                             status_code=status)
 
     def reader(self) -> Reader:
@@ -119,26 +156,17 @@ class _App:
             "Content-Disposition": f'attachment; filename="turnlog-{name}.html"'})
 
     async def live(self, request: Request) -> Response:
-        """Server-sent events: ``append`` with the new last position whenever events arrive."""
+        """Server-sent events: ``append`` with the new last position whenever events arrive
+        (``replay.view.live``: one follower for every stream; 503 past its cap)."""
         cid = request.query_params.get("c") or None
         last_id = request.headers.get("last-event-id", "")  # sent by a reconnecting browser
-        after = max(_int(request, "after", 0), int(last_id) if last_id.isdigit() else 0)
-
-        async def stream() -> AsyncIterator[str]:
-            nonlocal after
-            yield "retry: 1000\n\n"
-            with self.reader() as r:
-                # for live_for seconds; then the browser reconnects, sending Last-Event-ID
-                for _ in range(max(1, int(self.live_for / self.poll))):
-                    found = r.appended_after(after, cid)
-                    if found is not None:
-                        after = found
-                        data = json.dumps({"position": after})
-                        yield f"id: {after}\nevent: append\ndata: {data}\n\n"
-                    await asyncio.sleep(self.poll)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
+        after = max(_int(request, "after", 0),
+                    int(last_id) if last_id.isdigit() and len(last_id) < 19 else 0)
+        try:
+            self.follower.acquire()
+        except TooManyStreams as exc:
+            return self.page("error.html", status=503, message=str(exc), code=503)
+        return _Stream(self.follower.stream(after, cid, self.live_for), self.follower.release)
 
     def error(self, request: Request, exc: Exception) -> Response:
         status = 404 if isinstance(exc, ConversationNotFound) else 400
@@ -149,6 +177,21 @@ class _App:
     def not_found(self, request: Request, exc: Exception) -> Response:
         return self.page("error.html", status=404, code=404,
                          message=f"no page {request.url.path!r}")
+
+
+class _Stream(StreamingResponse):
+    """An event stream that gives its place back (``release``) however it ends."""
+
+    def __init__(self, content: Any, release: Any) -> None:
+        super().__init__(content, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store"})
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 class _SecurityHeaders:
@@ -170,15 +213,19 @@ class _SecurityHeaders:
 
 
 def create_app(path: str, prices: Prices | PriceTable | None = None, *, poll: float = 0.5,
-               live_for: float = 30.0) -> Starlette:
+               live_for: float = 30.0, hosts: Iterable[str] = LOOPBACK_HOSTS,
+               max_streams: int = MAX_STREAMS) -> Starlette:
     """The ASGI app over the journal at ``path`` (opened read-only on every request).
 
     ``poll``: seconds between the live pages' checks for appended events;
-    ``live_for``: seconds one event stream lasts before the browser reconnects.
+    ``live_for``: seconds one event stream lasts before the browser reconnects;
+    ``hosts``: the ``Host`` names served (``hosts_for``; default the loopback
+    names; ``"*"`` any), others get a 400; ``max_streams``: live streams open
+    at once, one more gets a 503.
     """
     with Reader(path, prices):  # a missing or foreign file fails here, not on the first page
         pass
-    routes = _App(path, Prices.of(prices), poll, live_for)
+    routes = _App(path, Prices.of(prices), poll, live_for, max_streams)
     static = resources.files("turnlog.replay.view").joinpath("static")
     app = Starlette(routes=[
         Route("/", routes.conversations),
@@ -189,5 +236,7 @@ def create_app(path: str, prices: Prices | PriceTable | None = None, *, poll: fl
         Route("/live", routes.live),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ], exception_handlers={TurnlogError: routes.error, 404: routes.not_found},
-        middleware=[Middleware(_SecurityHeaders)])
+        middleware=[Middleware(_SecurityHeaders),
+                    Middleware(TrustedHostMiddleware, allowed_hosts=[h.lower() for h in hosts],
+                               www_redirect=False)])
     return app

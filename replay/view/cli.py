@@ -50,11 +50,17 @@ def _listen(host: str, port: int) -> socket.socket:
               help="The address to listen on (loopback unless you say otherwise).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="The port to listen on (0 picks a free one).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests for this Host name (repeatable; by default only "
+                   "the --host address and the loopback names are answered).")
 @db_option
 @translate_errors
-def view(host: str, port: int, db_path: str) -> None:
+def view(host: str, port: int, db_path: str, allow_hosts: tuple[str, ...] = ()) -> None:
     """Serve a local web app over the journal, read-only: conversations, timelines,
     forks, diffs and audit charts. Prints `serving on http://HOST:PORT`; Ctrl-C stops it.
+
+    Requests naming another Host (a page on another domain pointed at this
+    address) get a 400.
 
     Example:
 
@@ -64,9 +70,9 @@ def view(host: str, port: int, db_path: str) -> None:
     (uvicorn,) = _extra("view", "uvicorn")
     with journal_for(db_path, readonly=True):  # a missing or foreign file: exit 2 at once
         pass
-    from .app import create_app
+    from .app import create_app, hosts_for
 
-    app = create_app(db_path)
+    app = create_app(db_path, hosts=hosts_for(host, allow_hosts))
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from turnlog.engine.audit import Prices, PriceTable, Reader
+from turnlog.journal import shown_url
 
 from .render import asset, environment, script_hash
 
@@ -37,7 +38,7 @@ def render_report(path: str, conversation_id: str, prices: Prices | PriceTable |
     """
     with Reader(path, prices) as reader:
         data = report_data(reader, conversation_id)
-        data["generated_from"] = path
+        data["generated_from"] = shown_url(path)
     css, js = asset("app.css"), asset("report.js")
     csp = (f"default-src 'none'; style-src {script_hash(css)}; script-src {script_hash(js)}; "
            "img-src data:; base-uri 'none'; form-action 'none'")

@@ -137,3 +137,28 @@ def test_the_human_report_says_what_waits_and_how_to_decide(tmp_path, db):
     assert code == 0, out
     assert "awaiting_approval" in out and "waiting for approval:\n  call_1_1 append_note(" in out
     assert f"turnlog approve c1 --all --yes --as NAME --db {db}" in out
+
+
+@pytest.mark.parametrize("command", ["run", "resume"])
+def test_a_misspelt_approve_name_exits_2_and_runs_nothing(tmp_path, db, command):
+    notes = tmp_path / "notes.txt"
+    script = write_script(tmp_path / "s.json", {"tool_calls": [
+        {"name": "append_note", "arguments": {"path": str(notes), "text": "x"}}]},
+        {"text": "Noted."})
+    if command == "resume":  # an unfinished conversation: its run stopped before the tool ran
+        paused(tmp_path, db)
+        before = events(db)
+        done = turnlog("resume", "c1", "--script", script, "--tools", "demo",
+                       "--approve", "append_notes", "--db", db)
+    else:
+        done = turnlog("run", "Note it", "--script", script, "--tools", "demo",
+                       "--approve", "append_notes", "--db", db)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        "Error: approve names 'append_notes', which no offered tool has (did you mean "
+        "'append_note'?); offered tools: add, append_note, get_current_time, get_weather, wait")
+    assert not notes.exists()
+    if command == "resume":
+        assert events(db) == before
+    else:
+        assert not db.exists()  # refused before the journal was created

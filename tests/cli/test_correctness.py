@@ -247,3 +247,30 @@ def test_an_openai_message_does_not_report_its_timestamp_as_unknown(tmp_path, db
     assert result["formats"] == {"api": 1, "openai": 1}
     assert result["warnings"] == ["entry 1: unknown keys kept as `extra` and exported back to "
                                   "openai: x_vendor"]
+
+
+# 24. an import bounded in memory: refused above its documented bounds, before any journal ----
+
+def test_an_import_over_the_byte_bound_is_refused_before_reading(tmp_path, db):
+    from turnlog.engine.formats.importer import MAX_IMPORT_BYTES
+
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as f:
+        f.truncate(MAX_IMPORT_BYTES + 1)  # sparse: nothing is written, nothing need be read
+    out = turnlog("import", huge, "--db", db)
+    assert out.returncode == 2, out.stdout
+    assert "an import reads at most 256 MiB" in out.stderr and "split it" in out.stderr
+    assert not db.exists()
+
+
+def test_an_import_over_the_entry_bound_is_refused_and_writes_nothing(tmp_path, db):
+    from turnlog.engine.formats.importer import MAX_IMPORT_ENTRIES
+
+    many = tmp_path / "many.json"
+    many.write_text("[" + ",".join(['{"role":"user","content":"m"}'] * (MAX_IMPORT_ENTRIES + 1))
+                    + "]")
+    out = turnlog("import", many, "--db", db)
+    assert out.returncode == 2, out.stdout
+    assert f"has {MAX_IMPORT_ENTRIES + 1:,} entries" in out.stderr
+    assert f"an import takes at most {MAX_IMPORT_ENTRIES:,}" in out.stderr
+    assert not db.exists()

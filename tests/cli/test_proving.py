@@ -107,7 +107,7 @@ def test_the_viewer_audit_page_shows_the_last_signed_checkpoint(tmp_path):
     db = ["--db", "j.db"]
     run("demo", *db, cwd=tmp_path)
     run("keygen", "acme", "-o", "acme.key", cwd=tmp_path)
-    with TestClient(create_app(str(tmp_path / "j.db"))) as client:
+    with TestClient(create_app(str(tmp_path / "j.db")), base_url="http://127.0.0.1") as client:
         assert 'id="signed"' not in client.get("/audit").text  # none kept yet
     run("checkpoint", "--key", "acme.key", *db, cwd=tmp_path)
     run("demo", *db, cwd=tmp_path)
@@ -115,7 +115,7 @@ def test_the_viewer_audit_page_shows_the_last_signed_checkpoint(tmp_path):
     signed, events = conn.execute(
         "SELECT (SELECT size FROM checkpoints), (SELECT max(position) FROM events)").fetchone()
     conn.close()
-    with TestClient(create_app(str(tmp_path / "j.db"))) as client:
+    with TestClient(create_app(str(tmp_path / "j.db")), base_url="http://127.0.0.1") as client:
         page = client.get("/audit").text
     assert f"last signed checkpoint: {signed} of {events} events" in page and signed < events
 

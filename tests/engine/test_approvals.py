@@ -14,6 +14,7 @@ from turnlog.engine.approvals import (
     AlreadyDecidedError,
     ApprovalMismatchError,
     NotAwaitingApprovalError,
+    UnknownApprovalToolError,
     UnknownCallError,
     arguments_hash,
     decide,
@@ -182,6 +183,18 @@ def test_loop_approve_marks_a_tool_and_is_recorded(journal):
     # a loop without approve= still waits: the mark is recorded
     again = Loop(journal, provider, [note])
     assert again.resume("c1").status == "awaiting_approval" and ran == []
+
+
+@pytest.mark.parametrize("approve", [["pay_"], ["pay", "Pay"], "pay"])
+def test_an_approve_name_no_offered_tool_has_is_refused_before_anything_runs(journal, approve):
+    ran = []
+    with pytest.raises(UnknownApprovalToolError) as caught:
+        Loop(journal, ScriptedProvider(script(5)), [make_pay(ran)], approve=approve)
+    if not isinstance(approve, str):
+        bad = [n for n in approve if n != "pay"]
+        assert f"approve names {bad[0]!r}, which no offered tool has (did you mean 'pay'?)" \
+            in str(caught.value) and "offered tools: pay" in str(caught.value)
+    assert ran == [] and list(journal.read("c1")) == []
 
 
 def test_approve_from_another_process_then_resume(tmp_path):

@@ -169,7 +169,8 @@ def test_the_viewer_shows_each_calls_approval_and_the_audit_page_the_figures(rec
     with Journal(str(copy)) as journal:
         decide(journal, "pending", "call_1_1", False, "<img src=x onerror=alert(1)>",
                reason="<script>alert(2)</script>")
-    client = TestClient(create_app(str(copy), poll=0.02, live_for=0.5))
+    client = TestClient(create_app(str(copy), poll=0.02, live_for=0.5),
+                        base_url="http://127.0.0.1")
     decided = client.get("/conversation", params={"id": "decided"}).text
     assert "approved by ann" in decided and "denied by bob" in decided
     assert "too much" in decided and "edited arguments:" in decided

@@ -64,7 +64,8 @@ def test_show_unknown_conversation_is_bad_input(filled):
 
 def test_verify_ok_then_tampered_names_the_seq(filled, tmp_path):
     ok = json.loads(invoke("verify", "--db", filled, "--json").output)
-    assert ok == {"ok": True, "checked_events": 4, "first_bad": None, "projections": []}
+    assert ok == {"ok": True, "checked_events": 4, "first_bad": None, "projections": [],
+                  "missing_guards": []}
     copy = tmp_path / "copy.db"
     shutil.copy(filled, copy)
     con = sqlite3.connect(copy)
@@ -89,9 +90,11 @@ def test_heads_file_catches_a_cut_off_tail(filled, tmp_path):
     copy = tmp_path / "cut.db"
     shutil.copy(filled, copy)
     con = sqlite3.connect(copy)
-    for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
-        con.execute(f"DROP TRIGGER {name}")
+    [guard] = con.execute("SELECT sql FROM sqlite_master WHERE name='events_refuse_delete'"
+                          ).fetchone()
+    con.execute("DROP TRIGGER events_refuse_delete")
     con.execute("DELETE FROM events WHERE stream_id='a' AND seq=2")
+    con.execute(guard)  # the guard put back: verify sees no missing guard
     con.commit()
     con.close()
     assert invoke("verify", "--db", copy).exit_code == 0  # a chain alone cannot see it

@@ -33,6 +33,9 @@ from turnlog.journal import Journal
 VERSION = importlib.metadata.version("genai-prices")
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 
+#: the viewer answers only its own host names (a TestClient says "testserver")
+LOOPBACK = "http://127.0.0.1"
+
 
 def invoke(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
@@ -358,7 +361,7 @@ def test_the_viewers_dashboard_shows_the_cost_figures_and_why_a_model_is_unprice
         conv.append(UserMessage.of("hi"),
                     ModelRequested(turn=1, digest="d", provider="openai", model="my-private-model"),
                     ModelResponded(turn=1, parts=(), usage=Usage(input_tokens=5)))
-    page = TestClient(create_app(str(db))).get("/audit").text
+    page = TestClient(create_app(str(db)), base_url=LOOPBACK).get("/audit").text
     assert "unpriced openai/my-private-model: openai/my-private-model is not in genai-prices" in page
     assert "priced as recorded: 1 responses" in page
     assert 'href="/conversation?id=s">s</a> 1.0000' in page

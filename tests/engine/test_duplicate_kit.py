@@ -108,7 +108,7 @@ def test_the_property_testing_page_example_passes_under_pytest(tmp_path):
          str(tmp_path), str(tmp_path / "test_my_rule.py")],
         capture_output=True, text=True, cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "10 passed" in proc.stdout
+    assert "12 passed" in proc.stdout
 
 
 class _KeyOrderMatters(DuplicateRuleLaws):

@@ -118,3 +118,20 @@ def test_observing_never_changes_what_is_recorded(journal, tmp_path, tracing):
     assert [(e.type, e.payload, e.hash) for e in journal.read("demo")] == \
         [(e.type, e.payload, e.hash) for e in plain.read("demo")]
     plain.close()
+
+
+@pytest.mark.parametrize("semconv", ["1.41", "genai-0.1"])
+def test_live_spans_follow_the_generation_asked_for_as_the_export_does(journal, tracing,
+                                                                        semconv):
+    provider, exporter = tracing
+    run(journal, DEMO_PROMPT, provider=ScriptedProvider(DEMO_SCRIPT), tools=demo_tools(),
+        conversation_id="k", parameters={"top_k": 40},
+        observers=[OTelObserver(provider, journal=journal, semconv=semconv)])
+    *children, root = exporter.get_finished_spans()
+    want = export_data(journal, "k", "otlp", semconv=semconv)
+    scope = want["resourceSpans"][0]["scopeSpans"][0]
+    assert [live(s) for s in children] == [exported(s) for s in scope["spans"][1:]]
+    assert root.instrumentation_scope.schema_url == scope["schemaUrl"]
+    top_k = next(s for s in children if s.kind is SpanKind.CLIENT).attributes[
+        "gen_ai.request.top_k"]
+    assert type(top_k) is (float if semconv == "1.41" else int)

@@ -165,6 +165,14 @@ def _long(n_turns: int) -> list:
     return events
 
 
+def _no_refold(rows, builder=None):
+    """``fold_stored`` that fails when asked to fold a history from its start (an open from a
+    snapshot folds only the events after it; what gates tools is read, not folded)."""
+    if builder is None:
+        pytest.fail("refolded the history")
+    return fold_stored(rows, builder)
+
+
 def test_an_open_that_folds_many_events_saves_a_snapshot_the_next_open_uses(tmp_path, monkeypatch):
     path = tmp_path / "j.db"
     with Journal(path) as journal:
@@ -176,7 +184,7 @@ def test_an_open_that_folds_many_events_saves_a_snapshot_the_next_open_uses(tmp_
         assert saved.seq == len(events)
 
     with Journal(path) as journal:
-        monkeypatch.setattr(journal, "lineage", lambda *a: pytest.fail("refolded the history"))
+        monkeypatch.setattr(snapshots, "fold_stored", _no_refold)
         conv = Conversation.open(journal, "c")
         assert conv.state == _full_fold(Journal(path, readonly=True))
         conv.append(UserMessage.of("more"))  # a writer opened from a snapshot appends on
@@ -227,9 +235,9 @@ def test_verify_refolds_saved_states_and_reports_a_forged_one(tmp_path):
     path = tmp_path / "j.db"
     with Journal(path, extensions=[VIEWS_EXTENSION]) as journal:
         Conversation.start(journal, (events := _long(3))[0], rest=events[1:])
-        save_snapshot(journal, "c", open_builder(journal, "c"))
+        save_snapshot(journal, "c", fold_stored(journal.lineage("c", 10)))
         assert journal.verify().ok
-        _forge(journal)
+        _forge(journal)  # a newer row: the snapshot read
         report = journal.verify()
         assert not report.ok and report.first_bad is None
         [found] = report.projections
@@ -276,6 +284,7 @@ def test_a_snapshot_table_edit_that_moves_its_seq_hides_it(tmp_path):
         Conversation.start(journal, (events := _long(3))[0], rest=events[1:])
         save_snapshot(journal, "c", open_builder(journal, "c"))
     conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER snapshots_refuse_update")
     conn.execute("UPDATE snapshots SET seq = 5")
     conn.commit()
     conn.close()
@@ -307,7 +316,7 @@ def test_a_run_that_writes_many_events_ends_by_saving_a_snapshot(tmp_path, monke
         assert saved.seq == journal.last_seq("c") and result.status == "completed"
         assert decode_state(saved.data) == _full_fold(journal)
 
-        monkeypatch.setattr(journal, "lineage", lambda *a: pytest.fail("refolded the history"))
+        monkeypatch.setattr(snapshots, "fold_stored", _no_refold)
         loop.provider = ScriptedProvider([{"text": "again"}])
         assert loop.send("c", "more").final_content == "again"  # opened from the snapshot
 

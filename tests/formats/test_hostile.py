@@ -147,7 +147,8 @@ def test_invalid_utf8_deep_nesting_and_huge_strings_are_typed_errors(tmp_path, d
 
 def test_nan_and_infinity_and_deep_jsonl_lines_are_format_errors():
     for data, where in ((b'[{"role": "user", "content": NaN}]', "NaN"),
-                        (b'{"a": 1}\n' + deep(100_000).encode() + b"\n", "nested too deeply"),
+                        (b'{"a": 1}\n' + deep(100_000).encode() + b"\n",
+                         "transcript nests deeper than 200 levels"),
                         (b'{"a": Infinity}\n{"b": 1}\n', "line 1")):
         try:
             read_transcript(data)

@@ -120,7 +120,8 @@ def test_openinference_tool_calls_import(journal, tmp_path):
              _kv(f"{p}.2.message.role", "tool"), _kv(f"{p}.2.message.tool_call_id", "c1"),
              _kv(f"{p}.2.message.content", "3"),
              _kv("llm.output_messages.0.message.role", "assistant"),
-             _kv("llm.output_messages.0.message.content", "It is 3.")]
+             _kv("llm.output_messages.0.message.content", "It is 3."),
+             _kv("llm.model_name", "gpt-oi")]
     path = tmp_path / "oi.json"
     path.write_text(json.dumps(_doc({"traceId": "t", "spanId": "s", "attributes": attrs})))
     import_file(journal, path, conversation_id="oi")
@@ -129,6 +130,7 @@ def test_openinference_tool_calls_import(journal, tmp_path):
     assert isinstance(call, ToolCall) and (call.id, call.name, call.arguments) == (
         "c1", "add", {"a": 1, "b": 2})
     assert messages[2].parts[0].content == "3" and messages[3].parts[0].text == "It is 3."
+    assert load_state(journal, "oi").model == "gpt-oi"  # OpenInference's llm.model_name
 
 
 def test_a_malformed_message_is_refused_saying_where(journal, tmp_path):

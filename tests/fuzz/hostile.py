@@ -3,10 +3,15 @@
 Inputs are valid seeds (transcript entries of every import format, response
 bodies of every provider adapter) mutated by a seeded ``random.Random``:
 values swapped for hostile ones (lone surrogates, wrong types, ``{}`` where
-a string belongs, huge and negative numbers, deep nesting), keys dropped or
-added, lists shuffled. Each input is fed to the importer (``import_entries``
-with each ``--format``, and detection) or to ``parse_body`` + each adapter's
-``map_response``; anything but a ``TurnlogError`` is a finding.
+a string belongs, huge and negative numbers, deep nesting on either side of
+``engine.nesting.MAX_DEPTH``, as data and as JSON text in a string), keys
+dropped or added, lists shuffled. Each input is fed to the importer
+(``import_entries`` with each ``--format``, and detection) or to
+``parse_body`` + each adapter's ``map_response``, and a response that maps
+is then recorded (every third, and every one that nests deep) as a live one
+is: a ``Loop`` turn whose provider returns it
+(``model_responded``, its calls refused or run, in a real journal); anything
+but a ``TurnlogError`` is a finding.
 
 ``python -m tests.fuzz.hostile [N] [SEED]`` runs it standalone and prints
 its figures.
@@ -23,8 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from turnlog.engine.formats.detect import FORMATS
-from turnlog.engine.events import ModelResponded, encode_event, with_valid_unicode
 from turnlog.engine.formats.importer import import_entries
+from turnlog.engine.loop import Loop
+from turnlog.engine.errors import NestingError
+from turnlog.engine.nesting import MAX_DEPTH, check_depth
 from turnlog.engine.providers import anthropic, gemini, openai, openai_responses
 from turnlog.engine.providers._common import parse_body
 from turnlog.journal import Journal, TurnlogError
@@ -103,11 +110,16 @@ MAPPERS: dict[str, Callable[[Any], Any]] = {
 
 def _hostile(rnd: random.Random) -> Any:
     pick = rnd.random()
-    if pick < 0.08:  # deep nesting
-        depth = rnd.choice([20, 100, 300])
-        value: Any = "x"
+    if pick < 0.08:  # deep nesting: under the limit (where it sits in the body), past it, far past
+        depth = rnd.choice([20, 100, MAX_DEPTH - 8, MAX_DEPTH - 3, 300, 450, 1200, 5000])
+        value: Any = rnd.choice(["x", "\udd20", {}])
         for _ in range(depth):
             value = [value] if rnd.random() < 0.5 else {"a": value}
+        if rnd.random() < 0.3:  # as JSON text: tool arguments, a script's arguments_raw
+            try:
+                return json.dumps(value)
+            except (RecursionError, ValueError):
+                return "[" * depth + "]" * depth
         return value
     if pick < 0.2:
         return rnd.choice(_ROLES + list(FORMATS))
@@ -141,6 +153,23 @@ def mutate(value: Any, rnd: random.Random, rate: float) -> Any:
 _JOURNAL: list[Journal] = []
 
 
+class _Answer:
+    """A provider that answers with the response under test (the live path's last step)."""
+
+    name = "fuzz"
+    model = "fuzz"
+
+    def __init__(self) -> None:
+        self.response: Any = None
+
+    def complete(self, request: Any) -> Any:
+        return self.response
+
+
+_ANSWER = _Answer()
+_LOOP: list[Loop] = []
+
+
 def _import(entries: Any, fmt: str | None, n: int) -> None:
     if n % 500 == 1:  # a fresh journal now and then: the fuzz measures parsing, not a big file
         _JOURNAL[:] = [Journal(":memory:")]
@@ -152,7 +181,16 @@ def rnd_deep(body: Any) -> bool:
     return isinstance(body, dict) and len(body) == 1
 
 
-def _respond(name: str, body: Any, as_text: bool) -> None:
+def _deep(body: Any) -> bool:
+    """Whether ``body`` nests more than 50 levels (a deep hostile value went in)."""
+    try:
+        check_depth(body, "body", limit=50)
+    except NestingError:
+        return True
+    return False
+
+
+def _respond(name: str, body: Any, as_text: bool, n: int) -> None:
     if as_text and rnd_deep(body):
         body = parse_body("[" * 100_000 + "]" * 100_000, name)
     elif as_text:
@@ -162,9 +200,14 @@ def _respond(name: str, body: Any, as_text: bool) -> None:
             return  # not an input JSON can carry
         body = parse_body(text, name)
     response = MAPPERS[name](body)
-    encode_event(with_valid_unicode(ModelResponded(turn=1, parts=response.parts, raw=response.raw,
-                                                   response_id=response.response_id,
-                                                   model=response.model)))
+    if n % 6 and not _deep(body):  # recording costs a loop turn: every third, and every deep one
+        return
+    if not _LOOP or n % 500 == 0:  # a fresh journal now and then, as for imports
+        _LOOP[:] = [Loop(Journal(":memory:"), _ANSWER)]
+    _ANSWER.response = response
+    result = _LOOP[0].start("q", conversation_id=f"fuzz-{n}", max_turns=1)
+    if result.status == "failed" and "nests deeper" not in (result.error or ""):
+        raise AssertionError(f"recording the mapped response failed: {result.error}")
 
 
 def fuzz(n: int, seed: int, rate: float = 0.15) -> tuple[int, float, list[tuple[str, Any, str]]]:
@@ -183,7 +226,7 @@ def fuzz(n: int, seed: int, rate: float = 0.15) -> tuple[int, float, list[tuple[
         else:
             name = names[i // 2 % len(names)]
             body = mutate(RESPONSE_SEEDS[name], rnd, rate)
-            target, call = f"response:{name}", lambda: _respond(name, body, rnd.random() < 0.3)
+            target, call = f"response:{name}", lambda: _respond(name, body, rnd.random() < 0.3, i)
             value = body
         try:
             call()

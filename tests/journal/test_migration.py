@@ -18,6 +18,7 @@ from turnlog.journal import (
     ReadOnlyJournalError,
     event_hash,
 )
+from turnlog.journal._schema import SCHEMA_VERSION
 
 from tests.old_journals import write_old_journal
 
@@ -78,7 +79,7 @@ def test_an_old_journal_reads_as_it_is_then_migrates_to_the_same_events_and_hash
         assert journal.check_heads(before[1]) == []
 
     found, stored, objects = _schema(journal_path)
-    assert (found, stored) == ("4", [("blob", 32, "blob", 32)])
+    assert (found, stored) == (str(SCHEMA_VERSION), [("blob", 32, "blob", 32)])
     assert ("index", "events_by_type") in objects and ("view", "notes") in objects
     assert ("trigger", "count_events") in objects and ("trigger", "events_refuse_update") in objects
     with Journal(journal_path, readonly=True) as reader:
@@ -211,9 +212,11 @@ def test_an_old_journal_edited_in_any_way_migrates_and_still_reports_the_edit(
 
     with Journal(journal_path) as journal:  # the migration copies the edit as it is
         after = journal.verify("root")
-    assert _schema(journal_path)[0] == "4"
-    assert after.ok is before.ok
-    if not before.ok:
+    assert _schema(journal_path)[0] == str(SCHEMA_VERSION)
+    assert (after.first_bad is None) is (before.first_bad is None)
+    assert before.missing_guards == ("trigger events_refuse_update",)
+    assert after.missing_guards == ()  # the writable open reinstalled it
+    if before.first_bad is not None:
         assert (after.first_bad.stream_id, after.first_bad.seq) == ("root", 3)
 
 
@@ -242,8 +245,10 @@ def test_the_migration_runs_no_trigger_of_another_table_and_keeps_added_columns(
     conn = sqlite3.connect(journal_path)
     try:
         assert conn.execute("SELECT note FROM events WHERE position = 1").fetchone() == ("kept",)
-        with pytest.raises(sqlite3.IntegrityError, match="frozen"):
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             conn.execute("UPDATE snapshots SET seq = 1")
+        assert conn.execute("SELECT count(*) FROM sqlite_master "  # rebuilt: the trigger kept
+                            "WHERE name = 'snapshots_frozen'").fetchone() == (1,)
     finally:
         conn.close()
 
@@ -263,7 +268,9 @@ def test_an_old_journal_whose_events_table_was_replaced_is_refused_for_writing_u
         Journal(journal_path)
     assert file_digest(journal_path) == before
     with Journal(journal_path, readonly=True) as reader:  # still read as it is
-        assert reader.verify().ok and len(list(reader.read_all())) == 9
+        report = reader.verify()
+        assert report.first_bad is None and len(list(reader.read_all())) == 9
+        assert "events UNIQUE (stream_id, seq)" in report.missing_guards
 
 
 @given(digest=st.binary(min_size=32, max_size=32), other=st.binary(max_size=80))

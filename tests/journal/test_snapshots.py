@@ -106,6 +106,7 @@ def _tamper(path, *statements: str) -> None:
     conn = sqlite3.connect(path)
     try:
         conn.execute("DROP TRIGGER IF EXISTS events_refuse_update")
+        conn.execute("DROP TRIGGER IF EXISTS snapshots_refuse_update")
         for statement in statements:
             conn.execute(statement)
         conn.commit()
@@ -145,7 +146,7 @@ def test_a_schema_1_journal_reads_as_it_is_and_migrates_when_opened_to_write(jou
     version = conn.execute(
         "SELECT value FROM _turnlog_meta WHERE key = 'schema_version'").fetchone()[0]
     conn.close()
-    assert version == str(SCHEMA_VERSION) == "4"
+    assert version == str(SCHEMA_VERSION) == "5"
 
 
 def test_a_fork_whose_parent_was_rewritten_at_the_fork_point_hides_its_snapshot(journal_path):

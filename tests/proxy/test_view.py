@@ -21,7 +21,7 @@ def test_the_viewer_names_the_proxy_and_the_client(proxy, fake_api):
                key=KEYS["openai"])
     proxy.drain()
     (conv_id,) = conversations(Path(proxy.db))
-    with TestClient(create_app(proxy.db)) as client:
+    with TestClient(create_app(proxy.db), base_url="http://127.0.0.1") as client:
         page = client.get("/conversation", params={"id": conv_id}).text
     assert "Recorded by <code>turnlog proxy</code> on the openai wire" in page
     assert "&lt;script&gt;agent&lt;/script&gt;/1.0" in page and "<script>agent" not in page

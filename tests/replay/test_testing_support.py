@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +87,36 @@ def test_the_pytest_plugin_makes_one_test_per_recorded_conversation(tmp_path):
     assert "1 failed, 1 passed" in out
     assert "runs.db::other" in out
     assert "diverges at seq 1" in out, out
+
+
+def test_the_plugin_skips_with_its_reason_what_replay_did_not_check(tmp_path):
+    # a journal made as a user makes it: a demo run (replayable) and an imported transcript
+    # (replay cannot re-run imported messages: skipped, so never reported as passed)
+    from tests.cli.conftest import turnlog, write_script
+
+    db = tmp_path / "runs.db"
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "hi"},
+                                      {"role": "assistant", "content": "hello"}]))
+    script = write_script(tmp_path / "s.json", {"text": "hello"})
+    assert turnlog("run", "hi", "--script", script, "--id", "ran", "--db", db).returncode == 0
+    imported = turnlog("import", transcript, "--format", "anthropic", "--id", "imported",
+                       "--db", db)
+    assert imported.returncode == 0, imported.stderr
+    skipped = turnlog("replay", "imported", "--db", db)
+    assert skipped.returncode == 0 and "imported: skipped (" in skipped.stdout, skipped.stdout
+    reason = skipped.stdout.strip().removeprefix("imported: skipped (").removesuffix(")")
+
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["turnlog.testing"]\n')
+    (tmp_path / "test_runs.py").write_text(textwrap.dedent("""
+        def test_replays(turnlog_conversation):
+            turnlog_conversation.assert_replays()
+    """))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir",
+         str(tmp_path), "--turnlog-journal", str(db), str(tmp_path / "test_runs.py")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert "1 passed, 1 skipped" in out, out
+    assert "SKIPPED [1] " in out and f": runs.db::imported: not replayed: {reason}\n" in out, out

@@ -26,7 +26,7 @@ _RAW = ("<script>window.__pwned", "<img src=x", 'href="javascript:', "onerror=\"
 
 
 def pages(db, ids) -> dict[str, str]:
-    client = TestClient(create_app(str(db)))
+    client = TestClient(create_app(str(db)), base_url="http://127.0.0.1")
     hostile = ids["hostile"]
     urls = {"list": "/", "search": href("/", q=HOSTILE[:20]),
             "conversation": href("/conversation", id=hostile),

@@ -19,10 +19,13 @@ from ..cli.conftest import turnlog as turnlog_cli
 
 NOISE = "The requested operation has been finished as requested"
 
+#: the viewer answers only its own host names (a TestClient says "testserver")
+LOOPBACK = "http://127.0.0.1"
+
 
 @pytest.fixture
 def client(db: Path) -> TestClient:
-    return TestClient(create_app(str(db), poll=0.02, live_for=0.5))
+    return TestClient(create_app(str(db), poll=0.02, live_for=0.5), base_url=LOOPBACK)
 
 
 def test_tool_results_in_the_timeline_and_the_diff_leave_out_the_success_sentence(client, db):
@@ -41,7 +44,7 @@ def test_the_viewer_shows_why_a_call_waits_for_approval(tmp_path):
         loop = Loop(journal, ScriptedProvider(script), demo_tools(), approve=["add"],
                     approve_reason="sums <need> a check")
         loop.start("add", conversation_id="w")
-    page = TestClient(create_app(str(db))).get("/conversation?id=w").text
+    page = TestClient(create_app(str(db)), base_url=LOOPBACK).get("/conversation?id=w").text
     assert "needs approval" in page and "sums &lt;need&gt; a check" in page
 
 
@@ -71,7 +74,7 @@ def odd(tmp_path: Path) -> Path:
 
 
 def test_a_fork_of_an_edited_conversation_names_the_broken_ancestor(odd):
-    client = TestClient(create_app(str(odd)))
+    client = TestClient(create_app(str(odd)), base_url=LOOPBACK)
     row = client.get("/").text.split('id=child">child</a>', 1)[1].split("</tr>", 1)[0]
     assert "broken at seq 2 of ancestor parent" in unescape(row)
     page = unescape(client.get("/conversation?id=child").text)
@@ -79,12 +82,12 @@ def test_a_fork_of_an_edited_conversation_names_the_broken_ancestor(odd):
 
 
 def test_the_audit_page_separates_its_figures_and_labels_zero_charts_and_unknown_models(odd):
-    page = unescape(TestClient(create_app(str(odd))).get("/audit").text)
+    page = unescape(TestClient(create_app(str(odd)), base_url=LOOPBACK).get("/audit").text)
     figures = page.split('id="figures">', 1)[1].split("</p>", 1)[0]
     assert "· estimated cost" in " ".join(figures.split())
     assert not any(c.isdigit() and d == "·" for c, d in zip(figures, figures[1:]))
     cost = page.split("<h2>Cost per day", 1)[1].split("</svg>", 1)[0]
     assert "max 1 " not in cost and "all 0 USD" in cost
     assert "imported (model not recorded)" in page and "imported/<" not in page
-    listing = unescape(TestClient(create_app(str(odd))).get("/").text)
+    listing = unescape(TestClient(create_app(str(odd)), base_url=LOOPBACK).get("/").text)
     assert "imported (model not recorded)" in listing and "imported/<" not in listing

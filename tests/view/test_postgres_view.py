@@ -48,7 +48,7 @@ def test_every_reader_answer_is_the_same_on_postgresql(built, copied):
 
 
 def test_the_web_app_serves_a_postgresql_journal(built, copied):
-    client = TestClient(create_app(copied))
+    client = TestClient(create_app(copied), base_url="http://127.0.0.1")
     cid = built[1]["fork"]
 
     for page in ("/", f"/conversation?id={cid}", "/audit"):

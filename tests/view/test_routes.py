@@ -25,7 +25,8 @@ from .conftest import digest
 
 @pytest.fixture
 def client(db: Path) -> TestClient:
-    return TestClient(create_app(str(db), poll=0.02, live_for=0.5))
+    return TestClient(create_app(str(db), poll=0.02, live_for=0.5),
+                      base_url="http://127.0.0.1")
 
 
 def listed(html: str) -> list[str]:
@@ -162,7 +163,7 @@ def test_a_tampered_event_shows_as_broken_at_its_seq(db):
                  "WHERE stream_id = 'demo' AND seq = 4")
     conn.commit()
     conn.close()
-    client = TestClient(create_app(str(db)))
+    client = TestClient(create_app(str(db)), base_url="http://127.0.0.1")
     assert "broken at seq 4" in client.get("/conversation?id=demo").text
     row = client.get("/").text.split('id=demo">demo</a>', 1)[1].split("</tr>", 1)[0]
     assert "broken at seq 4" in row
