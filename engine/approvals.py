@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnlog.journal import ConcurrencyError
-from turnlog.journal._rows import format_timestamp
+from turnlog.journal import ConcurrencyError, format_timestamp
 
 from .canonical import digest
 from .duplicates import call_key
@@ -38,7 +37,7 @@ from .events import ApprovalDecided, ApprovalRequested, ToolSpec, check_json_dat
 from .messages import ToolCall
 
 if TYPE_CHECKING:
-    from turnlog.journal import Journal
+    from turnlog.journal import JournalProtocol
 
 __all__ = ["AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError", "NeedsApproval",
            "NotAwaitingApprovalError", "UnknownApprovalToolError", "UnknownCallError",
@@ -153,7 +152,7 @@ def approved_call(b: Any, call: ToolCall) -> ToolCall:
     return msgspec.structs.replace(call, arguments=decision.arguments)
 
 
-def decide(journal: Journal, conversation_id: str, call_id: str, approve: bool, approver: str,
+def decide(journal: JournalProtocol, conversation_id: str, call_id: str, approve: bool, approver: str,
            reason: str | None = None, arguments: dict[str, Any] | None = None, *,
            clock: Callable[[], datetime] | None = None) -> ApprovalDecided:
     """Record a person's decision on ``call_id`` (``approval_decided``) and return it.

@@ -31,7 +31,7 @@ from .state import ConversationState, StateBuilder
 __all__ = ["Conversation", "load_state", "require_conversation"]
 
 
-def require_conversation(journal: Journal, conversation_id: str) -> int:
+def require_conversation(journal: JournalProtocol, conversation_id: str) -> int:
     """The conversation's last seq; ``ConversationNotFound`` if it has no events."""
     # last_seq is one index lookup; stream() would aggregate the whole stream first
     last = journal.last_seq(conversation_id)

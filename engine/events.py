@@ -108,7 +108,7 @@ class _Data(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Base of the plain records events carry."""
 
 
-class ToolSpec(_Data):
+class ToolSpec(_Data, frozen=True):
     """A tool as the model sees it, plus what the engine needs to know about it.
 
     ``parameters`` is the model-facing JSON Schema (engine-injected parameters
@@ -128,7 +128,7 @@ class ToolSpec(_Data):
     server: str | None = None
 
 
-class DuplicatePolicy(_Data):
+class DuplicatePolicy(_Data, frozen=True):
     """The rule that refuses repeated tool calls.
 
     ``rule``: ``previous`` (the reference's: same tool and same arguments as
@@ -149,7 +149,7 @@ class DuplicatePolicy(_Data):
     custom: str | None = None
 
 
-class Refusal(_Data):
+class Refusal(_Data, frozen=True):
     """Why the loop will not run a call: a ``RejectReason`` code and its data.
 
     What ``Loop``'s refusal rules and its ``refuse`` hook return; the loop
@@ -160,7 +160,7 @@ class Refusal(_Data):
     details: dict[str, Any] = {}
 
 
-class DirectiveLayer(_Data):
+class DirectiveLayer(_Data, frozen=True):
     """One rendered layer of the system directives (global, mode, agent, run)."""
 
     layer: str
@@ -168,7 +168,7 @@ class DirectiveLayer(_Data):
     text: str
 
 
-class ForkRef(_Data):
+class ForkRef(_Data, frozen=True):
     """Where a fork branched off: the parent, the seq and the parent's hash there."""
 
     conversation_id: str
@@ -176,7 +176,7 @@ class ForkRef(_Data):
     hash: str
 
 
-class ReplayRef(_Data):
+class ReplayRef(_Data, frozen=True):
     """The recorded conversation a provider-swap replay re-ran, and its tool policy."""
 
     conversation_id: str
@@ -193,7 +193,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type
     replaced: tuple[str, ...] = ()
 
 
-class ConversationStarted(Event, tag="conversation_started"):
+class ConversationStarted(Event, tag="conversation_started", frozen=True):
     """A conversation begins (or a fork continues its parent: ``fork`` is set).
 
     ``system`` is the rendered system directive, recorded so replay never
@@ -221,7 +221,7 @@ class ConversationStarted(Event, tag="conversation_started"):
     approve_reason: str | None = None
 
 
-class UserMessage(Event, tag="user_message"):
+class UserMessage(Event, tag="user_message", frozen=True):
     """A user's message. ``timestamp`` keeps an imported entry's original time.
 
     ``context`` is the optional context of an orchestrator-format request
@@ -242,7 +242,7 @@ class UserMessage(Event, tag="user_message"):
         return cls(parts=(Text(text=text),))
 
 
-class ModelRequested(Event, tag="model_requested"):
+class ModelRequested(Event, tag="model_requested", frozen=True):
     """Turn ``turn``'s request went out; ``digest`` is the canonical request's SHA-256."""
 
     turn: int
@@ -273,7 +273,7 @@ class Charge(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     reason: str | None = None
 
 
-class ModelResponded(Event, tag="model_responded"):
+class ModelResponded(Event, tag="model_responded", frozen=True):
     """The model's answer to turn ``turn``: ordered parts, neutral stop reason, usage.
 
     ``raw`` is the provider's response body, kept for audit. ``source`` is
@@ -298,7 +298,7 @@ class ModelResponded(Event, tag="model_responded"):
     charge: Charge | None = None
 
 
-class ModelFailed(Event, tag="model_failed"):
+class ModelFailed(Event, tag="model_failed", frozen=True):
     """Turn ``turn``'s request failed; the error is kept.
 
     ``interrupted`` marks a streamed response that broke after it began (the
@@ -322,7 +322,7 @@ class ModelFailed(Event, tag="model_failed"):
     partial: tuple[Part, ...] = ()
 
 
-class ToolCallRejected(Event, tag="tool_call_rejected"):
+class ToolCallRejected(Event, tag="tool_call_rejected", frozen=True):
     """A call that was not run: ``reason`` (a ``RejectReason``) and its ``details``.
 
     ``content`` is the correction sent back as the call's result, rendered
@@ -337,7 +337,7 @@ class ToolCallRejected(Event, tag="tool_call_rejected"):
     details: dict[str, Any] = {}
 
 
-class ToolStarted(Event, tag="tool_started"):
+class ToolStarted(Event, tag="tool_started", frozen=True):
     """Written just before a tool runs, so a crash mid-tool is known on resume.
 
     ``duplicate`` marks a call an observe-only duplicate policy let through.
@@ -350,7 +350,7 @@ class ToolStarted(Event, tag="tool_started"):
     duplicate: bool = False
 
 
-class ToolCompleted(Event, tag="tool_completed"):
+class ToolCompleted(Event, tag="tool_completed", frozen=True):
     """A tool's outcome. ``content`` is exactly what the model is sent as the result."""
 
     call_id: str
@@ -363,7 +363,7 @@ class ToolCompleted(Event, tag="tool_completed"):
     source: Literal["live", "recorded", "imported", "interrupted", "runner"] = "live"
 
 
-class ApprovalRequested(Event, tag="approval_requested"):
+class ApprovalRequested(Event, tag="approval_requested", frozen=True):
     """Call ``call_id`` waits for a person's decision before it may run (``engine.approvals``).
 
     ``arguments_hash`` is the SHA-256 of the call's canonical arguments and
@@ -379,7 +379,7 @@ class ApprovalRequested(Event, tag="approval_requested"):
     reason: str | None = None
 
 
-class ApprovalDecided(Event, tag="approval_decided"):
+class ApprovalDecided(Event, tag="approval_decided", frozen=True):
     """A person's decision on call ``call_id``: ``approve`` or ``deny``.
 
     ``arguments`` (only with ``approve``) are the arguments the approver edited
@@ -396,7 +396,7 @@ class ApprovalDecided(Event, tag="approval_decided"):
     arguments: dict[str, Any] | None = None
 
 
-class TurnLimitReached(Event, tag="turn_limit_reached"):
+class TurnLimitReached(Event, tag="turn_limit_reached", frozen=True):
     """The run stopped at ``max_turns``; ``pending_tool_calls`` if the model still wanted tools."""
 
     turn_count: int
@@ -405,27 +405,27 @@ class TurnLimitReached(Event, tag="turn_limit_reached"):
     warning: str = ""
 
 
-class ConversationHalted(Event, tag="conversation_halted"):
+class ConversationHalted(Event, tag="conversation_halted", frozen=True):
     """The run was stopped on purpose (e.g. too many refused calls); ``reason`` says why."""
 
     reason: str
     refusals: int = 0
 
 
-class ConversationCompleted(Event, tag="conversation_completed"):
+class ConversationCompleted(Event, tag="conversation_completed", frozen=True):
     """The model answered without tool calls: the run is done."""
 
     final_content: str = ""
 
 
-class ConversationFailed(Event, tag="conversation_failed"):
+class ConversationFailed(Event, tag="conversation_failed", frozen=True):
     """The run failed; ``error`` says why."""
 
     error: str
     error_type: str = ""
 
 
-class RunInterrupted(Event, tag="run_interrupted"):
+class RunInterrupted(Event, tag="run_interrupted", frozen=True):
     """The process running an unfinished run was stopped (e.g. Ctrl-C); ``resume`` continues it.
 
     A marker only: it changes nothing about what comes next, so the run
@@ -450,8 +450,16 @@ AnyEvent = (
     | ApprovalDecided
 )
 
+def _tag(event: Event | type[Event]) -> str:
+    """The ``type`` an event (or event class) is stored under: its struct tag."""
+    tag = event.__struct_config__.tag
+    if not isinstance(tag, str):  # every event class names its tag (tag="...")
+        raise TypeError(f"{event!r} has no event type tag")
+    return tag
+
+
 #: Each event type's tag mapped to its struct.
-EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in _ALL}
+EVENT_TYPES: dict[str, type[Event]] = {_tag(cls): cls for cls in _ALL}
 #: The current payload schema version of each event type.
 VERSIONS: dict[str, int] = {tag: 1 for tag in EVENT_TYPES}
 
@@ -460,10 +468,12 @@ _plain_encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)
 #: The one JSON decoder for the union of every current event type (built once).
 DECODER = _decoder
-_UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+#: An upcaster: a stored payload (as a dict) one version up.
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 
 
-def register_upcaster(type_: str, from_version: int):
+def register_upcaster(type_: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
     """Register ``fn(payload_dict) -> payload_dict`` lifting ``type_`` from ``from_version``.
 
     Example, after ``VERSIONS["tool_completed"]`` became 2 because ``error``
@@ -475,7 +485,7 @@ def register_upcaster(type_: str, from_version: int):
             return d
     """
 
-    def deco(fn: Callable[[dict[str, Any]], dict[str, Any]]):
+    def deco(fn: Upcaster) -> Upcaster:
         _UPCASTERS[(type_, from_version)] = fn
         return fn
 
@@ -500,7 +510,7 @@ def with_valid_unicode(event: Event) -> Event:
     except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
         pass  # a lone surrogate somewhere (or a value only the walk below understands)
     except RecursionError:  # data that skipped the boundaries' check (engine.nesting)
-        raise InvalidEventError(too_deep(event.__struct_config__.tag)) from None
+        raise InvalidEventError(too_deep(_tag(event))) from None
     updates: dict[str, Any] = {}
     for name in event.__struct_fields__:
         if name == "replaced":
@@ -542,7 +552,7 @@ def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:
     Raises ``InvalidEventError`` for text that is not valid Unicode (a lone
     surrogate): boundaries repair it first (``with_valid_unicode``).
     """
-    tag = event.__struct_config__.tag
+    tag = _tag(event)
     try:
         payload = _encoder.encode(event).decode()
     except UnicodeEncodeError:
@@ -568,6 +578,7 @@ def decode_event(type_: str, version: int, payload: str | bytes, *, where: str =
     at = f" at {where}" if where else ""
     if current is None:
         raise CorruptEventError(f"unknown event type {type_!r}{at}")
+    event: Event
     try:
         if version == current:
             event = _decoder.decode(payload)

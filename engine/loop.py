@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from typing import Any
 
-from turnlog.journal import ConcurrencyError, Journal, StoredEvent
+from turnlog.journal import ConcurrencyError, JournalProtocol, StoredEvent
 
 from .approvals import check_approve, decide
 from .conversation import Conversation
@@ -139,7 +139,7 @@ class LoopBase:
     response; the cost, its source and version are recorded with it.
     """
 
-    def __init__(self, journal: Journal, provider: Provider,
+    def __init__(self, journal: JournalProtocol, provider: Provider,
                  tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] = (), *,
                  observers: Iterable[Observer] = (), executor: ToolExecutor | None = None,
                  runner: Runner | None = None, clock: Callable[[], datetime] | None = None,
@@ -428,7 +428,7 @@ class Loop(LoopBase):
             return executor_failure(exc)
 
 
-def run(journal: Journal, prompt: str, *, provider: Provider,
+def run(journal: JournalProtocol, prompt: str, *, provider: Provider,
         tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] = (), max_turns: int = 8,
         single_turn: bool = False, mode: str = "chat", system: str = "",
         conversation_id: str | None = None, duplicate_policy: DuplicatePolicy | None = None,
@@ -449,5 +449,5 @@ def run(journal: Journal, prompt: str, *, provider: Provider,
                       parameters=parameters, metadata=metadata, single_turn=single_turn)
 
 
-def _exists(journal: Journal, conversation_id: str) -> bool:
+def _exists(journal: JournalProtocol, conversation_id: str) -> bool:
     return journal.last_seq(conversation_id) > 0

@@ -56,7 +56,10 @@ def _distinct_ids(parts: Any) -> bool:
     return len(ids) < 2 or len(set(ids)) == len(ids)
 
 
-GUARDS: dict[str, Callable[[Any, Any], bool]] = {
+#: A guard: ``guard(state, event) -> bool``.
+Guard = Callable[[Any, Any], bool]
+
+GUARDS: dict[str, Guard] = {
     # a fresh conversation, not a fork's continuation
     "fresh_start": lambda s, e: e.fork is None,
     # a fork's first own event: it must branch from exactly where the fold is
@@ -147,21 +150,33 @@ def build_machine(data: Any = None, initial: Lifecycle = Lifecycle.NEW) -> tuple
     machine = Machine(model=model, states=Lifecycle, initial=initial, auto_transitions=False,
                       ignore_invalid_triggers=False)
     for trigger, sources, dest, conditions, unless in TRANSITIONS:
-        machine.add_transition(trigger, sources, dest if dest is not None else "=",
-                               conditions=conditions, unless=unless)
+        machine.add_transition(trigger, [*sources], dest if dest is not None else "=",
+                               conditions=[*conditions], unless=[*unless])
     return model, machine
 
 
-def _compile() -> dict[tuple[Lifecycle, str], tuple[tuple[Lifecycle | None, tuple, tuple], ...]]:
+#: A candidate transition: (dest, guards that must hold, guards that must not).
+Candidate = tuple[Lifecycle, tuple[Guard, ...], tuple[Guard, ...]]
+
+
+def _guard(func: object) -> Guard:
+    """The guard a machine condition names (conditions are named by GUARDS' keys)."""
+    if not isinstance(func, str):
+        raise TypeError(f"a lifecycle condition must name a guard, not {func!r}")
+    return GUARDS[func]
+
+
+def _compile() -> dict[tuple[Lifecycle, str], tuple[Candidate, ...]]:
     _, machine = build_machine()
-    table: dict[tuple[Lifecycle, str], list] = {}
+    table: dict[tuple[Lifecycle, str], list[Candidate]] = {}
     for trigger, event in machine.events.items():
         for source_name, transitions in event.transitions.items():
             source = Lifecycle[source_name]
             for t in transitions:
-                conds = tuple(GUARDS[c.func] for c in t.conditions if c.target)
-                unless = tuple(GUARDS[c.func] for c in t.conditions if not c.target)
-                dest = source if t.dest == source_name else Lifecycle[t.dest]
+                conds = tuple(_guard(c.func) for c in t.conditions if c.target)
+                unless = tuple(_guard(c.func) for c in t.conditions if not c.target)
+                # no dest (an internal transition) or its own: the state stays
+                dest = source if t.dest is None or t.dest == source_name else Lifecycle[t.dest]
                 table.setdefault((source, trigger), []).append((dest, conds, unless))
     return {k: tuple(v) for k, v in table.items()}
 
@@ -170,10 +185,10 @@ def _compile() -> dict[tuple[Lifecycle, str], tuple[tuple[Lifecycle | None, tupl
 TABLE = _compile()
 # The same as {event type: {state value: candidates}}: hashing a str is C, hashing an
 # Enum member (or building a tuple key) is Python, and this runs once per folded event.
-_FAST: dict[str, dict[str, tuple]] = {}
+_FAST: dict[str, dict[str, tuple[Candidate, ...]]] = {}
 for (_state, _tag), _candidates in TABLE.items():
     _FAST.setdefault(_tag, {})[_state.value] = _candidates
-_NONE: dict[str, tuple] = {}
+_NONE: dict[str, tuple[Candidate, ...]] = {}
 
 
 def next_state(state: Lifecycle, event_type: str, data: Any, event: Any) -> Lifecycle | None:

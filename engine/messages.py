@@ -51,13 +51,13 @@ class _Part(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type
     """Base of every message part."""
 
 
-class Text(_Part, tag="text"):
+class Text(_Part, tag="text", frozen=True):
     """Plain text."""
 
     text: str
 
 
-class Thinking(_Part, tag="thinking"):
+class Thinking(_Part, tag="thinking", frozen=True):
     """A model's reasoning. ``signature`` and ``provider`` bind it to the provider that made it.
 
     ``source`` names the vendor field it came in when that is not the
@@ -74,7 +74,7 @@ class Thinking(_Part, tag="thinking"):
     wire: Any = None
 
 
-class ToolCall(_Part, tag="tool_call"):
+class ToolCall(_Part, tag="tool_call", frozen=True):
     """A call the model asked for.
 
     ``raw_arguments`` is the argument text exactly as the model produced it;
@@ -95,7 +95,7 @@ class ToolCall(_Part, tag="tool_call"):
     provider_id: str | None = None
 
 
-class ToolResult(_Part, tag="tool_result"):
+class ToolResult(_Part, tag="tool_result", frozen=True):
     """The answer to one tool call, as the model will see it."""
 
     call_id: str
@@ -104,7 +104,7 @@ class ToolResult(_Part, tag="tool_result"):
     is_error: bool = False
 
 
-class Image(_Part, tag="image"):
+class Image(_Part, tag="image", frozen=True):
     """An image, either inline (``data`` is base64) or by ``url``."""
 
     media_type: str = "image/png"
@@ -112,7 +112,7 @@ class Image(_Part, tag="image"):
     url: str | None = None
 
 
-class Opaque(_Part, tag="opaque"):
+class Opaque(_Part, tag="opaque", frozen=True):
     """Content only ``provider`` can take back: its wire JSON (``data``) kept verbatim.
 
     ``kind`` is the wire's type for it (``web_search_tool_result``,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnlog.journal import Journal, StoredEvent
+from turnlog.journal import JournalProtocol, StoredEvent
 
 from .conversation import load_state
 from .events import ConversationStarted, decode_event
@@ -55,7 +55,7 @@ class OTelObserver:
     newest), as ``export --semconv`` does, and the tracer's schema URL with it.
     """
 
-    def __init__(self, tracer_provider: Any = None, *, journal: Journal | None = None,
+    def __init__(self, tracer_provider: Any = None, *, journal: JournalProtocol | None = None,
                  content: bool = False, semconv: str = DEFAULT_SEMCONV) -> None:
         from opentelemetry import trace
 

@@ -35,7 +35,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from turnlog.journal import Journal
+    from turnlog.journal import JournalProtocol
 
 from .duplicates import call_key
 from .events import RunInterrupted
@@ -47,7 +47,7 @@ __all__ = ["INTERRUPTED", "idempotency_key", "record_interruption"]
 INTERRUPTED = "outcome unknown: interrupted"
 
 
-def record_interruption(journal: Journal, conversation_id: str, *, reason: str = "sigint",
+def record_interruption(journal: JournalProtocol, conversation_id: str, *, reason: str = "sigint",
                         message: str = "") -> bool:
     """Record that the run of an unfinished conversation was stopped (``run_interrupted``).
 

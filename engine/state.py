@@ -19,7 +19,7 @@ state, the event and the seq, and the builder is left as it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -30,6 +30,7 @@ from .duplicates import call_key, is_duplicate
 from .errors import InvalidTransition
 from .events import (
     DECODER,
+    EVENT_TYPES,
     VERSIONS,
     ApprovalDecided,
     ApprovalRequested,
@@ -192,7 +193,45 @@ class StateBuilder:
     """
 
     __slots__ = (*_STATE_FIELDS, "pending", "started", "_messages", "_results")
+    # ConversationState's fields, as the builder holds them (set in __init__ by name)
+    conversation_id: str
+    lifecycle: Lifecycle
+    seq: int
+    mode: str
+    provider: str
+    model: str
+    max_turns: int
+    system: str
+    tools: tuple[ToolSpec, ...]
+    duplicate_policy: DuplicatePolicy
+    parameters: dict[str, Any]
+    metadata: dict[str, Any]
+    fork: ForkRef | None
+    replay_of: ReplayRef | None
+    turn_count: int
+    run_start_turn: int
+    requested_turn: int | None
+    attempt: int
+    failure: ModelFailed | None
+    request_digest: str
+    response_id: str | None
+    last_tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    run_usage: Usage
+    final_content: str
+    error: str | None
+    warning: str | None
+    interrupted: bool
+    max_turns_reached: bool
+    pending_at_limit: bool
+    refusals: int
+    call_count: int
     call_ids: set[str]
+    call_index: dict[str, int]
+    approve: tuple[str, ...]
+    approve_reason: str | None
+    approvals: dict[str, ApprovalRequested]
+    decisions: dict[str, ApprovalDecided]
 
     def __init__(self, state: ConversationState | None = None) -> None:
         state = state or ConversationState()
@@ -224,7 +263,7 @@ class StateBuilder:
 
     def accepts(self, event: Event) -> bool:
         """Whether the lifecycle accepts ``event`` now (nothing changes)."""
-        return next_state(self.lifecycle, event.__struct_config__.tag, self, event) is not None
+        return next_state(self.lifecycle, _TAGS[type(event)], self, event) is not None
 
     def apply(self, event: Event, seq: int | None = None) -> None:
         """Apply ``event`` (at ``seq``, default the next one) or raise ``InvalidTransition``."""
@@ -294,12 +333,12 @@ class StateBuilder:
         self.requested_turn = None
         self._messages.append(Message(role="assistant", parts=e.parts, provider=e.provider or None,
                                       model=e.model or None))
-        calls, texts = [], []
+        calls: list[ToolCall] = []
+        texts: list[str] = []
         for part in e.parts:  # one pass: this runs for every response of every fold
-            kind = type(part)
-            if kind is ToolCall:
+            if isinstance(part, ToolCall):
                 calls.append(part)
-            elif kind is Text:
+            elif isinstance(part, Text):
                 texts.append(part.text)
         self.pending = {c.id: c for c in calls}
         if calls:
@@ -376,7 +415,8 @@ class StateBuilder:
         """A marker: the run continues from exactly the same state."""
 
 
-_APPLY = {
+#: Each event class's handler (the event is of that class).
+_APPLY: dict[type[Event], Callable[[StateBuilder, Any], None]] = {
     ConversationStarted: StateBuilder._started,
     UserMessage: StateBuilder._user,
     ModelRequested: StateBuilder._requested,
@@ -395,7 +435,7 @@ _APPLY = {
 }
 
 
-_TAGS = {kind: kind.__struct_config__.tag for kind in _APPLY}
+_TAGS: dict[type[Event], str] = {cls: tag for tag, cls in EVENT_TYPES.items()}
 
 
 def _why(b: StateBuilder, tag: str, event: Any) -> str:

@@ -13,6 +13,7 @@ it is written (the source may change meanwhile).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -73,7 +74,7 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
             if have == info.last_seq:
                 skipped.append(sid)
                 continue
-        parent = None if have or info.parent_stream_id is None else (
+        parent = None if have or info.parent_stream_id is None or info.parent_seq is None else (
             info.parent_stream_id, info.parent_seq)
         count = _copy_one(source, target, sid, have, parent)
         written += count
@@ -86,7 +87,7 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
 def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: int,
               parent: tuple[str, int] | None) -> int:
     count = 0
-    batch: list = []
+    batch: list[Any] = []
     for event in source.read(sid, have + 1):
         batch.append(event)
         if len(batch) == _BATCH:
@@ -97,7 +98,7 @@ def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: 
     return count
 
 
-def _write(target: JournalProtocol, sid: str, batch: list, parent: tuple[str, int] | None) -> int:
+def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
     first = batch[0]
     rows = chain_rows(first.prev_hash, sid, first.seq - 1, new, "")

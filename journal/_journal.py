@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
+from ._one import one_row
 from ._open import open_journal
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._logtree import LogTree, SqliteTreeStore, grow
@@ -335,7 +336,8 @@ class Journal:
                     f"cannot fork stream {stream_id!r} from {parent[0]!r} at seq {parent[1]}: "
                     f"{self.path} has no such event"
                 )
-            return row[0]
+            parent_hash: str = row[0]
+            return parent_hash
         if expected_seq == 0:
             return GENESIS_HASH  # if the stream exists, the UNIQUE key refuses seq 1
         if head is not None and head[0] == expected_seq:
@@ -344,7 +346,8 @@ class Journal:
         if row is None or row[0] != expected_seq:
             raise self._stale(stream_id, expected_seq, row)
         self._heads[stream_id] = row
-        return row[1]
+        prev_hash: str = row[1]
+        return prev_hash
 
     def _insert(self, rows: list[Row], stream_id: str, parent: tuple[str, int] | None) -> int:
         """Insert the rows (and the fork link); return the last row's position."""
@@ -352,12 +355,13 @@ class Journal:
         stored = [(*row[:6], bytes.fromhex(row[6]), bytes.fromhex(row[7])) for row in rows]
         if len(stored) == 1:
             cursor.execute(_INSERT, stored[0])
-            last_position = cursor.lastrowid
+            last_position = cursor.lastrowid or 0  # an INSERT always sets it
         else:
             cursor.executemany(_INSERT, stored)
             # Under the write lock, SQLite gives each new row max(position) + 1, so the
             # batch's positions are consecutive and end at the last inserted rowid.
-            last_position = cursor.execute("SELECT last_insert_rowid()").fetchone()[0]
+            last_position = one_row(cursor.execute("SELECT last_insert_rowid()").fetchone(),
+                                    self.path)[0]
         if parent is not None:
             cursor.execute(_INSERT_LINK, (stream_id, *parent))
         return last_position
@@ -446,7 +450,8 @@ class Journal:
     def last_position(self) -> int:
         """The newest event's global position, 0 for an empty journal (one index lookup)."""
         row = self._fetchone(_LAST_POSITION, (), "reading the last position")
-        return row[0]
+        result: int = one_row(row, self.path)[0]
+        return result
 
     def lineage(self, stream_id: str, to_seq: int | None = None) -> Iterator[StoredEvent]:
         """Iterate over a stream's whole history: its fork ancestors' events, then its own.
@@ -478,7 +483,7 @@ class Journal:
         return [(s, _MAX_SEQ if upto is None else upto)
                 for s, upto in self.ancestry(stream_id, to_seq)]
 
-    def _events(self, sql: str, params: tuple, action: str) -> Iterator[StoredEvent]:
+    def _events(self, sql: str, params: tuple[Any, ...], action: str) -> Iterator[StoredEvent]:
         try:
             yield from stored_events(self._conn.execute(sql, params), self._sql.compact)
         except sqlite3.Error as exc:
@@ -508,7 +513,8 @@ class Journal:
         row = self._fetchone(self._sql.hash_at, (stream_id, seq), f"reading stream {stream_id!r}")
         if row is None:
             raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
-        return row[0]
+        result: str = row[0]
+        return result
 
     # -- snapshots ------------------------------------------------------------------------
 
@@ -566,9 +572,10 @@ class Journal:
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
         return Snapshot(stream_id, kind, seq, row[0], bytes(saved[0]))
 
-    def _fetchone(self, sql: str, params: tuple, action: str) -> tuple | None:
+    def _fetchone(self, sql: str, params: tuple[Any, ...], action: str) -> tuple[Any, ...] | None:
         try:
-            return self._conn.execute(sql, params).fetchone()
+            result: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
+            return result
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
 
@@ -724,7 +731,7 @@ def _json_valid(conn: sqlite3.Connection, text: str) -> bool:
     return bool(conn.execute("SELECT json_valid(?)", (text,)).fetchone()[0])
 
 
-def sqlite_database(conn: object, **options: object) -> Database:
+def sqlite_database(conn: sqlite3.Connection, **options: Any) -> Database:
     """A ``sqlite_utils.Database`` over the SQLite connection ``conn`` (sqlite-utils is
     imported on first use, so importing turnlog, or asking ``turnlog --help``, never loads it)."""
     from sqlite_utils import Database

@@ -256,7 +256,8 @@ class SqliteTreeStore:
 
     def events(self) -> int:
         """How many events the journal has (its last position)."""
-        return self._conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+        result: int = self._conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+        return result
 
     def tree_size(self) -> int:
         """How many leaves the stored tree has."""
@@ -292,7 +293,8 @@ class SqliteTreeStore:
             "SELECT value FROM _turnlog_meta WHERE key = 'origin'").fetchone()
         if row is None:
             raise JournalError(f"{self.path} is damaged: its _turnlog_meta has no origin")
-        return row[0]
+        result: str = row[0]
+        return result
 
     def checkpoints(self) -> list[StoredCheckpoint]:
         """The kept checkpoints, oldest first."""

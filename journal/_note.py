@@ -18,6 +18,7 @@ import base64
 import binascii
 import hashlib
 import re
+from types import ModuleType
 
 import msgspec
 
@@ -40,7 +41,7 @@ _SIG_PREFIX = "\u2014 "
 _NAME = re.compile(r"[^\s+]+")
 
 
-def _ed25519():  # noqa: ANN202 - the module, imported on first use
+def _ed25519() -> ModuleType:  # the module, imported on first use
     try:
         from cryptography.hazmat.primitives.asymmetric import ed25519
     except ImportError:
@@ -103,12 +104,14 @@ class SignerKey(msgspec.Struct, frozen=True):
         ed = _ed25519()
         from cryptography.hazmat.primitives import serialization
 
-        return ed.Ed25519PrivateKey.from_private_bytes(self.seed).public_key().public_bytes(
+        result: bytes = ed.Ed25519PrivateKey.from_private_bytes(self.seed).public_key().public_bytes(
             serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return result
 
     def sign(self, text: str) -> bytes:
         """The Ed25519 signature of ``text`` (its UTF-8 bytes)."""
-        return _ed25519().Ed25519PrivateKey.from_private_bytes(self.seed).sign(text.encode())
+        result: bytes = _ed25519().Ed25519PrivateKey.from_private_bytes(self.seed).sign(text.encode())
+        return result
 
 
 def _check_name(name: str, where: str) -> str:

@@ -17,7 +17,7 @@ from .errors import JournalError
 if TYPE_CHECKING:
     from ._protocol import JournalProtocol
 
-__all__ = ["is_postgres", "open_journal", "shown_url", "sqlite_path"]
+__all__ = ["is_postgres", "journal_file", "open_journal", "shown_url", "sqlite_path"]
 
 _POSTGRES = ("postgresql://", "postgres://")
 _SQLITE = "sqlite:///"
@@ -79,6 +79,16 @@ def sqlite_path(target: str | os.PathLike[str]) -> str:
             f"{text}: unknown journal URL scheme {scheme!r} (use a file path, "
             "sqlite:///path or postgresql://user@host/database)")
     return text
+
+
+def journal_file(target: str | os.PathLike[str]) -> str | None:
+    """The file the journal at ``target`` is stored in (``:memory:`` for an in-memory one),
+    or None when ``target`` names a database server (a PostgreSQL URL).
+
+    >>> journal_file("sqlite:///x.db"), journal_file("postgresql://host/db")
+    ('x.db', None)
+    """
+    return None if is_postgres(target) else sqlite_path(target)
 
 
 def open_journal(target: str | os.PathLike[str], **options: Any) -> JournalProtocol:

@@ -158,7 +158,7 @@ def _inspect(conn: psycopg.Connection, where: str) -> dict[str, str] | None:
             f"{where} has tables named {', '.join(sorted(names))} but is not a turnlog journal "
             f"(no {META_TABLE} table): use another database or schema"
         )
-    meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    meta: dict[str, str] = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
     value = meta.get(_SCHEMA_KEY)
     if value is None or not (value.isascii() and value.isdigit()):
         raise NotAJournalError(f"{where} is damaged: its {META_TABLE} has no valid {_SCHEMA_KEY}")
@@ -229,7 +229,7 @@ def _migrate(conn: psycopg.Connection, where: str, extensions: Sequence[Extensio
                 _set_meta(conn, _SCHEMA_KEY, version)
         for ext in _installable(extensions):
             recorded = _ext_version(meta, ext)
-            if recorded < ext.version:
+            if recorded < ext.version and ext.migrate_postgres is not None:  # installable: set
                 ext.migrate_postgres(conn, recorded)
                 _set_meta(conn, f"ext:{ext.name}", ext.version)
 
@@ -253,7 +253,7 @@ _CONSTRAINTS = """SELECT contype, pg_get_constraintdef(oid) FROM pg_constraint
 def _expected(conn: psycopg.Connection, version: int,
               extensions: Sequence[Extension]) -> dict[str, tuple[str, str]]:
     expected = core_guards(version)
-    meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    meta: dict[str, str] = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
     for ext in extensions:
         if ext.guards_postgres and _ext_version(meta, ext) >= 1:
             expected.update({name: (_table_of(sql), sql)

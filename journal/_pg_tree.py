@@ -8,11 +8,13 @@ go through server-side cursors (constant memory).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import psycopg
 
 from ._logtree import StoredCheckpoint, stored_size
 from ._merkle import Node, node_id
+from ._one import one_row
 from .errors import JournalError
 
 __all__ = ["PgTreeStore"]
@@ -28,7 +30,7 @@ class PgTreeStore:
         self.path = path
         self._cursors = 0
 
-    def _rows(self, sql: str, params: tuple) -> Iterator[tuple]:
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
         self._cursors += 1
         with self.conn.cursor(name=f"turnlog_tree_{self._cursors}") as cursor:
             cursor.itersize = 5000
@@ -37,12 +39,14 @@ class PgTreeStore:
 
     def events(self) -> int:
         """How many events the journal has (its last position)."""
-        return self.conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+        row = self.conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+        result: int = one_row(row, self.path)[0]
+        return result
 
     def tree_size(self) -> int:
         """How many leaves the stored tree has."""
         row = self.conn.execute("SELECT max(id) FROM tree").fetchone()
-        return stored_size(row[0], self.path)
+        return stored_size(one_row(row, self.path)[0], self.path)
 
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys``, in one query."""
@@ -67,7 +71,8 @@ class PgTreeStore:
         row = self.conn.execute("SELECT value FROM _turnlog_meta WHERE key = 'origin'").fetchone()
         if row is None:
             raise JournalError(f"{self.path} is damaged: its _turnlog_meta has no origin")
-        return row[0]
+        result: str = row[0]
+        return result
 
     def checkpoints(self) -> list[StoredCheckpoint]:
         """The kept checkpoints, oldest first."""

@@ -28,6 +28,7 @@ from datetime import datetime
 from functools import partial
 from itertools import starmap
 from types import TracebackType
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -36,6 +37,7 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow
 from ._merkle import Frontier, Node
+from ._one import one_row
 from ._open import shown_url
 from ._pg import Pool
 from ._pg_tree import PgTreeStore
@@ -194,7 +196,8 @@ class PostgresJournal:
                     restored, self._unwritable = open_pg_schema(
                         conn, self.path, self._extensions)
                     self.restored_guards = tuple(restored)
-                oid = conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone()[0]
+                oid = one_row(conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone(),
+                              self.path)[0]
         except BaseException:
             self._pool.close()
             raise
@@ -262,8 +265,8 @@ class PostgresJournal:
                     chained = self._chain(conn, batches, now)
                     rows = [row for stream_rows in chained for row in stream_rows]
                     conn.execute(_LOCK, (self._lock_key,))
-                    first, _, _ = conn.execute(
-                        _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone()
+                    first, _, _ = one_row(conn.execute(
+                        _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
                     edge = self._grow_tree(conn, first - 1, rows)
                     links = [(b.stream_id, *b.parent) for b in batches if b.parent is not None]
                     if links:
@@ -347,7 +350,8 @@ class PostgresJournal:
                 raise EventNotFoundError(
                     f"cannot fork stream {stream_id!r} from {parent[0]!r} at seq {parent[1]}: "
                     f"{self.path} has no such event")
-            return row[0]
+            parent_hash: str = row[0]
+            return parent_hash
         if expected_seq == 0:
             return GENESIS_HASH  # if the stream exists, the UNIQUE key refuses seq 1
         head = self._heads.get(stream_id)
@@ -357,7 +361,8 @@ class PostgresJournal:
         if row is None or row[0] != expected_seq:
             raise self._stale(stream_id, expected_seq, row)
         self._heads[stream_id] = row
-        return row[1]
+        prev_hash: str = row[1]
+        return prev_hash
 
     def _stale(self, stream_id: str, expected_seq: int, head: tuple[int, str] | None) -> Exception:
         if head is None:
@@ -459,17 +464,19 @@ class PostgresJournal:
             if left is not None:
                 left -= len(page)
 
-    def _fetch(self, sql: str, params: tuple, action: str) -> list[StoredEvent]:
+    def _fetch(self, sql: str, params: tuple[Any, ...], action: str) -> list[StoredEvent]:
         with self._pool.connection(action) as conn:
             return list(starmap(StoredEvent, conn.execute(sql, params)))
 
-    def _one(self, sql: str, params: tuple, action: str) -> tuple | None:
+    def _one(self, sql: str, params: tuple[Any, ...], action: str) -> tuple[Any, ...] | None:
         with self._pool.connection(action) as conn:
             return conn.execute(sql, params).fetchone()
 
     def last_position(self) -> int:
         """The newest event's global position, 0 for an empty journal (one index lookup)."""
-        return self._one(_LAST_POSITION, (), "reading the last position")[0]
+        result: int = one_row(self._one(_LAST_POSITION, (), "reading the last position"),
+                              self.path)[0]
+        return result
 
     def ancestry(self, stream_id: str, to_seq: int | None = None) -> list[Segment]:
         """``[(stream, up to seq), ...]`` of a stream's history, root first, itself last."""
@@ -505,7 +512,8 @@ class PostgresJournal:
         row = self._one(_HASH_AT, (stream_id, seq), f"reading stream {stream_id!r}")
         if row is None:
             raise EventNotFoundError(f"{self.path} has no event at stream {stream_id!r} seq {seq}")
-        return row[0]
+        result: str = row[0]
+        return result
 
     # -- snapshots ------------------------------------------------------------------------
 
@@ -599,17 +607,17 @@ class _PgChains:
         self.conn = conn
         self._cursors = 0
 
-    def _rows(self, sql: str, params: tuple = ()) -> Iterator[tuple]:
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
         self._cursors += 1
         with self.conn.cursor(name=f"turnlog_verify_{self._cursors}") as cursor:
             cursor.itersize = 2000
             cursor.execute(sql, params)
             yield from cursor
 
-    def all_rows(self) -> Iterable[tuple]:
+    def all_rows(self) -> Iterable[tuple[Any, ...]]:
         return self._rows(_ALL_CHAINS)
 
-    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
+    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple[Any, ...]]:
         return self._rows(_SEGMENT, (stream_id, upto))
 
     def link(self, stream_id: str) -> tuple[str, int] | None:
@@ -633,8 +641,10 @@ class _PgChains:
         return None if row is None else row[0]
 
     def last_seq(self, stream_id: str) -> int | None:
-        return self.conn.execute("SELECT max(seq) FROM events WHERE stream_id = %s",
-                                 (stream_id,)).fetchone()[0]
+        row = self.conn.execute("SELECT max(seq) FROM events WHERE stream_id = %s",
+                                (stream_id,)).fetchone()
+        result: int | None = one_row(row, "reading the last seq")[0]
+        return result
 
 
 

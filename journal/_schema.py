@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
 
@@ -478,7 +478,7 @@ def _inspect(db: Database, path: str) -> dict[str, str] | None:
     return meta
 
 
-def _is_version(value: str | None) -> bool:
+def _is_version(value: str | None) -> TypeGuard[str]:
     return value is not None and value.isascii() and value.isdigit()
 
 
@@ -521,7 +521,7 @@ def _migrate(db: Database, path: str, extensions: Sequence[Extension]) -> None:
         _refuse_newer(meta, path, extensions)
         if meta is None:
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            db[META_TABLE].create({"key": str, "value": str}, pk="key")
+            db.table(META_TABLE).create({"key": str, "value": str}, pk="key")
             meta = {_SCHEMA_KEY: "0"}
         current = int(meta[_SCHEMA_KEY])
         for version, step in MIGRATIONS:
@@ -540,4 +540,4 @@ def _migrate(db: Database, path: str, extensions: Sequence[Extension]) -> None:
 
 
 def _set_meta(db: Database, key: str, version: int) -> None:
-    db[META_TABLE].upsert({"key": key, "value": str(version)}, pk="key")
+    db.table(META_TABLE).upsert({"key": key, "value": str(version)}, pk="key")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import cache
 from itertools import starmap
+from typing import Any
 
 import msgspec
 
@@ -92,7 +93,7 @@ def statements(compact: bool) -> Statements:
     )
 
 
-def stored_events(rows: Iterable[tuple], compact: bool) -> Iterator[StoredEvent]:
+def stored_events(rows: Iterable[tuple[Any, ...]], compact: bool) -> Iterator[StoredEvent]:
     """The rows of an event read as :class:`StoredEvent`, their hashes as hex text.
 
     A hash that is not a BLOB in a ``compact`` journal (an edit outside turnlog) is a

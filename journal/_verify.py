@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -94,11 +94,11 @@ class ChainSource(Protocol):
 
     expected_types: str
 
-    def all_rows(self) -> Iterable[tuple]:
+    def all_rows(self) -> Iterable[tuple[Any, ...]]:
         """Every stream's rows."""
         ...
 
-    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
+    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple[Any, ...]]:
         """One stream's rows up to seq ``upto``."""
         ...
 
@@ -136,10 +136,10 @@ class _SqliteChains:
         self._hash_bytes = (f"SELECT CAST({hex_of('hash', compact)} AS BLOB) FROM events "
                             "WHERE stream_id = ? AND seq = ?")
 
-    def all_rows(self) -> Iterable[tuple]:
+    def all_rows(self) -> Iterable[tuple[Any, ...]]:
         return self.conn.execute(self._all)
 
-    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple]:
+    def segment_rows(self, stream_id: str, upto: int) -> Iterable[tuple[Any, ...]]:
         return self.conn.execute(self._segment, (stream_id, upto))
 
     def link(self, stream_id: str) -> tuple[str, int] | None:
@@ -162,12 +162,14 @@ class _SqliteChains:
         return None if row is None else row[0]
 
     def last_seq(self, stream_id: str) -> int | None:
-        return self.conn.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
+        result: int | None = self.conn.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
+        return result
 
 
 def link_of(conn: sqlite3.Connection, stream_id: str) -> tuple[str, int] | None:
     """The stream's fork link ``(parent, parent_seq)`` as stored, or ``None``."""
-    return conn.execute(_LINK, (stream_id,)).fetchone()
+    result: tuple[str, int] | None = conn.execute(_LINK, (stream_id,)).fetchone()
+    return result
 
 
 def verify_chains(
@@ -197,7 +199,7 @@ def verify_source(
         bad = BadEvent(loop, 1, f"the fork link of {loop!r} closes a loop of fork links")
         return VerifyReport(ok=False, checked_events=0, first_bad=bad)
 
-    def rows() -> Iterator[tuple]:
+    def rows() -> Iterator[tuple[Any, ...]]:
         for sid, upto in segments:
             yield from source.segment_rows(sid, _MAX_SEQ if upto is None else upto)
 
@@ -219,7 +221,7 @@ def bad_payload(source: ChainSource, stream_id: str | None) -> BadEvent | None:
     Then this names the event: a slow path, taken only when a check failed.
     """
     if stream_id is None:
-        rows: Iterable[tuple] = source.all_rows()
+        rows: Iterable[tuple[Any, ...]] = source.all_rows()
     else:
         segments, _ = find_loop(source.link, stream_id)
         rows = (row for sid, upto in segments
@@ -233,14 +235,14 @@ def bad_payload(source: ChainSource, stream_id: str | None) -> BadEvent | None:
     return None
 
 
-def _ticking(rows: Iterable[tuple], progress: Progress | None) -> Iterable[tuple]:
+def _ticking(rows: Iterable[tuple[Any, ...]], progress: Progress | None) -> Iterable[tuple[Any, ...]]:
     """``rows``, telling ``progress`` every ``_PROGRESS_EVERY`` rows and at the end."""
     if progress is None:
         return rows
     return _tick(rows, progress)
 
 
-def _tick(rows: Iterable[tuple], progress: Progress) -> Iterator[tuple]:
+def _tick(rows: Iterable[tuple[Any, ...]], progress: Progress) -> Iterator[tuple[Any, ...]]:
     count = 0
     for row in rows:
         yield row
@@ -263,7 +265,7 @@ def _report(
     return VerifyReport(ok=bad is None, checked_events=checked, first_bad=bad)
 
 
-def _check(source: ChainSource, rows: Iterable[tuple]) -> tuple[int, BadEvent | None]:
+def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]]) -> tuple[int, BadEvent | None]:
     """Walk rows ordered by stream then seq; return how many were checked and the first bad."""
     checked = 0
     current: bytes | None = None
@@ -275,9 +277,10 @@ def _check(source: ChainSource, rows: Iterable[tuple]) -> tuple[int, BadEvent | 
     for raw_sid, seq, type_, version, recorded_at, payload, prev_hash, stored, types in rows:
         if raw_sid != current:
             current, expected_seq = raw_sid, 1
-            name = _name(raw_sid)
-            if type(raw_sid) is not bytes or name is None:
+            decoded = _name(raw_sid)
+            if type(raw_sid) is not bytes or decoded is None:
                 return checked + 1, BadEvent(_shown(raw_sid), 1, _type_problem(types, expected_types))
+            name = decoded
             prev, start_reason = _chain_start(source, name)
         checked += 1
         if types != expected_types or not _utf8(type_, recorded_at, payload, prev_hash, stored):

@@ -39,7 +39,7 @@ from turnlog.engine.events import (
     decode_event,
     encode_event,
 )
-from turnlog.journal import Journal, NewEvent, StoredEvent, StreamAppend
+from turnlog.journal import JournalProtocol, NewEvent, StoredEvent, StreamAppend
 
 from ._scratch import ScratchJournal
 from .driver import loop_driver
@@ -158,7 +158,7 @@ class _Checker:
             self.checked += 1
 
 
-def _seed_ancestry(scratch: ScratchJournal, journal: Journal, conversation_id: str) -> None:
+def _seed_ancestry(scratch: ScratchJournal, journal: JournalProtocol, conversation_id: str) -> None:
     """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows), at once."""
     link: tuple[str, int] | None = None
     seeds: list[StreamAppend] = []
@@ -182,7 +182,7 @@ def _not_replayable(recording: Recording) -> str | None:
     return None
 
 
-def replay(journal: Journal, conversation_id: str, *, collect: bool = False,
+def replay(journal: JournalProtocol, conversation_id: str, *, collect: bool = False,
            driver: Driver | None = None, check_digest: bool = True) -> ReplayResult:
     """Re-run ``conversation_id`` against its recording; the result says whether it held.
 
@@ -212,7 +212,7 @@ def replay(journal: Journal, conversation_id: str, *, collect: bool = False,
                         checked=checker.checked, divergence=divergence)
 
 
-def _run(journal: Journal, recording: Recording, checker: _Checker, driver: Driver | None,
+def _run(journal: JournalProtocol, recording: Recording, checker: _Checker, driver: Driver | None,
          check_digest: bool) -> Divergence | None:
     with ScratchJournal() as scratch:
         _seed_ancestry(scratch, journal, recording.conversation_id)

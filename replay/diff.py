@@ -32,7 +32,7 @@ from turnlog.engine.events import (
     UserMessage,
 )
 from turnlog.engine.messages import USAGE_COUNTS, Thinking, ToolCall, Usage, text_of
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from .rebuild import lineage_events, rebuild
 
@@ -118,7 +118,7 @@ class ConversationDiff(msgspec.Struct, kw_only=True):
         return _render(self, style or (lambda text, _kind: text))
 
 
-def summarise(journal: Journal, conversation_id: str) -> list[TurnSummary]:
+def summarise(journal: JournalProtocol, conversation_id: str) -> list[TurnSummary]:
     """The conversation's model turns (forks include their parent's prefix), in order."""
     turns: list[TurnSummary] = []
     by_id: dict[str, CallSummary] = {}
@@ -191,7 +191,7 @@ def _turn_diff(i: int, a: TurnSummary | None, b: TurnSummary | None,
                     cost_delta=_cost_delta(price, a, b))
 
 
-def diff(journal: Journal, a: str, b: str, *, price: Pricing | None = None) -> ConversationDiff:
+def diff(journal: JournalProtocol, a: str, b: str, *, price: Pricing | None = None) -> ConversationDiff:
     """Compare conversations ``a`` and ``b`` turn by turn.
 
     ``price(provider, model, usage)`` prices a turn in USD (``None``: not

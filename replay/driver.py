@@ -36,7 +36,7 @@ from turnlog.engine.executor import ToolExecution
 from turnlog.engine.loop import Loop
 from turnlog.engine.messages import ToolCall
 from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from .errors import RunPaused
 from .rebuild import user_runs_of
@@ -222,7 +222,7 @@ def _drive_deciding(loop: Any, conv: Conversation, scratch: Any, conversation_id
         conv.append(*decided)
 
 
-def record_scripted(journal: Journal, conversation_id: str, prompts: Sequence[str],
+def record_scripted(journal: JournalProtocol, conversation_id: str, prompts: Sequence[str],
                     script: Any, *, max_turns: int = 8) -> str:
     """Record a conversation with the loop, the scripted provider and the demo tools."""
     from turnlog.engine.demo import demo_tools

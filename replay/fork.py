@@ -27,7 +27,7 @@ from turnlog.engine.conversation import Conversation, load_state
 from turnlog.engine.errors import ConversationExistsError, InvalidTransition
 from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
 from turnlog.engine.state import StateBuilder
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from .errors import ForkPointError
 from .rebuild import lineage_events, rebuild
@@ -37,7 +37,7 @@ __all__ = ["check_fork_point", "fork", "fork_started", "message_fork_points"]
 _UNSET: Any = object()
 
 
-def fork_started(journal: Journal, conversation_id: str, at_seq: int, new_id: str,
+def fork_started(journal: JournalProtocol, conversation_id: str, at_seq: int, new_id: str,
                  **overrides: Any) -> ConversationStarted:
     """The ``conversation_started`` a fork of ``conversation_id`` at ``at_seq`` begins with.
 
@@ -61,7 +61,7 @@ def fork_started(journal: Journal, conversation_id: str, at_seq: int, new_id: st
         **config)
 
 
-def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | None = None,
+def fork(journal: JournalProtocol, conversation_id: str, at_seq: int, *, new_id: str | None = None,
          provider: str | None = None, model: str | None = None, system: str | None = None,
          message: str | None = None, mode: str | None = None, max_turns: int | None = None,
          tools: tuple[ToolSpec, ...] | None = None,
@@ -98,7 +98,7 @@ def fork(journal: Journal, conversation_id: str, at_seq: int, *, new_id: str | N
     return new_id
 
 
-def check_fork_point(journal: Journal, conversation_id: str, at_seq: int, *,
+def check_fork_point(journal: JournalProtocol, conversation_id: str, at_seq: int, *,
                      message: bool = False) -> None:
     """Raise the ``ForkPointError`` ``fork`` would raise for this point, writing nothing.
 
@@ -113,7 +113,7 @@ def check_fork_point(journal: Journal, conversation_id: str, at_seq: int, *,
         raise _no_message_here(journal, conversation_id, at_seq, why)
 
 
-def _no_message_here(journal: Journal, conversation_id: str, at_seq: int,
+def _no_message_here(journal: JournalProtocol, conversation_id: str, at_seq: int,
                      why: str) -> ForkPointError:
     points = message_fork_points(journal, conversation_id)
     where = (f"a message can follow seq {_ranges(points)}" if points
@@ -122,7 +122,7 @@ def _no_message_here(journal: Journal, conversation_id: str, at_seq: int,
                           f"({why}); {where}")
 
 
-def message_fork_points(journal: Journal, conversation_id: str) -> list[int]:
+def message_fork_points(journal: JournalProtocol, conversation_id: str) -> list[int]:
     """The seqs of ``conversation_id`` after which a fork may continue with a user message.
 
     Mid-batch seqs (tool calls still awaiting results, a request in flight)

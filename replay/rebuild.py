@@ -23,14 +23,14 @@ from turnlog.engine.conversation import load_state
 from turnlog.engine.errors import CorruptEventError
 from turnlog.engine.events import ConversationStarted, Event, UserMessage, decode_event
 from turnlog.engine.state import ConversationState
-from turnlog.journal import Journal, StoredEvent
+from turnlog.journal import JournalProtocol, StoredEvent
 
 from .errors import ReplayError
 
 __all__ = ["decode_stored", "lineage_events", "own_events", "rebuild", "user_runs_of"]
 
 
-def _check_seq(journal: Journal, conversation_id: str, at_seq: int | None) -> None:
+def _check_seq(journal: JournalProtocol, conversation_id: str, at_seq: int | None) -> None:
     if at_seq is None:
         return
     last = journal.last_seq(conversation_id)
@@ -39,7 +39,7 @@ def _check_seq(journal: Journal, conversation_id: str, at_seq: int | None) -> No
                           f"cannot rebuild it at seq {at_seq!r}")
 
 
-def rebuild(journal: Journal, conversation_id: str, at_seq: int | None = None) -> ConversationState:
+def rebuild(journal: JournalProtocol, conversation_id: str, at_seq: int | None = None) -> ConversationState:
     """The state of ``conversation_id`` after its own seq ``at_seq`` (default: its last).
 
     For a fork, the parent's history up to the fork point is folded first
@@ -60,14 +60,14 @@ def decode_stored(row: StoredEvent) -> Event:
                             where=f"stream {row.stream_id!r} seq {row.seq}")
 
 
-def lineage_events(journal: Journal, conversation_id: str,
+def lineage_events(journal: JournalProtocol, conversation_id: str,
                    to_seq: int | None = None) -> Iterator[tuple[StoredEvent, Event]]:
     """Every (row, event) of the conversation's history: fork ancestors first, then its own."""
     for row in journal.lineage(conversation_id, to_seq):
         yield row, decode_stored(row)
 
 
-def own_events(journal: Journal, conversation_id: str) -> list[tuple[StoredEvent, Event]]:
+def own_events(journal: JournalProtocol, conversation_id: str) -> list[tuple[StoredEvent, Event]]:
     """The (row, event) pairs of the conversation's own stream (no ancestors)."""
     return [(row, decode_stored(row)) for row in journal.read(conversation_id)]
 

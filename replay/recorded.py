@@ -32,7 +32,7 @@ from turnlog.engine.events import (
 from turnlog.engine.messages import ToolCall
 from turnlog.engine.providers.base import ModelRequest, ModelResponse
 from turnlog.engine.request_digest import RequestDigest
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from .errors import Divergence, RecordingError
 from .rebuild import lineage_events, own_events, rebuild
@@ -72,7 +72,7 @@ class Recording:
     the first mismatch found by the provider or the tools (``None`` so far).
     """
 
-    def __init__(self, journal: Journal, conversation_id: str) -> None:
+    def __init__(self, journal: JournalProtocol, conversation_id: str) -> None:
         self.journal, self.conversation_id = journal, conversation_id
         # an interruption marker is no step of the loop: the re-run goes straight through,
         # as a resumed run did after it

@@ -31,10 +31,10 @@ from turnlog.journal import (
     JournalError,
     JournalProtocol,
     connect_readonly,
+    connect_sql,
     shown_url,
     sqlite_database,
 )
-from turnlog.journal._open import is_postgres
 
 from .deterministic import Driver, ReplayResult, replay
 from .errors import ReplayError
@@ -122,6 +122,9 @@ def replay_all(journal: JournalProtocol, *, driver: Driver | None = None, record
 
 
 def _write(path: str, report: ReplayReport) -> None:
+    """Insert the report's rows into ``replay_reports`` of the journal at ``path`` (a file or
+    a URL), in one transaction (the table is installed through the journal's migration
+    path first)."""
     rows = [{"run_id": report.run_id, "run_at": report.run_at,
              "conversation_id": r.conversation_id, "ok": int(r.ok), "skipped": r.skipped,
              "divergence_seq": r.divergence.seq if r.divergence else None,
@@ -129,41 +132,25 @@ def _write(path: str, report: ReplayReport) -> None:
              "divergence": json.dumps(r.divergence.to_dict(), ensure_ascii=False)
              if r.divergence else None}
             for r in report.results]
-    if is_postgres(path):
-        _write_postgres(path, rows)
-        return
-    try:
-        Journal(path, extensions=[REPORTS_EXTENSION]).close()  # installs the table if needed
-        db = sqlite_database(sqlite3.connect(path, timeout=10, isolation_level=None))
-        try:
-            with db.conn:
-                db[REPORTS_TABLE].insert_all(rows)
-        finally:
-            db.conn.close()
-    except (sqlite3.Error, JournalError) as exc:
-        raise ReplayError(f"cannot record the replay report in {shown_url(path)}: {exc}") from None
-
-
-def _write_postgres(url: str, rows: list[dict[str, Any]]) -> None:
-    """Insert ``rows`` into ``replay_reports`` of the PostgreSQL journal at ``url``, in one
-    transaction (the table is installed through the journal's migration path first)."""
-    from turnlog.engine.audit.dialects import PgConnection
-
-    where = shown_url(url)
     columns = list(_COLUMNS)
     insert = (f"INSERT INTO {REPORTS_TABLE} ({', '.join(columns)}) "
               f"VALUES ({', '.join('?' * len(columns))})")
     try:
-        Journal.open(url, extensions=[REPORTS_EXTENSION]).close()
-        pg = PgConnection.connect(url, where)
+        Journal.open(path, extensions=[REPORTS_EXTENSION]).close()  # installs the table
+        conn = connect_sql(path, readonly=False)
         try:
-            with pg.conn.transaction():
+            conn.execute("BEGIN")
+            try:
                 for row in rows:
-                    pg.execute(insert, [row[c] for c in columns])
+                    conn.execute(insert, [row[c] for c in columns])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         finally:
-            pg.conn.close()
-    except JournalError as exc:
-        raise ReplayError(f"cannot record the replay report in {where}: {exc}") from None
+            conn.close()
+    except (sqlite3.Error, JournalError) as exc:
+        raise ReplayError(f"cannot record the replay report in {shown_url(path)}: {exc}") from None
 
 
 def latest_report(path: str) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ import msgspec
 from turnlog.engine.errors import ConversationExistsError
 from turnlog.engine.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
 from turnlog.engine.texts import refusal_message
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from .errors import ReplayError
 from .rebuild import lineage_events, rebuild, user_runs_of
@@ -56,7 +56,7 @@ def refused_message(name: str) -> str:
     return refusal_message(RejectReason.REFUSED, name)
 
 
-def swap_started(journal: Journal, source: str, new_id: str, *, provider: str, model: str,
+def swap_started(journal: JournalProtocol, source: str, new_id: str, *, provider: str, model: str,
                  tools: ToolPolicy) -> ConversationStarted:
     """The ``conversation_started`` of a provider-swap replay of ``source``."""
     state = rebuild(journal, source)
@@ -67,7 +67,7 @@ def swap_started(journal: Journal, source: str, new_id: str, *, provider: str, m
         metadata=state.metadata, replay_of=ReplayRef(conversation_id=source, tools=tools))
 
 
-def user_runs(journal: Journal, source: str) -> list[list[UserMessage]]:
+def user_runs(journal: JournalProtocol, source: str) -> list[list[UserMessage]]:
     """The recorded user messages, grouped by run (consecutive messages go in together)."""
     return user_runs_of(event for _row, event in lineage_events(journal, source))
 
@@ -97,7 +97,7 @@ class SwapResult(msgspec.Struct, kw_only=True):
         return msgspec.to_builtins(self)
 
 
-def swap(journal: Journal, conversation_id: str, provider: Any, *, model: str | None = None,
+def swap(journal: JournalProtocol, conversation_id: str, provider: Any, *, model: str | None = None,
          tools: ToolPolicy = "recorded", live_tools: Any = None, new_id: str | None = None,
          runner: Runner | None = None) -> SwapResult:
     """Re-run ``conversation_id``'s user inputs against ``provider`` (a ``Provider``).

@@ -30,7 +30,7 @@ from turnlog.engine.loop import Loop
 from turnlog.engine.messages import ToolCall
 from turnlog.engine.texts import refusal_message
 from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from .errors import ReplayError
 from .rebuild import lineage_events
@@ -53,7 +53,7 @@ class SwapTools:
     under ``live``: run the tool).
     """
 
-    def __init__(self, journal: Journal, source: str, policy: ToolPolicy) -> None:
+    def __init__(self, journal: JournalProtocol, source: str, policy: ToolPolicy) -> None:
         if policy not in POLICIES:
             raise ReplayError(f"unknown tool policy {policy!r}; expected one of "
                               f"{', '.join(POLICIES)}")
@@ -68,7 +68,7 @@ class SwapTools:
         return call_key(call.name, call.arguments, self._policy,
                         call.raw_arguments if call.invalid else None)
 
-    def _index(self, journal: Journal) -> None:
+    def _index(self, journal: JournalProtocol) -> None:
         calls: dict[str, ToolCall] = {}
         for _row, event in lineage_events(journal, self.source):
             if type(event) is ConversationStarted and self._policy is None:
@@ -131,7 +131,7 @@ class SwapExecutor:
         return execution_of(answer)
 
 
-def loop_runner(journal: Journal, started: ConversationStarted, runs: list[list[UserMessage]],
+def loop_runner(journal: JournalProtocol, started: ConversationStarted, runs: list[list[UserMessage]],
                 provider: Any, tools: SwapTools, live_tools: Any = None) -> None:
     """Record a provider swap with the engine's loop: one run per recorded user turn."""
     refuse = tools.refuse if tools.policy != "live" else None

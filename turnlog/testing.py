@@ -25,6 +25,10 @@ the laws every duplicate rule must satisfy against it (see
     class TestMyRule(DuplicateRuleLaws):
         policy = DuplicatePolicy(rule="window", window=3, volatile={"search": ("nonce",)})
 
+``JournalContract`` is the journal's contract as a test class: subclass it with an
+``open_journal(folder, clock)`` that opens a fresh journal of your backend and pytest
+runs every clause of ``JournalProtocol`` on it (see ``docs/journal-backends.md``).
+
 The replay plugin (``pytest_plugins = ["turnlog.testing"]``) turns each
 conversation of the journals given with ``--turnlog-journal`` into a test; the
 ``turnlog_conversation`` fixture's ``assert_replays()`` re-runs it.
@@ -53,6 +57,7 @@ __all__ = [
     "CANONICAL_TWINS",
     "COMPATIBILITY_TWINS",
     "DuplicateRuleLaws",
+    "JournalContract",
     "RecordedConversation",
     "argument_dicts",
     "arguments",
@@ -252,4 +257,8 @@ def __getattr__(name: str) -> Any:
         from ._laws import DuplicateRuleLaws
 
         return DuplicateRuleLaws
+    if name == "JournalContract":  # needs pytest: imported on first use
+        from ._contract import JournalContract
+
+        return JournalContract
     raise AttributeError(f"module 'turnlog.testing' has no attribute {name!r}")

@@ -19,7 +19,7 @@ outside this package)::
 
 from __future__ import annotations
 
-from .dialects import ReadConnection
+from turnlog.journal import ReadConnection
 from .figures import (
     REPLAY_REPORTS,
     STATUSES,

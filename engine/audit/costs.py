@@ -17,7 +17,7 @@ import msgspec
 
 from ..events import Charge
 from ..messages import Usage
-from .dialects import Dialect, ReadConnection, dialect_of
+from turnlog.journal import Dialect, ReadConnection, dialect_of
 from .prices import Prices, add_cost
 
 __all__ = ["call_cost", "cost_figures"]

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from .sql import REQUESTED_TOOL, SOURCES, Source, requested_scope
-from .dialects import ReadConnection, dialect_of
+from turnlog.journal import ReadConnection, dialect_of
 from ..errors import BadFilterError
 from .costs import cost_figures
 from .prices import Prices, PriceTable

@@ -16,7 +16,7 @@ from typing import Any
 from turnlog.journal import walk_ancestry
 
 from .figures import STATUSES
-from .dialects import PgConnection, ReadConnection, dialect_of
+from turnlog.journal import PgConnection, ReadConnection, dialect_of
 from ..errors import BadFilterError, ConversationNotFound
 
 __all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnlog.journal import JournalError, ProjectionMismatch, sqlite_database
 
-from .dialects import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
+from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_of
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -30,11 +30,11 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal, last_signed, shown_url
+from turnlog.journal import Journal, JournalProtocol, last_signed, shown_url
 
 from .sql import SOURCES
 from .timeline import entries
-from .dialects import SQLITE, Dialect, ReadConnection, dialect_of
+from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
@@ -81,7 +81,7 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     per_page: int = 50
 
 
-def chain_state(journal: Journal, conversation_id: str) -> dict[str, Any]:
+def chain_state(journal: JournalProtocol, conversation_id: str) -> dict[str, Any]:
     """``{"ok": True, "checked": N}`` or ``{"ok": False, "seq": N, "conversation_id", "reason"}``.
 
     The chain of the conversation's whole history (ancestors up to the fork

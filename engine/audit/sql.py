@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .dialects import POSTGRES, SQLITE, Dialect
+from turnlog.journal import POSTGRES, SQLITE, Dialect
 from .projections import MODEL_CALLS, TOOL_CALLS, requested_sql
 
 __all__ = ["EVENTS", "PROJECTIONS", "REQUESTED_SCOPE", "REQUESTED_TOOL", "SOURCES", "Source",

@@ -42,11 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 from turnlog import journal
 from turnlog.journal import Extension, ProjectionMismatch, shown_url
-from turnlog.journal._open import is_postgres
 
 from ..snapshots import check_snapshots
 from . import projections
-from .dialects import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
+from turnlog.journal import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -421,12 +420,12 @@ def connect_readonly(path: str) -> ReadConnection:
     or a read-only mount works); temporary tables live in memory. A journal whose
     file lacks the views (written without the engine) or has an older version of
     them (not written since turnlog was upgraded) gets them as temporary views.
-    On PostgreSQL it is a :class:`~engine.audit.dialects.PgConnection` that writes only
+    On PostgreSQL it is a :class:`~turnlog.journal.PgConnection` that writes only
     temporary tables and views of its own session.
     """
-    if is_postgres(path):
-        return _connect_postgres(path)
-    conn = journal.connect_readonly(path, extensions=EXTENSIONS, check_same_thread=False)
+    conn = journal.connect_sql(path, extensions=EXTENSIONS, check_same_thread=False)
+    if journal.dialect_of(conn) is POSTGRES:
+        return _prepare_postgres(conn)
     try:
         installed = _views_of(conn)
         for name, sql in VIEWS.items():
@@ -439,8 +438,7 @@ def connect_readonly(path: str) -> ReadConnection:
     return conn
 
 
-def _connect_postgres(url: str) -> PgConnection:
-    conn = PgConnection.connect(url, shown_url(url))
+def _prepare_postgres(conn: PgConnection) -> PgConnection:
     try:
         row = conn.execute("SELECT value FROM _turnlog_meta WHERE key = ?",
                            (f"ext:{VIEWS_EXTENSION.name}",)).fetchone()

@@ -15,10 +15,15 @@ from typing import IO, Any
 import click
 import msgspec
 
-from turnlog.journal import Journal, JournalProtocol, TurnlogError, shown_url
+from turnlog.journal import (
+    Journal,
+    JournalProtocol,
+    TurnlogError,
+    check_existing,
+    journal_file,
+    shown_url,
+)
 from turnlog.journal.errors import CheckpointError
-from turnlog.journal._open import is_postgres, sqlite_path
-from turnlog.journal._sqlite import check_existing
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
            "db_option", "emit", "fail", "flag_pair", "hint", "journal_for", "json_option",
@@ -86,8 +91,8 @@ def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
     ``named_by``: where the user named the journal (``--db``, or an argument such as
     ``SRC``), so a missing one is reported there.
     """
-    if (must_exist or readonly) and not is_postgres(path):
-        file = sqlite_path(path)
+    file = journal_file(path)  # None: a database server's, nothing to check here
+    if (must_exist or readonly) and file is not None:
         if file != ":memory:" and not os.path.exists(file):
             raise CLIError(f"no journal at {path!r} (check {named_by})")
         if file != ":memory:" and must_exist:

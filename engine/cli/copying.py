@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from turnlog.journal._copy import check_source, copy_streams
+from turnlog.journal import check_source, copy_streams
 
 from ._common import emit, journal_for, json_option, progress, translate_errors
 

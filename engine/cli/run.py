@@ -20,7 +20,7 @@ from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.engine.result import RunResult, result_of
 from turnlog.engine.resume import record_interruption
 from turnlog.engine.retry import RetryPolicy
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from ._common import (
     CLIError,
@@ -78,7 +78,7 @@ def options_of(started: Any) -> dict[str, Any] | None:
     return options if isinstance(options, dict) else None
 
 
-def run_interruptible(journal: Journal, conversation_id: str, go: Any,
+def run_interruptible(journal: JournalProtocol, conversation_id: str, go: Any,
                       continue_with: str) -> RunResult:
     """``go()``; on Ctrl-C record the interruption and exit 130 naming how to continue."""
     try:
@@ -110,7 +110,7 @@ class StreamPrinter:
             self._open = False
 
 
-def _loop(journal: Journal, chosen: Any, tools: Any, model: str | None, retries: int,
+def _loop(journal: JournalProtocol, chosen: Any, tools: Any, model: str | None, retries: int,
           printer: StreamPrinter | None, approve: tuple[str, ...] = (),
           approve_reason: str | None = None, prices: Any = None) -> Loop:
     return Loop(journal, chosen, tools, model=model, retry=RetryPolicy.retries(retries),
@@ -166,7 +166,7 @@ def _report(result: RunResult, as_json: bool, printer: StreamPrinter | None = No
         fail(1)
 
 
-def _waiting(journal: Journal, result: RunResult) -> list[str]:
+def _waiting(journal: JournalProtocol, result: RunResult) -> list[str]:
     if not result.awaiting_approval:
         return []
     return waiting_calls(load_state(journal, result.conversation_id), result.awaiting_approval)
@@ -218,7 +218,7 @@ def _given(name: str) -> bool:
     return source not in (None, ParameterSource.DEFAULT)
 
 
-def _check_continuable(journal: Journal, cid: str, db_path: str, tool_specs: tuple[str, ...],
+def _check_continuable(journal: JournalProtocol, cid: str, db_path: str, tool_specs: tuple[str, ...],
                        script: str | None, options: dict[str, Any],
                        mcp: tuple[str, ...] = ()) -> None:
     """Refuse, in plain words, what adding a message to conversation ``cid`` cannot do."""

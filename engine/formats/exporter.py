@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from turnlog.journal import Journal
+from turnlog.journal import JournalProtocol
 
 from ..conversation import load_state
 from ..events import ConversationStarted, Event, decode_event
@@ -56,7 +56,7 @@ __all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_even
 EXPORT_FORMATS = (*WIRES, "jsonl", "datamachine", "markdown", "otlp")
 
 
-def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
+def _rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
     load_state(journal, conversation_id)  # ConversationNotFound for an unknown id
     out = []
     for row in journal.lineage(conversation_id):
@@ -68,17 +68,17 @@ def _rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
     return out
 
 
-def lineage_rows(journal: Journal, conversation_id: str) -> list[tuple[Any, Event]]:
+def lineage_rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
     """The conversation's stored rows with their events, as ``lineage_events`` chooses them."""
     return _rows(journal, conversation_id)
 
 
-def lineage_events(journal: Journal, conversation_id: str) -> list[Event]:
+def lineage_events(journal: JournalProtocol, conversation_id: str) -> list[Event]:
     """The conversation's events, forks folded over their parents (fork restarts left out)."""
     return [event for _, event in _rows(journal, conversation_id)]
 
 
-def export_data(journal: Journal, conversation_id: str, fmt: str, *, content: bool = False,
+def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, content: bool = False,
                 semconv: str | None = None) -> Any:
     """The export of ``conversation_id`` in ``fmt`` as JSON-ready data (``markdown``: text).
 
@@ -112,7 +112,7 @@ def export_data(journal: Journal, conversation_id: str, fmt: str, *, content: bo
     raise FormatError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
 
 
-def export_conversation(journal: Journal, conversation_id: str, fmt: str, *,
+def export_conversation(journal: JournalProtocol, conversation_id: str, fmt: str, *,
                         content: bool = False, semconv: str | None = None) -> str:
     """The export of ``conversation_id`` in ``fmt`` as text (see the module doc)."""
     data = export_data(journal, conversation_id, fmt, content=content, semconv=semconv)

@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import Journal, StreamNotFoundError
+from turnlog.journal import JournalProtocol, StreamNotFoundError
 
 from ..conversation import Conversation
 from ..canonical import valid_unicode
@@ -455,7 +455,7 @@ def _started(items: list[Item], conversation_id: str, formats: dict[str, int],
                                metadata=metadata), (first.recorded_at if first else None)
 
 
-def import_entries(journal: Journal, entries: Sequence[Any], *, fmt: str | None = None,
+def import_entries(journal: JournalProtocol, entries: Sequence[Any], *, fmt: str | None = None,
                    conversation_id: str | None = None,
                    envelope: dict[str, Any] | None = None,
                    progress: Progress | None = None) -> ImportResult:
@@ -538,7 +538,7 @@ def read_file(path: str | Path) -> tuple[list[Any], dict[str, Any]]:
     return entries, envelope
 
 
-def import_file(journal: Journal, path: str | Path, *, fmt: str | None = None,
+def import_file(journal: JournalProtocol, path: str | Path, *, fmt: str | None = None,
                 conversation_id: str | None = None,
                 progress: Progress | None = None) -> ImportResult:
     """Read ``path`` (``read_file``) and ``import_entries`` it (``progress`` too)."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnlog.journal import Journal, StoredEvent, shown_url
+from turnlog.journal import JournalProtocol, StoredEvent, shown_url
 
 from ..errors import EngineError
 from ..events import Event
@@ -157,7 +157,7 @@ def _version() -> str:
         return "0"
 
 
-def otlp_request(journal: Journal, conversation_id: str, *, content: bool = False,
+def otlp_request(journal: JournalProtocol, conversation_id: str, *, content: bool = False,
                  semconv: str = DEFAULT_SEMCONV) -> dict[str, Any]:
     """The conversation as an OTLP/JSON ``ExportTraceServiceRequest`` (see the module doc).
 

@@ -25,7 +25,8 @@ from turnlog.engine.audit.sql import EVENTS
 from turnlog.engine.audit import AuditQuery, audit
 from turnlog.engine.cli import cli
 from turnlog.engine.audit.listing import appends_waiter, events_after, last_position
-from turnlog.engine.audit.dialects import POSTGRES, SQLITE, pg_placeholders
+from turnlog.journal import POSTGRES, SQLITE
+from turnlog.journal._dialect import pg_placeholders
 from turnlog.engine.audit.views import connect_readonly, views
 from turnlog.journal import Journal
 from tests.pgcluster import fresh_url

@@ -1,6 +1,6 @@
 """What only the PostgreSQL journal has to show: the same hashes as SQLite, opening by URL,
 the database refusing rewrites, typed connection errors. The rest of its contract runs
-in ``test_contract.py`` (``conftest.BACKENDS["postgres"]``)."""
+in ``test_contract.py`` (``turnlog.testing.JournalContract`` on ``conftest.BACKENDS["postgres"]``)."""
 
 from __future__ import annotations
 

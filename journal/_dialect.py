@@ -1,8 +1,11 @@
-"""The engine's SQL in two dialects: SQLite (the embedded journal) and PostgreSQL.
+"""SQL over a journal in each backend's dialect: SQLite (the embedded journal) and PostgreSQL.
 
-The views, the audit's projections and every read query are written once, as
-Python that renders SQL through a :class:`Dialect`; only what the two databases
-spell differently lives here, side by side:
+Each backend provides its :class:`Dialect` (:func:`dialect_for` a path or URL,
+:func:`dialect_of` a connection) and its SQL connection (:func:`connect_sql`), so
+the engine's views, the audit's projections and every read query are written once, as
+Python that renders SQL through a :class:`Dialect`, and nothing above the journal asks
+which database it is on. Only what the two databases spell differently lives here,
+side by side:
 
 ===================  ====================================  ============================================
                      SQLite                                PostgreSQL
@@ -29,14 +32,20 @@ placeholders; :class:`PgConnection` turns them into psycopg's ``%s``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from ._open import is_postgres, shown_url, sqlite_path
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "dialect_of",
-           "pg_placeholders"]
+if TYPE_CHECKING:
+    from ._schema import Extension
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "connect_sql",
+           "dialect_for", "dialect_of", "pg_placeholders"]
 
 Kind = Literal["text", "number", "bool"]
 
@@ -117,8 +126,36 @@ POSTGRES = Dialect(name="postgresql", temp="pg_temp")
 
 
 def dialect_of(conn: Any) -> Dialect:
-    """The dialect of a read connection (``engine.audit.views.connect_readonly``)."""
+    """The dialect of a connection from :func:`connect_sql` (or a plain ``sqlite3`` one)."""
     return POSTGRES if isinstance(conn, PgConnection) else SQLITE
+
+
+def dialect_for(target: str | os.PathLike[str]) -> Dialect:
+    """The dialect of the backend a journal path or URL names (nothing is opened)."""
+    return POSTGRES if is_postgres(target) else SQLITE
+
+
+def connect_sql(target: str | os.PathLike[str], *, readonly: bool = True,
+                extensions: Sequence[Extension] = (),
+                check_same_thread: bool = True) -> ReadConnection:
+    """A connection for SQL over the existing journal at ``target`` (a path or URL), in its
+    backend's dialect (:func:`dialect_of` tells which).
+
+    ``readonly``: SQLite's is :func:`~turnlog.journal.connect_readonly` (nothing is
+    created, migrated or written; ``extensions`` are the schema extensions it may find);
+    otherwise a plain autocommit ``sqlite3`` connection to the file. PostgreSQL's is a
+    :class:`PgConnection` (autocommit) either way. ``BEGIN``/``COMMIT`` work on both.
+    """
+    if is_postgres(target):
+        url = os.fspath(target)
+        return PgConnection.connect(url, shown_url(url))
+    if readonly:
+        from ._journal import connect_readonly
+
+        return connect_readonly(target, extensions=extensions,
+                                check_same_thread=check_same_thread)
+    return sqlite3.connect(sqlite_path(target), timeout=10, isolation_level=None,
+                           check_same_thread=check_same_thread)
 
 
 def pg_placeholders(sql: str) -> str:
@@ -137,7 +174,7 @@ class PgConnection:
 
     ``execute(sql, params)`` takes the engine's ``?`` placeholders and returns a
     cursor (``fetchone``, ``fetchall``, iteration); PostgreSQL's errors leave as
-    :class:`~journal.JournalError`. Numbers come back as SQLite gives them: a
+    :class:`~turnlog.journal.JournalError`. Numbers come back as SQLite gives them: a
     whole ``numeric`` as ``int``, any other as ``float``.
     """
 
