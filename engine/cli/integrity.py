@@ -97,8 +97,6 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
                 checked = check_checkpoint(tree, note, key)
             if not checked.ok and checked.position is not None and first_bad is None:
                 first_bad = _event_at(journal, checked.position, checked.problem or "")
-    if checked is not None and not checked.ok and first_bad is None:
-        first_bad = BadEvent("", 0, checked.problem or "")
     ok = (first_bad is None and not report.projections and not report.missing_guards
           and (checked is None or checked.ok))
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,

@@ -181,10 +181,16 @@ def test_approve_reason_must_be_text():
     from turnlog.engine.errors import EngineError
     from turnlog.engine.loop import Loop
     from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import tool
     from turnlog.journal import Journal
 
+    @tool
+    def x() -> dict:
+        """A tool to approve."""
+        return {}
+
     with pytest.raises(EngineError, match="approve_reason"):
-        Loop(Journal(":memory:"), ScriptedProvider([]), approve=["x"], approve_reason="  ")
+        Loop(Journal(":memory:"), ScriptedProvider([]), [x], approve=["x"], approve_reason="  ")
 
 
 def test_show_leaves_out_the_default_success_sentence_unless_full(db):

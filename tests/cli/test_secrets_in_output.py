@@ -122,7 +122,8 @@ def test_export_endpoint_credentials_are_sent_but_never_printed(tmp_path, collec
 
     sent = turnlog("export", cid, "--format", "otlp", "--endpoint", endpoint, "--db", db)
     assert sent.returncode == 0, sent.stderr
-    assert sent.stdout.strip().endswith(f"to http://user:***@127.0.0.1:{port}/v1/traces")
+    assert f"to http://user:***@127.0.0.1:{port}/v1/traces (" in sent.stdout.strip()
+    assert SECRET not in sent.stdout + sent.stderr
     assert handler.received == ["Basic " + base64.b64encode(f"user:{SECRET}".encode()).decode()]
 
     handler.status = 401
