@@ -254,13 +254,15 @@ def _call_id(row: StoredEvent) -> str:
 def gates_from_events(journal: JournalProtocol, state: ConversationState) -> ConversationState:
     """``state`` with what gates side effects folded from the events up to its seq.
 
-    The tools that need approval (``approve``), the approval requests and decisions,
+    The tools that need approval (``approve``), the duplicate rule (a forged one could
+    name any callable to import), the approval requests and decisions,
     the calls started and the calls pending (answered calls are not, so a call never
     runs twice) come from the conversation's events, whatever the snapshot holds;
     only the last model response is decoded whole. Raises what decoding a stored
     event raises (``CorruptEventError``).
     """
     approve: tuple[str, ...] = ()
+    policy = state.duplicate_policy
     approvals: dict = {}
     decisions: dict = {}
     started: set[str] = set()
@@ -284,7 +286,7 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
         event = decode_event(kind, row.version, row.payload,
                              where=f"stream {row.stream_id!r} seq {row.seq}")
         if isinstance(event, ConversationStarted):
-            approve = event.approve
+            approve, policy = event.approve, event.duplicate_policy
         elif kind == "approval_requested":
             approvals[event.call_id] = event
         else:
@@ -295,7 +297,8 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
                                  where=f"stream {response.stream_id!r} seq {response.seq}")
         if isinstance(responded, ModelResponded):
             pending = tuple(c for c in tool_calls(responded) if c.id not in answered)
-    return msgspec.structs.replace(state, approve=approve, approvals=approvals,
+    return msgspec.structs.replace(state, approve=approve, duplicate_policy=policy,
+                                   approvals=approvals,
                                    decisions=decisions, started_calls=frozenset(started),
                                    pending_calls=pending)
 

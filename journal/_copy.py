@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ._hashing import GENESIS_HASH
 from ._protocol import JournalProtocol
 from ._rows import chain_rows
 from ._types import NewEvent
@@ -57,6 +58,7 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
     not verify (:func:`check_source`, skipped when ``checked``: the caller ran it; nothing
     at all is written). ``progress(stream, events)`` hears each stream copied.
     """
+    heads = {h.stream_id: (h.seq, h.hash) for h in source.heads()}  # before the check
     if not checked:
         check_source(source)
     streams = list(source.streams())
@@ -76,7 +78,7 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
                 continue
         parent = None if have or info.parent_stream_id is None or info.parent_seq is None else (
             info.parent_stream_id, info.parent_seq)
-        count = _copy_one(source, target, sid, have, parent)
+        count = _copy_one(source, target, sid, have, parent, heads.get(sid))
         written += count
         copied.append(sid)
         if progress is not None:
@@ -85,23 +87,100 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
 
 
 def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: int,
-              parent: tuple[str, int] | None) -> int:
+              parent: tuple[str, int] | None, head: tuple[int, str] | None) -> int:
+    """Copy the stream's events after ``have``. They are read whole and checked before any is
+    written: each links to the one before it (from the target's own last hash), and the
+    stream ends at the head verified before the copy began (``head``: seq, hash), so a stream
+    edited, even rehashed to its end, while being copied is refused with nothing written."""
+    events = list(source.read(sid, have + 1))
+    if not events:
+        return 0
+    _check_chain(sid, events, _link(target, sid, events[0].seq, parent))
+    last = events[-1]
+    if head is not None and head[0] == last.seq and head[1] != last.hash:
+        raise CorruptEventError(
+            f"cannot copy stream {sid!r}: its events changed after the source was verified "
+            f"(seq {last.seq} has another hash); nothing of it was written")
     count = 0
-    batch: list[Any] = []
-    for event in source.read(sid, have + 1):
-        batch.append(event)
-        if len(batch) == _BATCH:
-            count += _write(target, sid, batch, parent)
-            parent, batch = None, []
-    if batch:
-        count += _write(target, sid, batch, parent)
+    for start in range(0, len(events), _BATCH):
+        count += _write(target, sid, events[start:start + _BATCH], parent if not start else None)
     return count
+
+
+def _link(target: JournalProtocol, sid: str, seq: int, parent: tuple[str, int] | None) -> str:
+    """The hash the event at ``seq`` must chain to in ``target``."""
+    if seq > 1:
+        return target.hash_at(sid, seq - 1)
+    return target.hash_at(*parent) if parent is not None else GENESIS_HASH
+
+
+def _check_chain(sid: str, events: list[Any], link: str) -> None:
+    new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in events]
+    for event, row in zip(events, chain_rows(link, sid, events[0].seq - 1, new, "")):
+        if row[7] != event.hash or row[6] != event.prev_hash:
+            raise CorruptEventError(
+                f"cannot copy stream {sid!r}: its event at seq {event.seq} no longer matches "
+                "its stored hash (edited while being copied); nothing of it was written")
+
+
+def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
+    new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
+    stored = target.append(sid, new, batch[0].seq - 1, parent=parent)
+    if [e.hash for e in stored] != [e.hash for e in batch]:  # cannot happen: checked before
+        raise JournalError(f"copying stream {sid!r}: the target computed other hashes")
+    return len(stored)
+
+
+def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: int,
+              parent: tuple[str, int] | None, head: tuple[int, str] | None) -> int:
+    """Copy the stream's events after ``have``. They are read whole and checked before any is
+    written: each links to the one before it (from the target's own last hash), and the
+    stream ends at the head verified before the copy began (``head``: seq, hash), so a stream
+    edited, even rehashed to its end, while being copied is refused with nothing written."""
+    events = list(source.read(sid, have + 1))
+    if not events:
+        return 0
+    _check_chain(sid, events, _link(target, sid, events[0].seq, parent))
+    last = events[-1]
+    if head is not None and head[0] == last.seq and head[1] != last.hash:
+        raise CorruptEventError(
+            f"cannot copy stream {sid!r}: its events changed after the source was verified "
+            f"(seq {last.seq} has another hash); nothing of it was written")
+    count = 0
+    for start in range(0, len(events), _BATCH):
+        count += _write(target, sid, events[start:start + _BATCH], parent if not start else None)
+    return count
+
+
+def _link(target: JournalProtocol, sid: str, seq: int, parent: tuple[str, int] | None) -> str:
+    """The hash the event at ``seq`` must chain to in ``target``."""
+    if seq > 1:
+        return target.hash_at(sid, seq - 1)
+    return target.hash_at(*parent) if parent is not None else GENESIS_HASH
+
+
+def _check_chain(sid: str, events: list[Any], link: str) -> None:
+    new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in events]
+    for event, row in zip(events, chain_rows(link, sid, events[0].seq - 1, new, "")):
+        if row[7] != event.hash or row[6] != event.prev_hash:
+            raise CorruptEventError(
+                f"cannot copy stream {sid!r}: its event at seq {event.seq} no longer matches "
+                "its stored hash (edited while being copied); nothing of it was written")
 
 
 def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
     first = batch[0]
-    rows = chain_rows(first.prev_hash, sid, first.seq - 1, new, "")
+    # the chain is computed from what the target already holds (the stream's last hash, the
+    # parent's at the fork point, or genesis), never from the batch's own stored prev_hash:
+    # a batch edited and rehashed while being copied no longer links and is refused unwritten
+    if first.seq > 1:
+        link = target.hash_at(sid, first.seq - 1)
+    elif parent is not None:
+        link = target.hash_at(*parent)
+    else:
+        link = GENESIS_HASH
+    rows = chain_rows(link, sid, first.seq - 1, new, "")
     for event, row in zip(batch, rows):
         if row[7] != event.hash or row[6] != event.prev_hash:
             raise CorruptEventError(

@@ -15,7 +15,6 @@ True
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -24,6 +23,7 @@ from typing import Any
 from turnlog.engine.errors import TurnlogError
 from turnlog.engine.events import ToolSpec
 from turnlog.engine.messages import Message
+from turnlog.engine.nesting import load_json
 from turnlog.engine.providers import ModelResponse, registry
 from turnlog.engine.providers._stream import Assembler
 
@@ -124,7 +124,8 @@ def parse_request(wire: Wire, path: str, raw: bytes) -> ParsedRequest:
     an object, a history the provider's reader refuses ...).
     """
     try:
-        body = json.loads(raw)
+        # one nesting limit (engine.nesting): too deep is unparsed, never a RecursionError
+        body = load_json(raw, "the body", error=UnparsedRequest)
     except ValueError as exc:
         raise UnparsedRequest(f"the body is not JSON ({exc})") from None
     if not isinstance(body, dict):

@@ -416,3 +416,32 @@ def test_a_snapshot_copied_from_another_conversation_is_never_used(tmp_path):
         assert journal.read_snapshot("d", snapshot_kind()) is not None
         assert load_state(journal, "d") == _full_fold(journal, "d")
         assert load_state(journal, "d").conversation_id == "d"
+
+
+def test_a_forged_duplicate_rule_in_a_snapshot_is_neither_imported_nor_obeyed(tmp_path, monkeypatch):
+    """The duplicate rule gates a side effect (a repeated call is refused): a writer's open
+    takes it from the events; a forged snapshot naming any callable imports nothing."""
+    from turnlog.engine.events import DuplicatePolicy
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> dict:
+        """Add."""
+        return {"sum": a + b}
+
+    call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
+    with Journal(tmp_path / "j.db") as journal:
+        loop = Loop(journal, ScriptedProvider([call, {"text": "5"}]), [add])
+        loop.start("2 + 3?", conversation_id="c", mode="chat")
+        real = _full_fold(journal, "c")
+        forged = real.__class__(**{**{f: getattr(real, f) for f in real.__struct_fields__},
+                                   "duplicate_policy": DuplicatePolicy(rule="custom",
+                                                                       custom="builtins:print")})
+        journal.write_snapshot("c", snapshot_kind(), real.seq, encode_state(forged))
+        monkeypatch.setattr("builtins.print", lambda *a, **k: pytest.fail("imported the forgery"))
+        loop.provider = ScriptedProvider([call, {"text": "done"}])
+        loop.send("c", "again?")
+        types = [row.type for row in journal.read("c")][real.seq:]
+        assert "tool_call_rejected" in types and types.count("tool_started") == 0

@@ -67,3 +67,11 @@ def test_a_neutral_answer_written_on_a_wire_reads_back_through_that_wire(name):
     assert [type(p) for p in back.parts] == [Text, ToolCall]
     assert back.parts[0].text == "ok"
     assert (back.parts[1].name, back.parts[1].arguments) == ("look", {"q": "x"})
+
+
+@pytest.mark.parametrize("name", sorted(WIRES))
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"messages": ' + b"[" * 5_000 + b"]" * 5_000 + b"}"])
+def test_a_body_nested_past_the_limit_is_unparsed_not_a_recursion_error(name, body):
+    wire = WIRES[name]
+    with pytest.raises(UnparsedRequest, match="nests deeper"):
+        parse_request(wire, "/v1/any", body)
