@@ -63,6 +63,7 @@ from turnlog.journal import (
 )
 
 from .errors import ConversationNotFound, InvalidTransition
+from .duplicates import call_key
 from .events import ConversationStarted, ModelResponded, decode_event, tool_calls
 from .state import ConversationState, StateBuilder, fold_stored
 
@@ -255,14 +256,19 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
     """``state`` with what gates side effects folded from the events up to its seq.
 
     The tools that need approval (``approve``), the duplicate rule (a forged one could
-    name any callable to import), the approval requests and decisions,
+    name any callable to import) and its record of the calls made (``call_index``,
+    ``call_count``: every model response is decoded for them), the approval requests and
+    decisions,
     the calls started and the calls pending (answered calls are not, so a call never
     runs twice) come from the conversation's events, whatever the snapshot holds;
-    only the last model response is decoded whole. Raises what decoding a stored
+    a result's content is never parsed. Raises what decoding a stored
     event raises (``CorruptEventError``).
     """
     approve: tuple[str, ...] = ()
     policy = state.duplicate_policy
+    calls: dict = {}  # call id -> ToolCall, from every model response
+    index: dict[str, int] = {}  # the duplicate rule's record of calls made, as the fold keeps it
+    count = 0
     approvals: dict = {}
     decisions: dict = {}
     started: set[str] = set()
@@ -274,9 +280,19 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
             continue
         if kind == "model_responded":
             response, answered = row, set()
+            made = decode_event(kind, row.version, row.payload,
+                                where=f"stream {row.stream_id!r} seq {row.seq}")
+            if isinstance(made, ModelResponded):
+                calls.update((c.id, c) for c in tool_calls(made))
             continue
         if kind in _CALL_EVENTS:  # only the call id: a result's content is not parsed
             call_id = _call_id(row)
+            if kind == "tool_started" or call_id not in started:  # as StateBuilder._register
+                call = calls.get(call_id)
+                if call is not None:
+                    raw = call.raw_arguments if call.invalid else None
+                    index[call_key(call.name, call.arguments, policy, raw)] = count
+                    count += 1
             if kind == "tool_started":
                 started.add(call_id)
             else:
@@ -298,7 +314,7 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
         if isinstance(responded, ModelResponded):
             pending = tuple(c for c in tool_calls(responded) if c.id not in answered)
     return msgspec.structs.replace(state, approve=approve, duplicate_policy=policy,
-                                   approvals=approvals,
+                                   call_index=index, call_count=count, approvals=approvals,
                                    decisions=decisions, started_calls=frozenset(started),
                                    pending_calls=pending)
 

@@ -445,3 +445,19 @@ def test_a_forged_duplicate_rule_in_a_snapshot_is_neither_imported_nor_obeyed(tm
         loop.send("c", "again?")
         types = [row.type for row in journal.read("c")][real.seq:]
         assert "tool_call_rejected" in types and types.count("tool_started") == 0
+
+
+def test_the_gates_read_from_events_are_the_folds_own(tmp_path):
+    """On an untouched journal, what a writer's open reads from the events (approvals, calls
+    started and pending, the duplicate rule and its record of calls) equals the fold."""
+    from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.snapshots import gates_from_events
+
+    with Journal(tmp_path / "j.db") as journal:
+        Loop(journal, ScriptedProvider(DEMO_SCRIPT), demo_tools()).start(DEMO_PROMPT,
+                                                                          conversation_id="c")
+        real = _full_fold(journal, "c")
+        assert real.call_count > 0 and real.call_index
+        assert gates_from_events(journal, real) == real
