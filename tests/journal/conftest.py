@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,25 +17,11 @@ import pytest
 from turnlog.journal import Extension, Journal, JournalProtocol, NewEvent
 from turnlog.replay._scratch import ScratchJournal
 from tests.pgcluster import fresh_url
+from turnlog._contract import ContractClock, event, events  # noqa: F401
 
 
-class FakeClock:
-    """Starts at 2025-01-01T00:00:00Z and moves one millisecond per reading."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
-
-
-def event(n: int = 0, type: str = "note") -> NewEvent:
-    return NewEvent(type, 1, f'{{"n":{n}}}')
-
-
-def events(count: int, start: int = 0) -> list[NewEvent]:
-    return [event(n) for n in range(start, start + count)]
+# the shipped contract suite's helpers (turnlog.testing.JournalContract), one definition
+FakeClock = ContractClock
 
 
 def file_digest(path: Path) -> str:
