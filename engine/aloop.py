@@ -15,7 +15,8 @@ conversations at once::
     >>> [r.status for r in asyncio.run(main())]
     ['completed', 'completed', 'completed']
 
-Every decision is ``engine.step``'s; this shell only performs the actions:
+Every decision is ``engine.step``'s, and what both shells do around it is
+``engine.loop.Drive``'s; this shell only performs the I/O:
 
 - the model: ``await provider.acomplete(request)`` (the Anthropic and OpenAI
   adapters use ``AsyncAnthropic`` / ``AsyncOpenAI``, Gemini an
@@ -45,10 +46,10 @@ from .conversation import Conversation
 from .events import ConversationStarted, DuplicatePolicy
 from .errors import ProviderError
 from .executor import ToolExecution
-from .loop import LoopBase
+from .loop import Drive, LoopBase
 from .request_digest import RequestDigest
-from .result import RunResult, result_of
-from .step import CallModel, Record, RunRunner, RunTools, Step, ToolRun, Wait, executor_failure, ordered
+from .result import RunResult
+from .step import CallModel, RunTools, ToolRun, Wait, executor_failure
 
 __all__ = ["AsyncLoop"]
 
@@ -89,54 +90,43 @@ class AsyncLoop(LoopBase):
         return await self._run(conv, single_turn)
 
     async def _run(self, conv: Conversation, single_turn: bool) -> RunResult:
+        # a digest per run unless one was given: conversations interleave on one AsyncLoop,
+        # and the incremental digest only helps while one conversation's history grows
+        drive = Drive(self, conv, single_turn, digest=self.digest or RequestDigest())
         try:
-            result = await self._drive(conv, single_turn)
-        finally:
-            if conv.staged:
-                self._flush(conv)
-        conv.save_snapshot_if_due()
-        return result
-
-    async def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
-        # a digest per run: conversations interleave on one AsyncLoop, and the incremental
-        # digest only helps while one conversation's history grows
-        step = Step(self, conv, single_turn=single_turn, digest=RequestDigest())
-        perform = self._perform
-        while True:
-            action = step.next()
-            kind = type(action)
-            if kind is Record:
-                perform(conv, action)
-            elif kind is CallModel:
-                self._flush(conv)  # the request is durable before it goes out
-                start = self.timer()
-                handle = None
-                try:
-                    if self.streams and callable(getattr(self.provider, "astream", None)):
-                        handle = self.provider.astream(action.request)  # type: ignore[attr-defined]
-                        async for delta in handle:
-                            self._delta(conv, action.turn, delta)
-                        response = handle.response
-                    else:
-                        response = await self._complete(action)
-                except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
-                    perform(conv, step.failed(action, exc, self.timer() - start))
-                except (KeyboardInterrupt, asyncio.CancelledError):  # stopped mid-stream
-                    self._stopped(conv, step, action, handle, self.timer() - start)
-                    raise
+            while (action := drive.next()) is not None:
+                kind = type(action)
+                if kind is CallModel:
+                    await self._call_model(drive, action)  # type: ignore[arg-type]
+                elif kind is RunTools:
+                    await self._run_tools(drive, action)  # type: ignore[arg-type]
+                elif kind is Wait:
+                    await asyncio.to_thread(self.retry.wait, action.delay)  # type: ignore[union-attr]
                 else:
-                    perform(conv, step.responded(action, response, self.timer() - start))
-            elif kind is RunTools:
-                self._flush(conv)  # tool_started is durable before the tools run
-                await self._run_tools(conv, step, action)
-            elif kind is Wait:
-                await asyncio.to_thread(self.retry.wait, action.delay)
-            elif kind is RunRunner:
-                self._flush(conv)
-                result = await asyncio.to_thread(self.runner.run, action.request)
-                perform(conv, step.ran(result))
+                    drive.ran(await asyncio.to_thread(
+                        self.runner.run, action.request))  # type: ignore[union-attr]
+        finally:
+            drive.close()
+        return drive.result()
+
+    async def _call_model(self, drive: Drive, action: CallModel) -> None:
+        start = self.timer()
+        handle = None
+        try:
+            if self.streams and callable(getattr(self.provider, "astream", None)):
+                handle = self.provider.astream(action.request)  # type: ignore[attr-defined]
+                async for delta in handle:
+                    drive.delta(action, delta)
+                response = handle.response
             else:
-                return result_of(conv.builder)
+                response = await self._complete(action)
+        except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
+            drive.failed(action, exc, self.timer() - start)
+        except (KeyboardInterrupt, asyncio.CancelledError):  # stopped mid-stream
+            drive.stopped(action, handle, self.timer() - start)
+            raise
+        else:
+            drive.responded(action, response, self.timer() - start)
 
     async def _complete(self, action: CallModel) -> Any:
         acomplete = getattr(self.provider, "acomplete", None)
@@ -144,15 +134,12 @@ class AsyncLoop(LoopBase):
             return await asyncio.to_thread(self.provider.complete, action.request)
         return await acomplete(action.request)
 
-    async def _run_tools(self, conv: Conversation, step: Step, action: RunTools) -> None:
+    async def _run_tools(self, drive: Drive, action: RunTools) -> None:
         """Run a batch: one at a time when asked (or alone), else as tasks under a semaphore."""
-        runs = action.runs
-        if action.order is not None or action.concurrency < 2 or len(runs) < 2:
-            left = len(runs)
-            for run in ordered(runs, action.order):
-                outcome = await self._execute(run)
-                left -= 1
-                self._perform(conv, step.tool_done(run, outcome, left))
+        serial = drive.serial(action)
+        if serial is not None:
+            for run in serial:
+                drive.tool_done(run, await self._execute(run))
             return
         gate = asyncio.Semaphore(action.concurrency)
 
@@ -160,13 +147,11 @@ class AsyncLoop(LoopBase):
             async with gate:
                 return run, await self._execute(run)
 
-        tasks = [asyncio.ensure_future(one(run)) for run in runs]
+        tasks = [asyncio.ensure_future(one(run)) for run in action.runs]
         try:
-            left = len(runs)
             for next_done in asyncio.as_completed(tasks):
                 run, outcome = await next_done
-                left -= 1
-                self._perform(conv, step.tool_done(run, outcome, left))
+                drive.tool_done(run, outcome)
         finally:  # cancelled or crashed: the unfinished calls are resumed by the usual rules
             for task in tasks:
                 task.cancel()

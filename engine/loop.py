@@ -35,10 +35,13 @@ records a given configuration; ``provider`` is anything with ``complete``;
 ``refuse`` may refuse calls the built-in rules accept (``Loop.refusal``);
 ``executor`` decides how accepted calls become outcomes (``engine.executor``);
 ``runner`` may take a whole run over (``engine.runners``); ``timer`` and
-``clock`` make timings and tool clocks deterministic.
+``clock`` make timings and tool clocks deterministic; ``digest`` computes the
+recorded request digests.
 
-The rules are ``engine.step``'s (one sans-I/O step); ``Loop`` only performs
-its actions, as ``engine.aloop.AsyncLoop`` does for asyncio programs.
+The rules are ``engine.step``'s (one sans-I/O step over a frozen
+``StepSettings``); ``Drive`` is what the two shells share (it performs the
+step's records and flushes before each outside action), and ``Loop`` only
+does the I/O, as ``engine.aloop.AsyncLoop`` does for asyncio programs.
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ from .step import (
     RunRunner,
     RunTools,
     Step,
+    StepSettings,
+    Stop,
     ToolRun,
     Wait,
     executor_failure,
@@ -95,7 +100,7 @@ from .step import (
 )
 from .tools import Tool, ToolRegistry
 
-__all__ = ["Loop", "LoopBase", "RefusalHook", "new_conversation_id", "run"]
+__all__ = ["Drive", "Loop", "LoopBase", "RefusalHook", "new_conversation_id", "run"]
 
 #: ``refuse(state, call, tool) -> Refusal | None``: refuse a call the loop's own rules accept.
 #: ``state`` is the live ``StateBuilder`` (read it, never write); ``tool`` is the registered tool.
@@ -137,6 +142,9 @@ class LoopBase:
     approver (recorded with it and with each approval request). ``prices`` (an
     ``engine.audit.prices.Prices``; default genai-prices) prices each
     response; the cost, its source and version are recorded with it.
+    ``digest`` computes the digest recorded with each request (anything with
+    ``RequestDigest.digest``; default one ``RequestDigest`` per ``Loop``, one
+    per run for ``AsyncLoop``, whose conversations interleave).
     """
 
     def __init__(self, journal: JournalProtocol, provider: Provider,
@@ -149,7 +157,8 @@ class LoopBase:
                  retry: RetryPolicy | None = None,
                  refuse: RefusalHook | None = None, max_parallel_tools: int = 8,
                  stream: bool = False, approve: Iterable[str] = (),
-                 approve_reason: str | None = None, prices: Any = None) -> None:
+                 approve_reason: str | None = None, prices: Any = None,
+                 digest: Any = None) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -176,7 +185,9 @@ class LoopBase:
             raise EngineError(f"approve_reason must be a non-empty text, got {approve_reason!r}")
         #: why the ``approve`` tools' calls wait (shown to the approver)
         self.approve_reason = approve_reason
-        self._digest = RequestDigest()
+        #: computes request digests (``None``: the shell's default, see the class docstring)
+        self.digest = digest
+        self._digest = digest or RequestDigest()
         #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
         #: default, genai-prices), recorded with it as ``model_responded.charge``
         self.prices = prices
@@ -185,9 +196,21 @@ class LoopBase:
 
             warm_up()
 
+    def step_settings(self, digest: Any = None) -> StepSettings:
+        """This loop's configuration as the frozen ``StepSettings`` a run's ``Step`` reads
+        (taken at the start of each run, so an option changed between runs applies to the
+        next one); ``digest`` overrides the loop's request digest for this run."""
+        return StepSettings(
+            tools=self.tools, provider=self.provider.name, digest=digest or self._digest,
+            retry=self.retry, clock=self.clock, model=self.model, refuse=self.refuse,
+            executor=self.executor, max_parallel_tools=self.max_parallel_tools,
+            predicate=self.predicate, approve=frozenset(self.approve),
+            approve_reason=self.approve_reason, prices=self.prices,
+            runner=type(self.runner).__name__ if self.runner is not None else None)
+
     def build_request(self, b: Any) -> ModelRequest:
         """The request for the next turn, from the live state (never re-read from the journal)."""
-        return request_of(self, b)
+        return request_of(self.step_settings(), b)
 
     def refusal(self, b: Any, call: ToolCall, tool: Tool | None) -> Refusal | None:
         """Why ``call`` must not run (before its arguments are validated), or ``None``.
@@ -197,7 +220,7 @@ class LoopBase:
         the ``refuse`` hook, if any. Schema validation and the duplicate
         policy come after this. ``b`` is the live state.
         """
-        return refusal_of(self, b, call, tool)
+        return refusal_of(self.step_settings(), b, call, tool)
 
     def decide(self, conversation_id: str, call_id: str, approve: bool, approver: str,
                reason: str | None = None, arguments: dict[str, Any] | None = None
@@ -287,17 +310,6 @@ class LoopBase:
             f"conversation {conversation_id!r} was written by another runner at the same time; "
             f"this run stopped without writing ({exc})")
 
-    def _stopped(self, conv: Conversation, step: Step, action: CallModel, handle: Any,
-                 seconds: float) -> None:
-        """Record the partial response of a stream the process was stopped in (if one began)."""
-        partial = handle.partial() if handle is not None else None
-        if partial is None:
-            return  # nothing arrived: the journal ends at model_requested, resume sends again
-        stop = StreamInterrupted("the run was stopped mid-stream", provider=self.provider.name,
-                                 partial=partial.parts)
-        self._perform(conv, step.failed(action, stop, seconds))
-        self._flush(conv)
-
     @property
     def streams(self) -> bool:
         """Whether model calls stream (``stream=True`` and the provider can)."""
@@ -313,6 +325,98 @@ class LoopBase:
         if isinstance(conversation, Conversation):
             return conversation
         return Conversation.open(self.journal, conversation)
+
+
+class Drive:
+    """One run of ``conv`` as both shells see it: everything but the I/O.
+
+    ``Loop`` and ``AsyncLoop`` ask ``next()`` for the next outside action, do
+    it (a model call, tool runs, a wait, a runner), and hand each outcome back
+    with ``responded``, ``failed``, ``stopped``, ``tool_done`` or ``ran``.
+    ``Drive`` performs the step's ``Record`` actions (stage or append, flush,
+    notify), flushes before every outside action but a wait, counts a batch's
+    unfinished calls, and ends the run (``close``)::
+
+        drive = Drive(loop, conv, single_turn)
+        try:
+            while (action := drive.next()) is not None:
+                ...  # perform action, hand back its outcome
+        finally:
+            drive.close()
+        return drive.result()
+    """
+
+    def __init__(self, loop: LoopBase, conv: Conversation, single_turn: bool = False, *,
+                 digest: Any = None) -> None:
+        self.loop, self.conv = loop, conv
+        self.step = Step(loop.step_settings(digest), conv, single_turn=single_turn)
+        self._left = 0
+
+    def next(self) -> CallModel | RunTools | Wait | RunRunner | None:
+        """The next outside action (its journal flushed first), or ``None``: the run is over."""
+        step, conv, perform = self.step, self.conv, self.loop._perform
+        while True:
+            action = step.next()
+            kind = type(action)
+            if kind is Record:
+                perform(conv, action)  # type: ignore[arg-type]
+                continue
+            if kind is Stop:
+                return None
+            if kind is not Wait:  # the request, tool_started, the run so far: durable first
+                self.loop._flush(conv)
+            if kind is RunTools:
+                self._left = len(action.runs)  # type: ignore[union-attr]
+            return action  # type: ignore[return-value]
+
+    def serial(self, action: RunTools) -> list[ToolRun] | None:
+        """The batch's runs in the order to run them one at a time, or ``None``: run them
+        concurrently, at most ``action.concurrency`` at a time."""
+        runs = action.runs
+        if action.order is not None or action.concurrency < 2 or len(runs) < 2:
+            return ordered(runs, action.order)
+        return None
+
+    def responded(self, action: CallModel, response: Any, seconds: float) -> None:
+        """Record the provider's response to ``action``."""
+        self.loop._perform(self.conv, self.step.responded(action, response, seconds))
+
+    def failed(self, action: CallModel, exc: ProviderError, seconds: float) -> None:
+        """Record the provider's failure to answer ``action``."""
+        self.loop._perform(self.conv, self.step.failed(action, exc, seconds))
+
+    def delta(self, action: CallModel, delta: Any) -> None:
+        """Tell observers one streamed piece (``model_delta``); nothing is journaled."""
+        self.loop._delta(self.conv, action.turn, delta)
+
+    def stopped(self, action: CallModel, handle: Any, seconds: float) -> None:
+        """Record the partial response of a stream the process was stopped in (if one began)."""
+        partial = handle.partial() if handle is not None else None
+        if partial is None:
+            return  # nothing arrived: the journal ends at model_requested, resume sends again
+        stop = StreamInterrupted("the run was stopped mid-stream",
+                                 provider=self.step.settings.provider, partial=partial.parts)
+        self.failed(action, stop, seconds)
+        self.loop._flush(self.conv)
+
+    def tool_done(self, run: ToolRun, outcome: ToolExecution) -> None:
+        """Record one call's outcome as it completes (at once while others still run)."""
+        self._left -= 1
+        self.loop._perform(self.conv, self.step.tool_done(run, outcome, self._left))
+
+    def ran(self, result: Any) -> None:
+        """Record the runner's answer (``None``: the built-in rules run)."""
+        self.loop._perform(self.conv, self.step.ran(result))
+
+    def close(self) -> None:
+        """Write what is still staged (the run ended, or stopped with an error)."""
+        if self.conv.staged:
+            self.loop._flush(self.conv)
+
+    def result(self) -> RunResult:
+        """The run's result, after saving the conversation's snapshot if one is due."""
+        self.conv.save_snapshot_if_due()
+        return result_of(self.conv.builder)
 
 
 class Loop(LoopBase):
@@ -355,69 +459,54 @@ class Loop(LoopBase):
 
     def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
         """Take every step the journal says is next until the run ends (or one turn, if asked)."""
+        drive = Drive(self, conv, single_turn)
         try:
-            result = self._drive(conv, single_turn)
-        finally:
-            if conv.staged:
-                self._flush(conv)
-        conv.save_snapshot_if_due()
-        return result
-
-    def _drive(self, conv: Conversation, single_turn: bool) -> RunResult:
-        step = Step(self, conv, single_turn=single_turn)
-        perform = self._perform
-        while True:
-            action = step.next()
-            kind = type(action)
-            if kind is Record:
-                perform(conv, action)
-            elif kind is CallModel:
-                self._flush(conv)  # the request is durable before it goes out
-                start = self.timer()
-                handle = None
-                try:
-                    if self.streams:
-                        handle = self.provider.stream(action.request)  # type: ignore[attr-defined]
-                        for delta in handle:
-                            self._delta(conv, action.turn, delta)
-                        response = handle.response
-                    else:
-                        response = self.provider.complete(action.request)
-                except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
-                    perform(conv, step.failed(action, exc, self.timer() - start))
-                except KeyboardInterrupt:  # stopped mid-stream: what arrived is kept, marked
-                    self._stopped(conv, step, action, handle, self.timer() - start)
-                    raise
+            while (action := drive.next()) is not None:
+                kind = type(action)
+                if kind is CallModel:
+                    self._call_model(drive, action)  # type: ignore[arg-type]
+                elif kind is RunTools:
+                    self._run_tools(drive, action)  # type: ignore[arg-type]
+                elif kind is Wait:
+                    self.retry.wait(action.delay)  # type: ignore[union-attr]
                 else:
-                    perform(conv, step.responded(action, response, self.timer() - start))
-            elif kind is RunTools:
-                self._flush(conv)  # tool_started is durable before the tools run
-                self._run_tools(conv, step, action)
-            elif kind is Wait:
-                self.retry.wait(action.delay)
-            elif kind is RunRunner:
-                self._flush(conv)
-                perform(conv, step.ran(self.runner.run(action.request)))
-            else:
-                return result_of(conv.builder)
+                    drive.ran(self.runner.run(action.request))  # type: ignore[union-attr]
+        finally:
+            drive.close()
+        return drive.result()
 
-    def _run_tools(self, conv: Conversation, step: Step, action: RunTools) -> None:
+    def _call_model(self, drive: Drive, action: CallModel) -> None:
+        start = self.timer()
+        handle = None
+        try:
+            if self.streams:
+                handle = self.provider.stream(action.request)  # type: ignore[attr-defined]
+                for delta in handle:
+                    drive.delta(action, delta)
+                response = handle.response
+            else:
+                response = self.provider.complete(action.request)
+        except ProviderError as exc:  # anything else is a bug: it propagates, the run resumes
+            drive.failed(action, exc, self.timer() - start)
+        except KeyboardInterrupt:  # stopped mid-stream: what arrived is kept, marked
+            drive.stopped(action, handle, self.timer() - start)
+            raise
+        else:
+            drive.responded(action, response, self.timer() - start)
+
+    def _run_tools(self, drive: Drive, action: RunTools) -> None:
         """Run a batch: one at a time when asked (or alone), else on a thread pool."""
-        runs = action.runs
-        if action.order is not None or action.concurrency < 2 or len(runs) < 2:
-            left = len(runs)
-            for run in ordered(runs, action.order):
-                left -= 1
-                self._perform(conv, step.tool_done(run, self._execute(run), left))
+        serial = drive.serial(action)
+        if serial is not None:
+            for run in serial:
+                drive.tool_done(run, self._execute(run))
             return
         pool = ThreadPoolExecutor(max_workers=action.concurrency,
                                   thread_name_prefix="turnlog-tool")
         try:
-            futures = {pool.submit(self._execute, run): run for run in runs}
-            left = len(runs)
+            futures = {pool.submit(self._execute, run): run for run in action.runs}
             for future in as_completed(futures):
-                left -= 1
-                self._perform(conv, step.tool_done(futures[future], future.result(), left))
+                drive.tool_done(futures[future], future.result())
         finally:  # a crash (KeyboardInterrupt, SystemExit) leaves the unfinished to resume
             pool.shutdown(wait=False, cancel_futures=True)
 

@@ -3,10 +3,14 @@
 ``Step`` holds every decision of the agent loop (``engine.loop``) and does no
 I/O: it reads the conversation's live state and answers with an *action*;
 a shell performs it and, for the actions with an outcome, hands the outcome
-back (the style of h11 and httpcore). ``Loop`` is the synchronous shell,
-``AsyncLoop`` (``engine.aloop``) the asynchronous one; neither holds a rule::
+back (the style of h11 and httpcore). It knows nothing of its caller: its
+configuration is one frozen ``StepSettings`` (``LoopBase.step_settings``
+builds it from a loop's options at the start of each run). ``Loop`` is the
+synchronous shell, ``AsyncLoop`` (``engine.aloop``) the asynchronous one;
+neither holds a rule, and what they share beyond I/O is ``engine.loop``'s
+``Drive``::
 
-    step = Step(loop, conv)
+    step = Step(settings, conv)
     while True:
         action = step.next()
         match action:
@@ -40,8 +44,9 @@ dictate the schedule instead (replay repeats the recorded one): see
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -57,7 +62,7 @@ from .approvals import (
 )
 from .calls import assign_call_ids
 from .canonical import valid_unicode
-from .duplicates import check_duplicate, resolve_predicate
+from .duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
 from .errors import (
     EngineError,
     InvalidTransition,
@@ -66,8 +71,6 @@ from .errors import (
     RunnerError,
     StreamInterrupted,
 )
-from datetime import UTC
-
 from .events import (
     Charge,
     ConversationCompleted,
@@ -95,11 +98,11 @@ from .resume import INTERRUPTED, idempotency_key
 from .runners import RunnerResult, RunRequest, runner_events
 from .state import StateBuilder
 from .texts import refusal_message, tool_failed_message
-from .tools import Tool, ToolContext
+from .tools import Tool, ToolContext, ToolRegistry
 
-__all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "Stop", "ToolRun",
-           "Wait", "concurrent", "context_of", "executor_failure", "ordered", "refusal_of",
-           "request_of"]
+__all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "StepSettings", "Stop",
+           "ToolRun", "Wait", "concurrent", "context_of", "executor_failure", "ordered",
+           "refusal_of", "request_of"]
 
 L = Lifecycle
 R = RejectReason
@@ -171,6 +174,39 @@ Action = Record | CallModel | RunTools | Wait | RunRunner | Stop
 _STOP = Stop()
 
 
+@dataclass(frozen=True, slots=True)
+class StepSettings:
+    """Everything a ``Step`` reads besides the conversation: a run's configuration, frozen.
+
+    ``tools`` the registry; ``provider`` the provider's name (recorded with each request
+    and failure); ``model`` overrides the conversation's model in requests; ``digest``
+    computes request digests (anything with ``digest(request) -> str``, such as
+    ``RequestDigest``); ``retry`` anything with ``RetryPolicy.delay``; ``clock`` the wall
+    clock tools see and responses are priced at; ``refuse`` the ``RefusalHook``;
+    ``executor`` the ``ToolExecutor`` whose optional scheduling hooks (``keep_open``,
+    ``joins``, ``order``) the step consults (it never runs a tool); ``predicate`` the
+    custom duplicate rule (else the policy's reference is resolved once per step);
+    ``approve`` and ``approve_reason`` the loop's approval marks; ``prices`` what
+    responses are charged at (``None``: genai-prices); ``runner`` the runner's class name
+    when a runner is offered each run, else ``None``.
+    """
+
+    tools: ToolRegistry
+    provider: str
+    digest: Any
+    retry: Any
+    clock: Callable[[], datetime]
+    model: str | None = None
+    refuse: Any = None
+    executor: Any = None
+    max_parallel_tools: int = 1
+    predicate: DuplicatePredicate | None = None
+    approve: frozenset[str] = frozenset()
+    approve_reason: str | None = None
+    prices: Any = None
+    runner: str | None = None
+
+
 def concurrent(tool: Tool) -> bool:
     """Whether calls of ``tool`` may run at the same time as other such calls."""
     return tool.effect != "side_effecting" or bool(getattr(tool, "parallel_safe", False))
@@ -192,25 +228,26 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-def context_of(loop: Any, b: Any, call: ToolCall, key: str | None) -> ToolContext:
+def context_of(settings: StepSettings, b: Any, call: ToolCall, key: str | None) -> ToolContext:
     """The ``ToolContext`` a call of ``b``'s last response runs with."""
     return ToolContext(conversation_id=b.conversation_id, turn=b.turn_count, mode=b.mode,
                        call_id=call.id, metadata=b.metadata, data=b.metadata.get("data"),
-                       now=loop.clock(), idempotency_key=key)
+                       now=settings.clock(), idempotency_key=key)
 
 
-def request_of(loop: Any, b: Any) -> ModelRequest:
+def request_of(settings: StepSettings, b: Any) -> ModelRequest:
     """The request for the next turn, from the live state (never re-read from the journal)."""
-    return ModelRequest(model=loop.model or b.model, system=b.system,
+    return ModelRequest(model=settings.model or b.model, system=b.system,
                         messages=tuple(b.message_list), tools=b.tools, parameters=b.parameters)
 
 
-def refusal_of(loop: Any, b: Any, call: ToolCall, tool: Tool | None) -> Refusal | None:
+def refusal_of(settings: StepSettings, b: Any, call: ToolCall,
+               tool: Tool | None) -> Refusal | None:
     """Why ``call`` must not run (before its arguments are validated), or ``None``.
 
     The built-in rules, in order: the run is halted, the arguments are
     invalid or cut off, the tool is unknown, the tool is disabled; then the
-    loop's ``refuse`` hook, if any.
+    settings' ``refuse`` hook, if any.
     """
     limit = b.duplicate_policy.max_refusals
     if limit is not None and b.refusals >= limit:
@@ -221,11 +258,11 @@ def refusal_of(loop: Any, b: Any, call: ToolCall, tool: Tool | None) -> Refusal 
         return Refusal(reason=R.INVALID_ARGUMENTS,
                        details={"problem": call.invalid, "stage": "parse"})
     if tool is None:
-        return Refusal(reason=R.UNKNOWN, details={"available": list(loop.tools.names())})
-    disabled = tool.disabled_reason(context_of(loop, b, call, None))
+        return Refusal(reason=R.UNKNOWN, details={"available": list(settings.tools.names())})
+    disabled = tool.disabled_reason(context_of(settings, b, call, None))
     if disabled:
         return Refusal(reason=R.DISABLED, details={"why": disabled})
-    return loop.refuse(b, call, tool) if loop.refuse is not None else None
+    return settings.refuse(b, call, tool) if settings.refuse is not None else None
 
 
 @dataclass(slots=True)
@@ -238,24 +275,29 @@ class _Batch:
 class Step:
     """The next action of one run of ``conv`` (see the module docstring).
 
-    ``loop`` is the configuration (a ``Loop`` or ``AsyncLoop``: its tools,
-    provider name, retry policy, hooks, executor, clock and
-    ``max_parallel_tools``); ``digest`` computes request digests (default
-    the loop's). ``single_turn`` stops after one model turn.
+    ``settings`` is the run's configuration (``StepSettings``); ``conv`` is
+    read for its live state (``conv.builder``), never written: the shell
+    stages what a ``Record`` holds. ``single_turn`` stops after one model turn.
     """
 
-    def __init__(self, loop: Any, conv: Any, *, single_turn: bool = False,
-                 digest: Any = None) -> None:
-        self.loop, self.conv, self.single_turn = loop, conv, single_turn
-        self.digest = digest or loop._digest
+    def __init__(self, settings: StepSettings, conv: Any, *, single_turn: bool = False) -> None:
+        self.settings, self.conv, self.single_turn = settings, conv, single_turn
         self.turns = 0
         self._queue: deque[Action] = deque()
         self._batch = _Batch()
-        self._offer_runner = loop.runner is not None
+        self._offer_runner = settings.runner is not None
         self._done = False
         self._broke = False  # a stream broke in this run (it then stops; a resume re-sends)
-        #: tools this loop marks for approval (``Loop(approve=...)``), besides the recorded ones
-        self._marked = frozenset(getattr(loop, "approve", ()))
+        #: tools the settings mark for approval (``Loop(approve=...)``), besides the recorded ones
+        self._marked = frozenset(settings.approve)
+        self._predicate = settings.predicate
+        self._prices = settings.prices
+        #: the request the last ``model_requested`` was built from (sent by the next CallModel)
+        self._built: ModelRequest | None = None
+        executor = settings.executor
+        self._keep_open = getattr(executor, "keep_open", None)
+        self._joins_hook = getattr(executor, "joins", None)
+        self._order = getattr(executor, "order", None)
 
     # --- what next ---------------------------------------------------------------
 
@@ -278,7 +320,8 @@ class Step:
         if state is L.AWAITING_MODEL:
             return self._before_turn(b) or self._request(b)
         if state is L.REQUESTED:
-            return CallModel(self.loop.build_request(b), b.requested_turn)
+            request, self._built = self._built or request_of(self.settings, b), None
+            return CallModel(request, b.requested_turn)
         if state is L.AWAITING_TOOLS:
             return self._tools(b)
         if state is L.ANSWERED:
@@ -324,7 +367,7 @@ class Step:
         failure = b.failure
         if failure is None:
             return None
-        delay = self.loop.retry.delay(retryable=failure.retryable, attempt=b.attempt,
+        delay = self.settings.retry.delay(retryable=failure.retryable, attempt=b.attempt,
                                       retry_after=failure.retry_after)
         if delay is None:
             return None
@@ -343,10 +386,13 @@ class Step:
         return self._request(b, b.attempt + 1)
 
     def _request(self, b: Any, attempt: int = 1) -> Record:
-        request = self.loop.build_request(b)
+        # built once: staging model_requested changes no part of the request, so the
+        # CallModel that follows sends this same object (a shell or provider that digests
+        # it again can reuse the digest computed here)
+        request = self._built = request_of(self.settings, b)
         turn = b.turn_count + 1
-        event = ModelRequested(turn=turn, digest=self.digest.digest(request),
-                               provider=self.loop.provider.name, model=request.model,
+        event = ModelRequested(turn=turn, digest=self.settings.digest.digest(request),
+                               provider=self.settings.provider, model=request.model,
                                parameters=b.parameters, attempt=attempt)
         return Record((event,), notices=(("turn_started", {"turn": turn}),) if attempt == 1 else ())
 
@@ -356,7 +402,7 @@ class Step:
         b, request = self.conv.builder, action.request
         event = with_valid_unicode(ModelResponded(
             turn=action.turn, parts=response.parts, stop_reason=response.stop_reason,
-            usage=response.usage, provider=response.provider or self.loop.provider.name,
+            usage=response.usage, provider=response.provider or self.settings.provider,
             model=response.model or request.model, response_id=response.response_id,
             raw=response.raw, latency_ms=_ms(seconds), replaced=response.replaced))
         event = msgspec.structs.replace(event, charge=self._charge(event))
@@ -368,13 +414,13 @@ class Step:
             "turn": action.turn, "stop_reason": response.stop_reason, "tool_calls": calls}),))
 
     def _charge(self, event: ModelResponded) -> Charge:
-        """What the response cost, priced now by the loop's prices (genai-prices by default)."""
-        from .audit.prices import Prices  # the audit package imports the engine
+        """What the response cost, priced now by the settings' prices (genai-prices by default)."""
+        if self._prices is None:
+            from .audit.prices import Prices  # the audit package imports the engine
 
-        if self.loop.prices is None:
-            self.loop.prices = Prices.default()
-        when = self.loop.clock().astimezone(UTC).isoformat()
-        return self.loop.prices.charge(event.provider, event.model, when, event.usage)
+            self._prices = Prices.default()
+        when = self.settings.clock().astimezone(UTC).isoformat()
+        return self._prices.charge(event.provider, event.model, when, event.usage)
 
     def failed(self, action: CallModel, exc: ProviderError, seconds: float) -> Record:
         """Record the provider's failure to answer ``action`` (only a ``ProviderError`` is one)."""
@@ -383,17 +429,18 @@ class Step:
         self._broke = self._broke or broke
         return Record((with_valid_unicode(ModelFailed(
             turn=action.turn, error_type=type(exc).__name__, message=str(exc) or repr(exc),
-            provider=self.loop.provider.name, model=action.request.model, status=exc.status,
+            provider=self.settings.provider, model=action.request.model, status=exc.status,
             retryable=exc.retryable, latency_ms=_ms(seconds), retry_after=exc.retry_after,
             interrupted=broke, partial=exc.partial if broke else ())),))
 
     # --- runners -------------------------------------------------------------------
 
-    def ran(self, result: RunnerResult | None) -> Action:
-        """The runner's answer: ``None`` lets the built-in rules run; a result is recorded
-        in one transaction (``RunnerError`` if the lifecycle cannot accept it; nothing written)."""
+    def ran(self, result: RunnerResult | None) -> Record:
+        """The runner's answer: ``None`` lets the built-in rules run (an empty ``Record``); a
+        result is recorded in one transaction (``RunnerError`` if the lifecycle cannot accept
+        it; nothing written)."""
         if result is None:
-            return self.next()
+            return Record()
         b = self.conv.builder
         events = runner_events(result, b.turn_count + 1, b.provider, b.model)
         probe = StateBuilder(b.state())
@@ -405,7 +452,7 @@ class Step:
         self._done = True
         name = "completed" if probe.lifecycle is L.COMPLETED else "failed"
         return Record(tuple(events), now=True, notices=((name, {
-            "runner": type(self.loop.runner).__name__, "error": probe.error}),))
+            "runner": self.settings.runner, "error": probe.error}),))
 
     # --- tool calls ----------------------------------------------------------------
 
@@ -416,7 +463,7 @@ class Step:
         for call in b.pending.values():
             if call.id in batch.ids:
                 continue
-            tool = self.loop.tools.get(call.name)
+            tool = self.settings.tools.get(call.name)
             if call.id in b.started:  # its process died while it ran
                 return self._interrupted(b, approved_call(b, call), tool)
             if waiting:  # an earlier call waits: only ask for the later calls' approvals now
@@ -424,7 +471,7 @@ class Step:
                 if ask is not None:
                     return ask
                 continue
-            refusal = self.loop.refusal(b, call, tool)
+            refusal = refusal_of(self.settings, b, call, tool)
             if refusal is not None:
                 return self._reject(b, call, refusal, tool)
             assert tool is not None
@@ -462,7 +509,7 @@ class Step:
             key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
             started = ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments,
                                   idempotency_key=key, duplicate=duplicate)
-            self._add(ToolRun(call, tool, validated, context_of(self.loop, b, call, key)))
+            self._add(ToolRun(call, tool, validated, context_of(self.settings, b, call, key)))
             if not batch.open:
                 self._queue.append(self._dispatch())
             return Record((started,), notices=notices)
@@ -477,7 +524,7 @@ class Step:
         decision the response needs; ``None`` if it is not (yet) asked for."""
         if tool is None or call.id in b.approvals or self._batch.runs:
             return None
-        if self.loop.refusal(b, call, tool) is not None:
+        if refusal_of(self.settings, b, call, tool) is not None:
             return None
         validated, problem = _validate(tool, call)
         if problem is not None or not needs_approval(b, call, tool, validated, self._marked):
@@ -492,7 +539,7 @@ class Step:
             if self._batch.runs:  # the batch before it runs first
                 return self._dispatch()
             event = request_for(call, tool, reason_for(
-                b, call, self._marked, getattr(self.loop, "approve_reason", None)))
+                b, call, self._marked, self.settings.approve_reason))
             return Record((event,), notices=(("approval_requested", {
                 "call_id": call.id, "name": call.name, "arguments": call.arguments,
                 "reason": event.reason}),))
@@ -527,7 +574,7 @@ class Step:
                 if self._batch.runs and not self._joins(call, tool):
                     return self._dispatch()
                 key = idempotency_key(b, call)
-                self._add(ToolRun(call, tool, validated, context_of(self.loop, b, call, key)))
+                self._add(ToolRun(call, tool, validated, context_of(self.settings, b, call, key)))
                 return self._dispatch() if not self._batch.open else self.next()
         return self._completion(call, tool, ToolExecution(
             success=False, error=INTERRUPTED, source="interrupted"))
@@ -537,37 +584,37 @@ class Step:
         batch.runs.append(run)
         batch.ids.add(run.call.id)
         default = self._parallel() and all(concurrent(r.tool) for r in batch.runs)
-        hook = getattr(self.loop.executor, "keep_open", None)
+        hook = self._keep_open
         batch.open = default if hook is None else bool(hook([r.call for r in batch.runs], default))
 
     def _joins(self, call: ToolCall, tool: Tool) -> bool:
         """Whether ``call`` is started with the open batch before any of it runs."""
         runs = self._batch.runs
         default = self._batch.open and concurrent(tool)
-        hook = getattr(self.loop.executor, "joins", None)
+        hook = self._joins_hook
         return default if hook is None else bool(hook([r.call for r in runs], call, default))
 
     def _parallel(self) -> bool:
-        return getattr(self.loop, "max_parallel_tools", 1) > 1
+        return self.settings.max_parallel_tools > 1
 
     def _dispatch(self) -> RunTools:
         runs = tuple(self._batch.runs)
         self._batch = _Batch()
         order = None
-        hook = getattr(self.loop.executor, "order", None)
+        hook = self._order
         if hook is not None and len(runs) > 1:
             chosen = hook([r.call for r in runs])
             if chosen is not None:
                 index = {r.call.id: i for i, r in enumerate(runs)}
                 order = tuple(index[c.id] for c in chosen)
-        width = max(1, min(len(runs), getattr(self.loop, "max_parallel_tools", 1)))
+        width = max(1, min(len(runs), self.settings.max_parallel_tools))
         return RunTools(runs, concurrency=width, order=order)
 
     def _is_duplicate(self, b: Any, call: ToolCall) -> bool:
-        policy, loop = b.duplicate_policy, self.loop
-        if policy.rule == "custom" and loop.predicate is None and policy.custom:
-            loop.predicate = resolve_predicate(policy.custom)
-        return check_duplicate(policy, b, call.name, call.arguments, loop.predicate)
+        policy = b.duplicate_policy
+        if policy.rule == "custom" and self._predicate is None and policy.custom:
+            self._predicate = resolve_predicate(policy.custom)
+        return check_duplicate(policy, b, call.name, call.arguments, self._predicate)
 
     def _reject(self, b: Any, call: ToolCall, refusal: Refusal, tool: Tool | None,
                 notices: tuple[Notice, ...] = ()) -> Record:

@@ -18,7 +18,6 @@ stand-in tools are ``replay.tools``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import is_
 from typing import Any
 
 import msgspec
@@ -35,6 +34,7 @@ from turnlog.engine.events import (
 from turnlog.engine.executor import ToolExecution
 from turnlog.engine.loop import Loop
 from turnlog.engine.messages import ToolCall
+from turnlog.engine.request_digest import RequestDigest
 from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
 from turnlog.journal import JournalProtocol
 
@@ -116,41 +116,25 @@ class RecordedExecutor:
         return execution
 
 
-class _ReplayLoop(Loop):
-    """The loop, keeping the request it builds so a divergence can show it."""
-
-    recording: Recording
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self._built: tuple[tuple, Any] | None = None
-        self._digest = _MemoDigest(self._digest)
-
-    def build_request(self, b: Any) -> Any:
-        # the same object for the same state: the provider then reuses the digest the loop
-        # computed for it (the builder's message list only grows: same length, same list)
-        messages = b.message_list
-        key = (b, len(messages), messages[-1] if messages else None, b.model, b.system,
-               b.tools, b.parameters, self.model)
-        built = self._built
-        if built is not None and len(built[0]) == len(key) and all(map(is_, built[0], key)):
-            return built[1]
-        request = super().build_request(b)
-        self._built = (key, request)
-        self.recording.last_request = request
-        return request
-
-
 class _MemoDigest:
-    """A ``RequestDigest`` that remembers the digest of the last request object it saw."""
+    """The replay loop's request digest: computed once per request object, and the request
+    kept on the recording (so a divergence can show it as a diff).
 
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.request, self.value = inner, None, ""
+    The loop's step digests each request it records (``model_requested``) and then sends
+    that same object; ``RecordedProvider`` shares this digest, so checking the request
+    against the recorded digest costs nothing more.
+    """
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording, self.inner = recording, RequestDigest()
+        self.request: Any = None
+        self.value = ""
 
     def digest(self, request: Any) -> str:
         """The digest of ``request`` (computed once per request object)."""
         if request is not self.request:
             self.value, self.request = self.inner.digest(request), request
+            self.recording.last_request = request
         return self.value
 
 
@@ -186,12 +170,12 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
     loop_options.setdefault("retry", RecordedRetries(provider))  # retried where recorded
     verdicts = Verdicts(recording)
-    loop = _ReplayLoop(scratch, provider, registry or spec_registry(recording.started.tools,
-                                                                    verdicts),
-                       executor=RecordedExecutor(tools, rerender=rerender),
-                       refuse=verdicts.refuse, **loop_options)
-    loop.recording = recording
-    provider.digests = loop._digest
+    digest = _MemoDigest(recording)
+    loop_options.setdefault("digest", digest)
+    loop = Loop(scratch, provider, registry or spec_registry(recording.started.tools, verdicts),
+                executor=RecordedExecutor(tools, rerender=rerender), refuse=verdicts.refuse,
+                **loop_options)
+    provider.digests = loop_options["digest"]
     started = recording.started
     if directives is not None:
         started = rendered_started(started, directives)
