@@ -144,7 +144,9 @@ class LoopBase:
     response; the cost, its source and version are recorded with it.
     ``digest`` computes the digest recorded with each request (anything with
     ``RequestDigest.digest``; default one ``RequestDigest`` per ``Loop``, one
-    per run for ``AsyncLoop``, whose conversations interleave).
+    per run for ``AsyncLoop``, whose conversations interleave). ``snapshots``
+    (default on) saves a conversation's snapshot when a run ends if one is due
+    (``engine.snapshots``); replay turns it off, its journal is thrown away.
     """
 
     def __init__(self, journal: JournalProtocol, provider: Provider,
@@ -158,7 +160,7 @@ class LoopBase:
                  refuse: RefusalHook | None = None, max_parallel_tools: int = 8,
                  stream: bool = False, approve: Iterable[str] = (),
                  approve_reason: str | None = None, prices: Any = None,
-                 digest: Any = None) -> None:
+                 digest: Any = None, snapshots: bool = True) -> None:
         if not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise EngineError(f"max_parallel_tools must be a positive integer, "
                               f"got {max_parallel_tools!r}")
@@ -188,6 +190,8 @@ class LoopBase:
         #: computes request digests (``None``: the shell's default, see the class docstring)
         self.digest = digest
         self._digest = digest or RequestDigest()
+        #: whether a run's end saves the conversation's snapshot when one is due
+        self.snapshots = snapshots
         #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
         #: default, genai-prices), recorded with it as ``model_responded.charge``
         self.prices = prices
@@ -347,7 +351,7 @@ class Drive:
     """
 
     def __init__(self, loop: LoopBase, conv: Conversation, single_turn: bool = False, *,
-                 digest: Any = None) -> None:
+                 digest: Any = None, snapshots: bool = True) -> None:
         self.loop, self.conv = loop, conv
         self.step = Step(loop.step_settings(digest), conv, single_turn=single_turn)
         self._left = 0
@@ -414,8 +418,10 @@ class Drive:
             self.loop._flush(self.conv)
 
     def result(self) -> RunResult:
-        """The run's result, after saving the conversation's snapshot if one is due."""
-        self.conv.save_snapshot_if_due()
+        """The run's result, after saving the conversation's snapshot if one is due (and
+        the loop saves snapshots)."""
+        if self.loop.snapshots:
+            self.conv.save_snapshot_if_due()
         return result_of(self.conv.builder)
 
 

@@ -1,13 +1,16 @@
 """Deterministic replay: re-run the engine over a recording and prove it does the same.
 
 The recorded conversation's configuration (its ``conversation_started``) and
-user inputs are fed to the agent loop again, in a scratch in-memory journal,
-with a ``RecordedProvider`` (the recorded responses, served only to requests
-with the recorded digest) and ``RecordedTools`` (the recorded results, served
-only to calls with the recorded tool name and canonical arguments). Every
-event the loop appends is compared with the recorded event at the same seq,
-ignoring only wall-clock fields (``recorded_at``, ``duration_ms``,
-``latency_ms``) and the price charged (``charge``); the first difference stops the re-run with a ``Divergence``::
+user inputs are fed to the agent loop again, into a journal that keeps the
+re-run's rows in memory only (``replay._scratch.RerunJournal``: no database,
+no hash chain), with a ``RecordedProvider`` (the recorded responses, served
+only to requests with the recorded digest) and ``RecordedTools`` (the
+recorded results, served only to calls with the recorded tool name and
+canonical arguments). Every event the loop appends is compared in memory with
+the recorded event at the same seq, as it is appended, ignoring only
+wall-clock fields (``recorded_at``, ``duration_ms``, ``latency_ms``) and the
+price charged (``charge``); the first difference stops the re-run with a
+``Divergence``::
 
     result = replay(journal, "c-1a2b", collect=True)
     if not result.ok:
@@ -39,9 +42,9 @@ from turnlog.engine.events import (
     decode_event,
     encode_event,
 )
-from turnlog.journal import JournalProtocol, NewEvent, StoredEvent, StreamAppend
+from turnlog.journal import JournalProtocol, NewEvent, StoredEvent
 
-from ._scratch import ScratchJournal
+from ._scratch import RerunJournal
 from .driver import loop_driver
 from .errors import Divergence, ReplayError, RunPaused
 from .recorded import REPLAY_LATENCY_MS, RecordedProvider, RecordedTools, Recording, event_dict
@@ -56,8 +59,9 @@ WALL_CLOCK_FIELDS = frozenset({"charge", "duration_ms", "latency_ms"})
 #: the events that end a run: a recording ending elsewhere was cut short (a crash)
 _RUN_ENDS = (ConversationCompleted, ConversationFailed, ConversationHalted, TurnLimitReached)
 
-#: ``driver(scratch_journal, recording, provider, tools)`` re-runs the recording's inputs.
-Driver = Callable[[ScratchJournal, Recording, RecordedProvider, RecordedTools], None]
+#: ``driver(rerun_journal, recording, provider, tools)`` re-runs the recording's inputs,
+#: appending to ``rerun_journal`` (each append to the replayed stream is checked at once).
+Driver = Callable[[RerunJournal, Recording, RecordedProvider, RecordedTools], None]
 
 
 class ReplayResult(msgspec.Struct, kw_only=True):
@@ -158,19 +162,6 @@ class _Checker:
             self.checked += 1
 
 
-def _seed_ancestry(scratch: ScratchJournal, journal: JournalProtocol, conversation_id: str) -> None:
-    """Copy a fork's ancestors' prefixes into the scratch journal (same ids, same rows), at once."""
-    link: tuple[str, int] | None = None
-    seeds: list[StreamAppend] = []
-    for stream_id, upto in journal.ancestry(conversation_id)[:-1]:
-        rows = [NewEvent(r.type, r.version, r.payload, r.recorded_at)
-                for r in journal.read(stream_id, 1, upto)]
-        seeds.append(StreamAppend(stream_id, rows, 0, parent=link))
-        link = (stream_id, upto)
-    if seeds:
-        scratch.append_many(seeds)
-
-
 def _not_replayable(recording: Recording) -> str | None:
     for seq, event in recording.events:
         if type(event) is ModelResponded and event.source != "provider":
@@ -214,9 +205,8 @@ def replay(journal: JournalProtocol, conversation_id: str, *, collect: bool = Fa
 
 def _run(journal: JournalProtocol, recording: Recording, checker: _Checker, driver: Driver | None,
          check_digest: bool) -> Divergence | None:
-    with ScratchJournal() as scratch:
-        _seed_ancestry(scratch, journal, recording.conversation_id)
-        scratch.checker = checker
+    # a fork's ancestors are read from the recorded journal; nothing is copied
+    with RerunJournal(journal, checker) as scratch:
         provider = RecordedProvider(recording, check_digest=check_digest)
         try:
             (driver or loop_driver)(scratch, recording, provider, RecordedTools(recording))

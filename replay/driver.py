@@ -169,6 +169,7 @@ def loop_driver(scratch: Any, recording: Recording, provider: RecordedProvider,
     """
     loop_options.setdefault("timer", lambda: REPLAY_LATENCY_MS / 1000)  # latencies are ignored
     loop_options.setdefault("retry", RecordedRetries(provider))  # retried where recorded
+    loop_options.setdefault("snapshots", False)  # the re-run's journal is thrown away
     verdicts = Verdicts(recording)
     digest = _MemoDigest(recording)
     loop_options.setdefault("digest", digest)

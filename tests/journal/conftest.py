@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from turnlog.journal import Extension, Journal, JournalProtocol, NewEvent
-from turnlog.replay._scratch import ScratchJournal
 from tests.pgcluster import fresh_url
 from turnlog._contract import ContractClock, event, events  # noqa: F401
 
@@ -76,7 +75,6 @@ FILE_BACKENDS: dict[str, Factory] = {
 BACKENDS: dict[str, Factory] = {
     **FILE_BACKENDS,
     "sqlite-memory": lambda path, clock: Journal(":memory:", clock=clock),
-    "replay-scratch": lambda path, clock: ScratchJournal(clock=clock),
     # A fresh schema in the session's throwaway PostgreSQL cluster (tests/pgcluster.py).
     "postgres": lambda path, clock: Journal.open(fresh_url(), clock=clock),
 }
