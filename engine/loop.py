@@ -283,8 +283,9 @@ class LoopBase:
             conv.stage(*record.events)
         if record.flush:
             self._flush(conv)
-        for name, payload in record.notices:
-            self.observers.emit(name, conversation_id=conv.id, **payload)
+        if record.notices and self.observers:
+            for name, payload in record.notices:
+                self.observers.emit(name, conversation_id=conv.id, **payload)
 
     def _append_now(self, conv: Conversation, *events: Event) -> None:
         """Write ``events`` at once, in one transaction (all or nothing)."""

@@ -74,9 +74,17 @@ class RequestDigest:
         # sorted JSON (C speed) keys its canonical bytes (Python speed, tool schemas)
         self._rest_key = b""
         self._rest = b""
+        #: the messages of the request digested last (what ``extends`` may name)
+        self._last: tuple[Any, ...] | None = None
 
-    def digest(self, request: ModelRequest) -> str:
-        """``request.digest()``, reusing the hash of messages seen in earlier requests."""
+    def digest(self, request: ModelRequest, *, extends: tuple[Any, ...] | None = None) -> str:
+        """``request.digest()``, reusing the hash of messages seen in earlier requests.
+
+        ``extends`` is the caller's word that ``request.messages`` begins with the very
+        objects of that tuple (it built one from the other, as ``engine.step`` does): when
+        it is the messages of the request digested last, the prefix is not compared
+        again, so a turn costs O(new messages) instead of O(all).
+        """
         messages = request.messages
         if not messages:
             return request.digest()
@@ -84,7 +92,8 @@ class RequestDigest:
         # every hashed message must be the same object (not merely equal: 1 == True, yet
         # their canonical JSON differs); checking only the last one let a reordered
         # history that ends in a seen message reuse the wrong prefix
-        if n > len(messages) or not all(map(is_, self._seen, messages)):
+        vouched = extends is not None and extends is self._last and n <= len(messages)
+        if not vouched and (n > len(messages) or not all(map(is_, self._seen, messages))):
             self._reset()  # a different conversation or history: start over
             n = 0
         h = self._hash
@@ -94,6 +103,7 @@ class RequestDigest:
             h.update(_message_bytes(messages[i]))
         self._count = len(messages)
         self._seen.extend(messages[n:])
+        self._last = messages
         rest = msgspec.structs.replace(request, messages=())
         key = _sorted.encode(rest)
         if key != self._rest_key:

@@ -94,6 +94,7 @@ from .machine import Lifecycle
 from .messages import ToolCall
 from .nesting import check_depth, too_deep
 from .providers.base import ModelRequest, ModelResponse
+from .request_digest import RequestDigest
 from .resume import INTERRUPTED, idempotency_key
 from .runners import RunnerResult, RunRequest, runner_events
 from .state import StateBuilder
@@ -294,6 +295,8 @@ class Step:
         self._prices = settings.prices
         #: the request the last ``model_requested`` was built from (sent by the next CallModel)
         self._built: ModelRequest | None = None
+        self._source: list[Any] | None = None  # the builder's message list ...
+        self._sent: tuple[Any, ...] | None = None  # ... as the last request's tuple
         executor = settings.executor
         self._keep_open = getattr(executor, "keep_open", None)
         self._joins_hook = getattr(executor, "joins", None)
@@ -389,12 +392,34 @@ class Step:
         # built once: staging model_requested changes no part of the request, so the
         # CallModel that follows sends this same object (a shell or provider that digests
         # it again can reuse the digest computed here)
-        request = self._built = request_of(self.settings, b)
+        settings = self.settings
+        messages, extends = self._messages(b)
+        request = self._built = ModelRequest(
+            model=settings.model or b.model, system=b.system, messages=messages, tools=b.tools,
+            parameters=b.parameters)
+        digest = (settings.digest.digest(request, extends=extends)
+                  if isinstance(settings.digest, RequestDigest)
+                  else settings.digest.digest(request))
         turn = b.turn_count + 1
-        event = ModelRequested(turn=turn, digest=self.settings.digest.digest(request),
+        event = ModelRequested(turn=turn, digest=digest,
                                provider=self.settings.provider, model=request.model,
                                parameters=b.parameters, attempt=attempt)
         return Record((event,), notices=(("turn_started", {"turn": turn}),) if attempt == 1 else ())
+
+    def _messages(self, b: Any) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+        """The request's messages, and the earlier tuple they extend (``None`` if built anew).
+
+        The builder's list only grows (``StateBuilder.message_list``), so the last tuple
+        is extended by the new messages rather than copied whole every turn.
+        """
+        messages = b.message_list
+        last = self._sent
+        if last is not None and self._source is messages and len(last) <= len(messages):
+            if len(last) < len(messages):
+                self._sent = last + tuple(messages[len(last):])
+            return self._sent, last
+        self._source, self._sent = messages, tuple(messages)
+        return self._sent, None
 
     def responded(self, action: CallModel, response: ModelResponse, seconds: float) -> Record:
         """Record the provider's ``response`` to ``action`` (``seconds`` it took)."""

@@ -71,39 +71,45 @@ class RerunJournal:
     def append(self, stream_id: str, events: Sequence[NewEvent], expected_seq: int, *,
                parent: tuple[str, int] | None = None) -> list[StoredEvent]:
         """Check (for the watched stream) and keep ``events`` as seqs ``expected_seq + 1``…"""
-        return self.append_many([StreamAppend(stream_id, events, expected_seq, parent)])[0]
+        self._check(stream_id, events, expected_seq)
+        return self._keep(stream_id, events, expected_seq, parent)
 
     def append_many(self, appends: Iterable[StreamAppend]) -> list[list[StoredEvent]]:
         """Append to several streams: every item is checked before any is kept."""
         items = [StreamAppend(*item) for item in appends]
         for stream_id, events, expected_seq, _parent in items:
-            # a stream the re-run writes is its own from then on (a recorded one is shadowed)
-            last = self.last_seq(stream_id) if self._local(stream_id) else 0
-            if last > expected_seq:
-                raise ConcurrencyError(
-                    f"append to stream {stream_id!r} in {self.path}: expected seq "
-                    f"{expected_seq}, the stream is at {last}",
-                    stream_id=stream_id, expected_seq=expected_seq, actual_seq=last)
-            if last < expected_seq:
-                raise SeqGapError(f"append to stream {stream_id!r} in {self.path}: expected seq "
-                                  f"{expected_seq} is past its last seq {last}",
-                                  stream_id=stream_id, expected_seq=expected_seq,
-                                  actual_seq=last)
-            if stream_id == self.watched and events:
-                self.checker.check(events, expected_seq)
-        written = []
-        for stream_id, events, expected_seq, parent in items:
-            rows = self._rows.setdefault(stream_id, [])
-            if parent is not None and not rows:
+            self._check(stream_id, events, expected_seq)
+        return [self._keep(*item) for item in items]
+
+    def _check(self, stream_id: str, events: Sequence[NewEvent], expected_seq: int) -> None:
+        # a stream the re-run writes is its own from then on (a recorded one is shadowed)
+        last = self.last_seq(stream_id) if self._local(stream_id) else 0
+        if last > expected_seq:
+            raise ConcurrencyError(
+                f"append to stream {stream_id!r} in {self.path}: expected seq "
+                f"{expected_seq}, the stream is at {last}",
+                stream_id=stream_id, expected_seq=expected_seq, actual_seq=last)
+        if last < expected_seq:
+            raise SeqGapError(f"append to stream {stream_id!r} in {self.path}: expected seq "
+                              f"{expected_seq} is past its last seq {last}",
+                              stream_id=stream_id, expected_seq=expected_seq, actual_seq=last)
+        if stream_id == self.watched and events:
+            self.checker.check(events, expected_seq)
+
+    def _keep(self, stream_id: str, events: Sequence[NewEvent], expected_seq: int,
+              parent: tuple[str, int] | None) -> list[StoredEvent]:
+        rows = self._rows.get(stream_id)
+        if rows is None:
+            rows = self._rows[stream_id] = []
+            if parent is not None:
                 self._parents[stream_id] = parent
-            new = []
-            for i, e in enumerate(events, 1):
-                self._position += 1
-                new.append(StoredEvent(self._position, stream_id, expected_seq + i, e.type,
-                                       e.version, e.recorded_at or EPOCH, e.payload, "", ""))
-            rows.extend(new)
-            written.append(new)
-        return written
+        position = self._position
+        new = [StoredEvent(position + i, stream_id, expected_seq + i, e.type, e.version,
+                           e.recorded_at or EPOCH, e.payload, "", "")
+               for i, e in enumerate(events, 1)]
+        self._position = position + len(new)
+        rows.extend(new)
+        return new
 
     # --- reads -----------------------------------------------------------------------
 

@@ -116,7 +116,7 @@ class RecordedExecutor:
         return execution
 
 
-class _MemoDigest:
+class _MemoDigest(RequestDigest):
     """The replay loop's request digest: computed once per request object, and the request
     kept on the recording (so a divergence can show it as a diff).
 
@@ -126,14 +126,15 @@ class _MemoDigest:
     """
 
     def __init__(self, recording: Recording) -> None:
-        self.recording, self.inner = recording, RequestDigest()
+        super().__init__()
+        self.recording = recording
         self.request: Any = None
         self.value = ""
 
-    def digest(self, request: Any) -> str:
+    def digest(self, request: Any, *, extends: tuple[Any, ...] | None = None) -> str:
         """The digest of ``request`` (computed once per request object)."""
         if request is not self.request:
-            self.value, self.request = self.inner.digest(request), request
+            self.value, self.request = super().digest(request, extends=extends), request
             self.recording.last_request = request
         return self.value
 
