@@ -41,3 +41,24 @@ def test_incremental_digest_equals_the_whole_request_digest(history, cuts, syste
         assert digests.digest(request) == request.digest()
     other = ModelRequest(model="m", messages=tuple(reversed(history)), parameters=params)
     assert digests.digest(other) == other.digest()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(messages, max_size=8), st.lists(st.integers(0, 8), min_size=1, max_size=6),
+       st.lists(messages, min_size=1, max_size=4))
+def test_a_vouched_extension_equals_the_whole_digest_and_a_stale_one_is_checked(
+        history, cuts, stranger):
+    """``extends=`` (the step's word that the history only grew) skips the prefix check
+    only when it names the tuple digested last; any other tuple is checked as before."""
+    digests, last = RequestDigest(), None
+    built: tuple = ()
+    for cut in sorted(cuts):
+        grown = built + tuple(history[len(built):cut]) if cut >= len(built) else tuple(history[:cut])
+        request = ModelRequest(model="m", messages=grown)
+        assert digests.digest(request, extends=built if cut >= len(built) else None) == \
+            request.digest()
+        built, last = grown, request
+    # a stale word (a tuple digested before the last one) cannot reuse the wrong prefix
+    other = ModelRequest(model="m", messages=tuple(stranger) + built)
+    assert digests.digest(other, extends=()) == other.digest()
+    assert last is not None
