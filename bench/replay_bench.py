@@ -5,8 +5,8 @@ Not a test. Run: ``PYTHONPATH=. python bench/replay_bench.py [--turns N] [--even
 1. Deterministic replay of an N-turn conversation (default 1,000; each turn
    one tool call and its result), recorded with the agent loop and the
    scripted provider: ``replay()`` re-runs the loop over it with recorded
-   responses and tool results into a scratch in-memory journal, comparing
-   every event. Baseline: the fold of the lineage (read + decode + fold, no snapshot) of the same
+   responses and tool results, comparing every event in memory as it is
+   appended (``RerunJournal``: no database). Baseline: the fold of the lineage (read + decode + fold, no snapshot) of the same
    conversation. Target: replay within 3x of the fold.
 2. Rebuild of a fork at seq 1,000 of a 100,000-event conversation: folds the
    parent's first 1,000 events, then the fork's own. Baselines: the plain fold

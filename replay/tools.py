@@ -100,7 +100,8 @@ class SpecTool(Tool):
     def asked_approval(self, arguments: dict[str, Any]) -> bool:
         """Whether the recording asked approval for this call (``needs_approval`` here: the
         tool's own rule was not recorded, so the recording is the reference)."""
-        return arguments_hash(self.name, arguments) in self.verdicts.asked
+        asked = self.verdicts.asked
+        return bool(asked) and arguments_hash(self.name, arguments) in asked
 
 
 def spec_registry(specs: Iterable[ToolSpec], verdicts: Verdicts | None = None) -> ToolRegistry:
