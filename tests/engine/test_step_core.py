@@ -13,16 +13,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from turnlog.engine.duplicates import register_predicate
-from turnlog.engine.events import ConversationStarted, DuplicatePolicy, UserMessage
-from turnlog.engine.executor import LocalExecutor
+from turnlog.engine.tools.duplicates import register_predicate
+from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy, UserMessage
+from turnlog.engine.tools.executor import LocalExecutor
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.request_digest import RequestDigest
-from turnlog.engine.retry import NO_RETRY
-from turnlog.engine.step import (
+from turnlog.engine.loop.request_digest import RequestDigest
+from turnlog.engine.loop.retry import NO_RETRY
+from turnlog.engine.loop.step import (
     CallModel,
     Record,
     RunTools,

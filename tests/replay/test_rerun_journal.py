@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnlog.engine.events import UserMessage, encode_event
+from turnlog.engine.model.events import UserMessage, encode_event
 from turnlog.journal import ConcurrencyError, Journal, SeqGapError
 from turnlog.replay import Divergence, fork
 from turnlog.replay._scratch import RerunJournal

@@ -51,7 +51,7 @@ from typing import Any
 
 import msgspec
 
-from .approvals import (
+from turnlog.engine.tools.approvals import (
     approved_call,
     arguments_hash,
     awaiting,
@@ -60,10 +60,10 @@ from .approvals import (
     request_for,
     spec_hash,
 )
-from .calls import assign_call_ids
-from .canonical import valid_unicode
-from .duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
-from .errors import (
+from turnlog.engine.tools.calls import assign_call_ids
+from turnlog.engine.model.canonical import valid_unicode
+from turnlog.engine.tools.duplicates import DuplicatePredicate, check_duplicate, resolve_predicate
+from turnlog.engine.errors import (
     EngineError,
     InvalidTransition,
     NestingError,
@@ -71,7 +71,7 @@ from .errors import (
     RunnerError,
     StreamInterrupted,
 )
-from .events import (
+from turnlog.engine.model.events import (
     Charge,
     ConversationCompleted,
     ConversationFailed,
@@ -89,17 +89,17 @@ from .events import (
     check_json_data,
     with_valid_unicode,
 )
-from .executor import ToolExecution
-from .machine import Lifecycle
-from .messages import ToolCall
-from .nesting import check_depth, too_deep
-from .providers.base import ModelRequest, ModelResponse
+from turnlog.engine.tools.executor import ToolExecution
+from turnlog.engine.model.machine import Lifecycle
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.model.nesting import check_depth, too_deep
+from turnlog.engine.providers.base import ModelRequest, ModelResponse
 from .request_digest import RequestDigest
 from .resume import INTERRUPTED, idempotency_key
 from .runners import RunnerResult, RunRequest, runner_events
-from .state import StateBuilder
+from turnlog.engine.model.state import StateBuilder
 from .texts import refusal_message, tool_failed_message
-from .tools import Tool, ToolContext, ToolRegistry
+from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
 __all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "StepSettings", "Stop",
            "ToolRun", "Wait", "concurrent", "context_of", "executor_failure", "ordered",
@@ -441,7 +441,7 @@ class Step:
     def _charge(self, event: ModelResponded) -> Charge:
         """What the response cost, priced now by the settings' prices (genai-prices by default)."""
         if self._prices is None:
-            from .audit.prices import Prices  # the audit package imports the engine
+            from turnlog.engine.audit.prices import Prices  # the audit package imports the engine
 
             self._prices = Prices.default()
         when = self.settings.clock().astimezone(UTC).isoformat()
