@@ -146,7 +146,7 @@ class LoopBase:
     ``RequestDigest.digest``; default one ``RequestDigest`` per ``Loop``, one
     per run for ``AsyncLoop``, whose conversations interleave). ``snapshots``
     (default on) saves a conversation's snapshot when a run ends if one is due
-    (``engine.snapshots``); replay turns it off, its journal is thrown away.
+    (``engine.model.snapshots``); replay turns it off, its journal is thrown away.
     """
 
     def __init__(self, journal: JournalProtocol, provider: Provider,
@@ -352,7 +352,7 @@ class Drive:
     """
 
     def __init__(self, loop: LoopBase, conv: Conversation, single_turn: bool = False, *,
-                 digest: Any = None, snapshots: bool = True) -> None:
+                 digest: Any = None) -> None:
         self.loop, self.conv = loop, conv
         self.step = Step(loop.step_settings(digest), conv, single_turn=single_turn)
         self._left = 0
