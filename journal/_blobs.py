@@ -146,8 +146,8 @@ def split_events(events: Iterable[NewEvent], threshold: int | None,
         return events
     stored = []
     for event in events:
-        payload = event.payload
-        if type(payload) is str and (_MARK in payload or 4 * len(payload) > threshold):
+        payload = getattr(event, "payload", None)  # chain_rows refuses what is no NewEvent
+        if isinstance(event, NewEvent) and type(payload) is str and (_MARK in payload or 4 * len(payload) > threshold):
             new, found = split(payload, threshold)
             if new is not payload:
                 event = NewEvent(event.type, event.version, new, event.recorded_at)
