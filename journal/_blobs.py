@@ -92,9 +92,9 @@ def _part(literal: str, threshold: int) -> tuple[bytes, str | None] | None:
             data = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
             data = None
-        if (data is not None and len(data) > threshold
-                and base64.b64encode(data).decode("ascii") == text):
-            return data, "base64"
+        if data is not None and base64.b64encode(data).decode("ascii") == text:
+            # base64 (an image, a document) is measured and kept as the bytes it encodes
+            return (data, "base64") if len(data) > threshold else None
     try:
         data = text.encode()
     except UnicodeEncodeError:  # a lone surrogate: kept in the payload as it is
