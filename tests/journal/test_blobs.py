@@ -277,3 +277,23 @@ def test_any_parts_store_and_read_back_equal(tmp_path_factory, message_parts, th
         assert decode_event(new.type, new.version, journal.last_event("t").payload) == event
         assert len(blob_rows(journal)) == len(found)
         assert journal.verify().ok
+
+
+@pytest.mark.parametrize("thresholds", [(4096, 4096), (100, 4096), (4096, 100)])
+def test_copy_keeps_every_hash_whatever_the_thresholds(tmp_path, thresholds):
+    from turnlog.journal import copy_streams
+
+    old_path = tmp_path / "old.db"
+    inline = encode_event(image_message())
+    write_old_journal(old_path, 2, [("s", [NewEvent(inline.type, inline.version,
+                                                    inline.payload)], None)])
+    with Journal(old_path, blob_threshold=thresholds[0]) as source:
+        source.append("s", [encode_event(image_message()), encode_event(UserMessage.of("y" * 500))],
+                      1)
+        source.append("t", [encode_event(image_message())], 0)
+        with Journal(tmp_path / "new.db", blob_threshold=thresholds[1]) as target:
+            copy_streams(source, target)
+            assert target.heads() == source.heads() and target.verify().ok
+            assert [e.payload for e in target.read("s")] == [e.payload for e in source.read("s")]
+            assert target.blob_threshold == thresholds[1]
+            assert len(blob_rows(target)) == len(blob_rows(source))
