@@ -82,10 +82,13 @@ def check_blob_threshold(threshold: object) -> int:
     return threshold
 
 
+def _width(text: str) -> int:
+    """The most UTF-8 bytes a character of ``text`` takes (1 for ASCII, a flag CPython keeps)."""
+    return 1 if text.isascii() else 4
+
+
 def _part(literal: str, threshold: int) -> tuple[bytes, str | None] | None:
     """The bytes to store for a string literal and its encoding, or ``None`` to keep it."""
-    if 4 * (len(literal) - 2) <= threshold:  # no UTF-8 text of it can be larger
-        return None
     text = _decode(literal)
     if "\\" not in literal and len(text) % 4 == 0:
         try:
@@ -104,32 +107,33 @@ def _part(literal: str, threshold: int) -> tuple[bytes, str | None] | None:
     return data, None
 
 
-def split(payload: str, threshold: int) -> tuple[str, dict[bytes, bytes]]:
-    """The payload to store for ``payload``, and the parts taken out of it (digest: bytes).
+def split(payload: str, threshold: int) -> tuple[str, dict[str, bytes]]:
+    """The payload to store for ``payload``, and the parts taken out of it (hex digest: bytes).
 
     A payload with no string larger than ``threshold`` comes back as it is (and no
     parts), unless it has an object key spelled ``$blob``, which is escaped.
     """
     if _MARK in payload:
         payload = _ESCAPE.sub(r'"$\1"', payload)
-    if 4 * len(payload) <= threshold:
+    width = _width(payload)
+    if width * len(payload) <= threshold:
         return payload, {}
-    parts: dict[bytes, bytes] = {}
+    parts: dict[str, bytes] = {}
     pieces: list[str] = []
     done = 0
     for match in _LITERAL.finditer(payload):
         start, end = match.span()
-        if 4 * (end - start - 2) <= threshold:
+        if width * (end - start - 2) <= threshold:  # no text of it can be larger
             continue
         found = _part(match.group(), threshold)
         if found is None or _KEY_AFTER.match(payload, end):
             continue
         data, enc = found
-        digest = sha256(data).digest()
+        digest = sha256(data).hexdigest()
         parts[digest] = data
         pieces.append(payload[done:start])
         kind = f'"enc":"{enc}",' if enc else ""
-        pieces.append(f'{{"$blob":"{digest.hex()}",{kind}"size":{len(data)}}}')
+        pieces.append(f'{{"$blob":"{digest}",{kind}"size":{len(data)}}}')
         done = end
     if not parts:
         return payload, {}
@@ -138,7 +142,7 @@ def split(payload: str, threshold: int) -> tuple[str, dict[bytes, bytes]]:
 
 
 def split_events(events: Iterable[NewEvent], threshold: int | None,
-                 parts: dict[bytes, bytes]) -> list[NewEvent]:
+                 parts: dict[str, bytes]) -> list[NewEvent]:
     """``events`` with their payloads as stored (:func:`split`), adding their parts to
     ``parts``. ``threshold`` ``None``: the journal keeps no parts (an older schema)."""
     events = list(events)
@@ -147,7 +151,8 @@ def split_events(events: Iterable[NewEvent], threshold: int | None,
     stored = []
     for event in events:
         payload = getattr(event, "payload", None)  # chain_rows refuses what is no NewEvent
-        if isinstance(event, NewEvent) and type(payload) is str and (_MARK in payload or 4 * len(payload) > threshold):
+        if isinstance(event, NewEvent) and type(payload) is str and (
+                _MARK in payload or _width(payload) * len(payload) > threshold):
             new, found = split(payload, threshold)
             if new is not payload:
                 event = NewEvent(event.type, event.version, new, event.recorded_at)
@@ -191,7 +196,7 @@ def join(stored: str, fetch: Callable[[str], bytes | None], where: str = "") -> 
 
 
 def check_refs(rows: Iterable[tuple[str, int, str]],
-               fetch: Callable[[bytes], bytes | None]) -> BadEvent | None:
+               fetch: Callable[[str], bytes | None]) -> BadEvent | None:
     """The first event of ``rows`` (``stream_id, seq, stored payload``, in order) whose part
     is missing, or whose bytes do not hash to its digest or have another size; each part
     is read and hashed once."""
@@ -199,7 +204,7 @@ def check_refs(rows: Iterable[tuple[str, int, str]],
     for stream_id, seq, stored in rows:
         for digest, size, _ in refs(stored):
             if digest not in checked:
-                data = fetch(bytes.fromhex(digest))
+                data = fetch(digest)
                 if data is None:
                     checked[digest] = f"its part {digest} is missing from the blobs table"
                 elif sha256(data).hexdigest() != digest:
@@ -217,11 +222,12 @@ def check_refs(rows: Iterable[tuple[str, int, str]],
 
 
 BLOBS_TABLE = """CREATE TABLE blobs (
-    digest BLOB PRIMARY KEY,
+    digest TEXT PRIMARY KEY,
     data BLOB NOT NULL
 ) WITHOUT ROWID"""
 
-BLOBS_TABLE_POSTGRES = "CREATE TABLE blobs (digest BYTEA PRIMARY KEY, data BYTEA NOT NULL)"
+BLOBS_TABLE_POSTGRES = ('CREATE TABLE blobs (digest TEXT COLLATE "C" PRIMARY KEY, '
+                        "data BYTEA NOT NULL)")
 
 INSERT_BLOB = "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)"
 INSERT_BLOB_POSTGRES = ("INSERT INTO blobs (digest, data) VALUES (%s, %s) "
@@ -243,7 +249,7 @@ def whole_payload(conn: Any, payload: str, where: str = "") -> str:
         return payload
 
     def fetch(digest: str) -> bytes | None:
-        row = conn.execute(READ_BLOB, (bytes.fromhex(digest),)).fetchone()
+        row = conn.execute(READ_BLOB, (digest,)).fetchone()
         return None if row is None else bytes(row[0])
     return join(payload, fetch, where)
 
@@ -251,17 +257,17 @@ def whole_payload(conn: Any, payload: str, where: str = "") -> str:
 class BlobStore:
     """Reads parts for one backend's connection factory, keeping the last few read."""
 
-    def __init__(self, read: Callable[[bytes], Any], keep: int = 64) -> None:
+    def __init__(self, read: Callable[[str], Any], keep: int = 64) -> None:
         self._read = read
         self._keep = keep
         self._recent: dict[str, bytes] = {}
 
-    def fetch(self, digest: str, read: Callable[[bytes], Any] | None = None) -> bytes | None:
+    def fetch(self, digest: str, read: Callable[[str], Any] | None = None) -> bytes | None:
         """The part's bytes by hex digest, or ``None`` when the journal has no such part
         (read by ``read`` when given, say on a connection already held)."""
         data = self._recent.get(digest)
         if data is None:
-            data = (read or self._read)(bytes.fromhex(digest))
+            data = (read or self._read)(digest)
             if data is None:
                 return None
             data = bytes(data)

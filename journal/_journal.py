@@ -188,7 +188,7 @@ class Journal:
         self._thread = threading.get_ident()
 
     def _blob_store(self) -> BlobStore:
-        def read(digest: bytes) -> bytes | None:
+        def read(digest: str) -> bytes | None:
             row = self._conn.execute(READ_BLOB, (digest,)).fetchone()
             return None if row is None else row[0]
         return BlobStore(read)
@@ -323,7 +323,7 @@ class Journal:
     def _write(self, batch: StreamAppend, now: str) -> list[StoredEvent]:
         """Chain and insert one stream's events inside the open transaction."""
         stream_id, events, expected_seq, parent = batch
-        parts: dict[bytes, bytes] = {}
+        parts: dict[str, bytes] = {}
         try:
             prev_hash = self._prev_hash(stream_id, expected_seq, self._heads.get(stream_id), parent)
             stored = split_events(events, self.blob_threshold, parts)
@@ -677,7 +677,7 @@ class Journal:
         where, params = ("", ()) if stream_id is None else ("AND stream_id = ?", (stream_id,))
         rows = self._conn.execute(REFERENCING.replace("{where}", where), params)
 
-        def read(digest: bytes) -> bytes | None:
+        def read(digest: str) -> bytes | None:
             row = self._conn.execute(READ_BLOB, (digest,)).fetchone()
             return None if row is None or type(row[0]) is not bytes else row[0]
         bad = check_refs(rows, read)

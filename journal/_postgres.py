@@ -224,7 +224,7 @@ class PostgresJournal:
     def __repr__(self) -> str:
         return f"PostgresJournal({self.path!r})"
 
-    def _read_blob(self, digest: bytes) -> bytes | None:
+    def _read_blob(self, digest: str) -> bytes | None:
         with self._pool.connection("reading a part") as conn:
             return _blob(conn, digest)
 
@@ -282,7 +282,7 @@ class PostgresJournal:
         with self._pool.connection(f"append to stream {batches[0].stream_id!r}") as conn:
             try:
                 with conn.transaction():
-                    parts: dict[bytes, bytes] = {}
+                    parts: dict[str, bytes] = {}
                     chained = self._chain(conn, batches, now, parts)
                     rows = [row for stream_rows in chained for row in stream_rows]
                     if parts:
@@ -355,7 +355,7 @@ class PostgresJournal:
             yield LogTree(PgTreeStore(conn, self.path))
 
     def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
-               now: str, parts: dict[bytes, bytes]) -> list[list[Row]]:
+               now: str, parts: dict[str, bytes]) -> list[list[Row]]:
         """Each item's rows, chained to its stream's head (or its fork point), their payloads
         as stored (``_blobs.split``: the parts taken out are added to ``parts``)."""
         chained: list[list[Row]] = []
@@ -701,7 +701,7 @@ class _PgChains:
 
 
 
-def _blob(conn: psycopg.Connection, digest: bytes) -> bytes | None:
+def _blob(conn: psycopg.Connection, digest: str) -> bytes | None:
     """A part's bytes by digest, read on ``conn`` (``None``: no such part)."""
     row = conn.execute(READ_BLOB_POSTGRES, (digest,)).fetchone()
     return None if row is None else bytes(row[0])

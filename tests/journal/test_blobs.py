@@ -58,7 +58,7 @@ def test_the_same_image_in_two_conversations_is_one_row(tmp_path):
             started = ConversationStarted(conversation_id=cid, provider="p", model="m")
             Conversation.start(journal, started, rest=[image_message(), image_message()])
         raw = base64.b64decode(PNG)
-        assert blob_rows(journal) == [(hashlib.sha256(raw).digest(), len(raw))]
+        assert blob_rows(journal) == [(hashlib.sha256(raw).hexdigest(), len(raw))]
         # the payload the chain hashes holds the digest and size, not the image
         stored = payloads(journal)[1]
         assert PNG not in stored and hashlib.sha256(raw).hexdigest() in stored
@@ -266,9 +266,9 @@ def test_any_parts_store_and_read_back_equal(tmp_path_factory, message_parts, th
     new = encode_event(event)
     stored, found = split(new.payload, threshold)
     assert msgspec.json.decode(stored) is not None  # still JSON
-    assert all(len(data) > threshold and hashlib.sha256(data).digest() == digest
+    assert all(len(data) > threshold and hashlib.sha256(data).hexdigest() == digest
                for digest, data in found.items())
-    assert join(stored, lambda d: found[bytes.fromhex(d)]) == new.payload
+    assert join(stored, found.get) == new.payload
     path = Path(tmp_path_factory.mktemp("p")) / "j.db"
     with Journal(path, blob_threshold=threshold) as journal:
         journal.append("s", [new], 0)
@@ -297,3 +297,20 @@ def test_copy_keeps_every_hash_whatever_the_thresholds(tmp_path, thresholds):
             assert [e.payload for e in target.read("s")] == [e.payload for e in source.read("s")]
             assert target.blob_threshold == thresholds[1]
             assert len(blob_rows(target)) == len(blob_rows(source))
+
+
+def test_the_sql_views_read_text_parts_from_blobs(tmp_path):
+    from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
+
+    path = tmp_path / "j.db"
+    big = "a long tool result line\n" * 300
+    with Journal(path, extensions=EXTENSIONS) as journal:
+        started, events = every_part_kind(big)
+        Conversation.start(journal, started, rest=events)
+    conn = connect_readonly(str(path))
+    try:
+        assert conn.execute("SELECT content FROM tool_calls").fetchall() == [("file" + big,)]
+        texts = [t for (t,) in conn.execute("SELECT text FROM messages ORDER BY seq")]
+        assert texts == ["look" + big, "answer" + big, "file" + big, "done" + big]
+    finally:
+        conn.close()
