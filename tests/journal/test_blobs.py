@@ -314,3 +314,32 @@ def test_the_sql_views_read_text_parts_from_blobs(tmp_path):
         assert texts == ["look" + big, "answer" + big, "file" + big, "done" + big]
     finally:
         conn.close()
+
+
+def test_replay_and_swap_run_on_parts_kept_in_blobs(tmp_path):
+    from turnlog.engine.loop import run
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import tool
+    from turnlog.replay import replay, swap
+
+    listing = "\n".join(f"line {i}: " + "x" * 40 for i in range(400))
+
+    @tool(effect="read_only")
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return listing
+
+    script = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "/a"}}]},
+              {"text": "summary " * 900}]
+    with Journal(tmp_path / "j.db") as journal:
+        run(journal, "read it " * 800, provider=ScriptedProvider(script), tools=[read_file],
+            conversation_id="c")
+        assert len(blob_rows(journal)) >= 3  # the prompt, the tool result, the answer
+        assert replay(journal, "c").ok
+        result = swap(journal, "c", ScriptedProvider(script), new_id="s")
+        assert result.conversation_id == "s"
+        recorded, swapped = ([decode_event(e.type, e.version, e.payload).content
+                              for e in journal.read(cid) if e.type == "tool_completed"]
+                             for cid in ("c", "s"))
+        assert swapped == recorded and "line 399: " in recorded[0] and len(recorded[0]) > 4096
+        assert journal.verify().ok
