@@ -112,12 +112,15 @@ def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
 
 def _prefilter(text: str, d: Dialect = SQLITE) -> str:
     """A cheap first pass for the text search: only messages whose raw payload holds the text
-    (JSON escapes nothing else in it) have their text extracted; ``""`` when it would."""
+    (JSON escapes nothing else in it), or references a part kept in ``blobs``, have their
+    text extracted; ``""`` when it would."""
     if any(c in text for c in '"\\') or any(ord(c) < 32 for c in text):
         return ""
+    part = ("instr(payload, '{\"$blob\":\"') > 0" if d.name == "sqlite"
+            else "strpos(payload, '{\"$blob\":\"') > 0")
     return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
             "'model_responded', 'tool_completed', 'tool_call_rejected') "
-            f"AND {d.contains('payload', '?')}) AND ")
+            f"AND ({d.contains('payload', '?')} OR {part})) AND ")
 
 
 class Reader:

@@ -343,3 +343,19 @@ def test_replay_and_swap_run_on_parts_kept_in_blobs(tmp_path):
                              for cid in ("c", "s"))
         assert swapped == recorded and "line 399: " in recorded[0] and len(recorded[0]) > 4096
         assert journal.verify().ok
+
+
+def test_the_viewers_search_finds_text_inside_a_part(tmp_path):
+    from turnlog.engine.audit.queries import ListQuery, Reader
+
+    path = tmp_path / "j.db"
+    with Journal(path) as journal:
+        started, events = every_part_kind("plain words " * 500 + "needle-in-a-part")
+        Conversation.start(journal, started, rest=events)
+        small, rest = every_part_kind("tiny")
+        Conversation.start(journal, ConversationStarted(
+            conversation_id="other", provider="p", model="m"), rest=rest)
+    with Reader(str(path)) as reader:
+        found = reader.conversations(ListQuery(text="needle-in-a-part"))["rows"]
+        assert [row["conversation_id"] for row in found] == ["orig"]
+        assert reader.conversations(ListQuery(text="no-such-word"))["rows"] == []
