@@ -6,6 +6,7 @@ than the journal's threshold (4 KiB by default) with a reference to a row of the
 
     {"$blob":"<sha-256 hex>","size":N}                    UTF-8 text
     {"$blob":"<sha-256 hex>","enc":"base64","size":N}     base64 text, kept as its bytes
+    {"$blob":"<sha-256 hex>","enc":"data:image/png;base64","size":N}   a base64 data URL
 
 The payload with its references is what the journal stores and what the hash chain
 commits to, so the chain proves each part through its digest; ``verify`` reports an
@@ -69,7 +70,9 @@ _KEY_AFTER = re.compile(r"\s*:")
 # An object key spelled $blob, $$blob, …: only where a key can start ({ or , then ").
 _ESCAPE = re.compile(r'(?<=[{,])"(\$+blob)"(?=:)')
 _UNESCAPE = re.compile(r'(?<=[{,])"\$(\$+blob)"(?=:)')
-_REF = re.compile(r'\{"\$blob":"([0-9a-f]{64})",(?:"enc":"(base64)",)?"size":([0-9]+)\}')
+_REF = re.compile(r'\{"\$blob":"([0-9a-f]{64})",(?:"enc":"(base64|data:[-\w.+]+/[-\w.+]+;base64)",)?'
+                  r'"size":([0-9]+)\}', re.ASCII)
+_DATA_URL = re.compile(r"data:[-\w.+]+/[-\w.+]+;base64,", re.ASCII)
 _MARK = '$blob"'
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
@@ -87,17 +90,29 @@ def _width(text: str) -> int:
     return 1 if text.isascii() else 4
 
 
+def _base64(text: str) -> bytes | None:
+    """The bytes ``text`` encodes when it is canonical base64 (re-encoding gives it back)."""
+    if len(text) % 4 or not text:
+        return None
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return data if base64.b64encode(data).decode("ascii") == text else None
+
+
 def _part(literal: str, threshold: int) -> tuple[bytes, str | None] | None:
     """The bytes to store for a string literal and its encoding, or ``None`` to keep it."""
     text = _decode(literal)
-    if "\\" not in literal and len(text) % 4 == 0:
-        try:
-            data = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            data = None
-        if data is not None and base64.b64encode(data).decode("ascii") == text:
+    if "\\" not in literal:
+        url = _DATA_URL.match(text)
+        prefix = url.group() if url else ""
+        data = _base64(text[len(prefix):])
+        if data is not None:
             # base64 (an image, a document) is measured and kept as the bytes it encodes
-            return (data, "base64") if len(data) > threshold else None
+            if len(data) <= threshold:
+                return None
+            return data, (prefix[:-1] if prefix else "base64")
     try:
         data = text.encode()
     except UnicodeEncodeError:  # a lone surrogate: kept in the payload as it is
@@ -162,7 +177,8 @@ def split_events(events: Iterable[NewEvent], threshold: int | None,
 
 
 def refs(stored: str) -> list[tuple[str, int, bool]]:
-    """The parts a stored payload references: ``(digest hex, size, base64)`` each."""
+    """The parts a stored payload references: ``(digest hex, size, base64)`` each (``base64``:
+    kept as the bytes base64 text encodes)."""
     if _MARK not in stored:
         return []
     return [(m[1], int(m[3]), m[2] is not None) for m in _REF.finditer(stored)]
@@ -183,7 +199,8 @@ def join(stored: str, fetch: Callable[[str], bytes | None], where: str = "") -> 
                 f"{where or 'an event'}: its part {match[1]} is missing from the blobs "
                 "table (turnlog verify reports it)")
         if match[2]:
-            return f'"{base64.b64encode(data).decode("ascii")}"'
+            prefix = "" if match[2] == "base64" else match[2] + ","
+            return f'"{prefix}{base64.b64encode(data).decode("ascii")}"'
         try:
             return _encode(data.decode()).decode()
         except UnicodeDecodeError:

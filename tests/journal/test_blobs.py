@@ -252,6 +252,8 @@ json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=
 parts = st.lists(st.one_of(
     st.text(max_size=400).map(lambda t: Text(text=t)),
     st.binary(max_size=400).map(lambda b: Image(data=base64.b64encode(b).decode())),
+    st.binary(max_size=400).map(
+        lambda b: Image(url="data:image/png;base64," + base64.b64encode(b).decode())),
     st.tuples(st.text(max_size=10), st.text(max_size=400)).map(
         lambda t: ToolResult(call_id=t[0], name="t", content=t[1])),
     st.dictionaries(st.sampled_from(["$blob", "$$blob", "data", "size"]), json_leaf,
@@ -359,3 +361,16 @@ def test_the_viewers_search_finds_text_inside_a_part(tmp_path):
         found = reader.conversations(ListQuery(text="needle-in-a-part"))["rows"]
         assert [row["conversation_id"] for row in found] == ["orig"]
         assert reader.conversations(ListQuery(text="no-such-word"))["rows"] == []
+
+
+def test_a_data_url_and_base64_of_the_same_image_are_one_part(tmp_path):
+    url = Image(url=f"data:image/png;base64,{PNG}")
+    with Journal(tmp_path / "j.db") as journal:
+        journal.append("s", [encode_event(UserMessage(parts=(url,))),
+                             encode_event(image_message())], 0)
+        raw = base64.b64decode(PNG)
+        assert blob_rows(journal) == [(hashlib.sha256(raw).hexdigest(), len(raw))]
+        assert '"enc":"data:image/png;base64"' in payloads(journal)[0]
+        assert [decode_event(e.type, e.version, e.payload) for e in journal.read("s")] == [
+            UserMessage(parts=(url,)), image_message()]
+        assert journal.verify().ok
