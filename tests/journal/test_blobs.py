@@ -374,3 +374,25 @@ def test_a_data_url_and_base64_of_the_same_image_are_one_part(tmp_path):
         assert [decode_event(e.type, e.version, e.payload) for e in journal.read("s")] == [
             UserMessage(parts=(url,)), image_message()]
         assert journal.verify().ok
+
+
+def test_postgres_views_and_copy_read_parts_whole(tmp_path):
+    from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
+    from turnlog.journal import copy_streams
+
+    url = fresh_url()
+    big = "a long tool result line\n" * 300
+    with Journal.open(url, extensions=EXTENSIONS) as journal:
+        started, events = every_part_kind(big)
+        Conversation.start(journal, started, rest=events)
+        with Journal(tmp_path / "copy.db") as target:
+            copy_streams(journal, target)
+            assert target.heads() == journal.heads() and target.verify().ok
+            assert lineage_events(target, "orig")[1:] == events
+    conn = connect_readonly(url)
+    try:
+        assert conn.execute("SELECT content FROM tool_calls").fetchall() == [("file" + big,)]
+        texts = [t for (t,) in conn.execute("SELECT text FROM messages ORDER BY seq")]
+        assert texts == ["look" + big, "answer" + big, "file" + big, "done" + big]
+    finally:
+        conn.close()
