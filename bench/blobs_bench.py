@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from bench.loop_bench import run_langgraph, run_turnlog, size
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelRequested,
     ModelResponded,
@@ -45,7 +45,7 @@ from turnlog.engine.events import (
     ToolStarted,
     UserMessage,
 )
-from turnlog.engine.messages import Image, Text, ToolCall, Usage
+from turnlog.engine.model.messages import Image, Text, ToolCall, Usage
 from turnlog.journal import Journal
 
 SHOT = 200 * 1024

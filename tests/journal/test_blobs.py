@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
     ModelResponded,
@@ -28,7 +28,7 @@ from turnlog.engine.events import (
 )
 from turnlog.engine.formats.exporter import export_conversation, lineage_events
 from turnlog.engine.formats.importer import import_entries, read_transcript
-from turnlog.engine.messages import Image, Opaque, Text, Thinking, ToolCall, ToolResult
+from turnlog.engine.model.messages import Image, Opaque, Text, Thinking, ToolCall, ToolResult
 from turnlog.journal import SCHEMA_VERSION, Journal, NewEvent
 from turnlog.journal._blobs import join, split
 from tests.old_journals import write_old_journal
