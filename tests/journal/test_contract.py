@@ -1,7 +1,7 @@
 """The journal's contract, as shipped (``turnlog.testing.JournalContract``), run on every
 implementation and every way of opening one (``conftest.BACKENDS``: SQLite files, SQLite in
-memory, replay's scratch journal and PostgreSQL on the session's throwaway cluster), then the
-clauses only a SQLite file has."""
+memory and PostgreSQL on the session's throwaway cluster), then the clauses only a SQLite file
+has. Replay writes no journal: its re-run's rows are compared in memory."""
 
 from __future__ import annotations
 
@@ -55,10 +55,6 @@ class TestSQLiteWithExtension(_Backend):
 
 class TestSQLiteMemory(_Backend):
     backend = "sqlite-memory"
-
-
-class TestReplayScratch(_Backend):
-    backend = "replay-scratch"
 
 
 class TestPostgreSQL(_Backend):

@@ -42,7 +42,7 @@ def own_seqs(journal: Journal, stream_id: str) -> list[int]:
     return [e.seq for e in journal.read(stream_id)]
 
 
-@pytest.mark.parametrize("backend", ["sqlite-normal-sync", "sqlite-memory", "replay-scratch"])
+@pytest.mark.parametrize("backend", ["sqlite-normal-sync", "sqlite-memory"])
 @settings(max_examples=100, deadline=None)
 @given(stream_ids=st.lists(names, min_size=4, max_size=4, unique=True), ops=operations)
 def test_random_appends_and_forks_keep_every_stream_gapless_and_verifiable(
@@ -126,7 +126,7 @@ def test_heads_round_trip_through_a_heads_file(saved):
         ] * len(saved)
 
 
-@pytest.mark.parametrize("backend", ["sqlite-memory", "replay-scratch"])
+@pytest.mark.parametrize("backend", ["sqlite-memory"])
 @settings(max_examples=100, deadline=None)
 @given(length=st.integers(0, 8), from_seq=st.integers(-1, 9), to_seq=st.none() | st.integers(0, 9),
        limit=st.none() | st.integers(0, 9), reverse=st.booleans())
@@ -148,7 +148,7 @@ items = st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.sampled_from
                  min_size=1, max_size=4, unique_by=lambda item: item[0])
 
 
-@pytest.mark.parametrize("backend", ["sqlite-memory", "replay-scratch"])
+@pytest.mark.parametrize("backend", ["sqlite-memory"])
 @settings(max_examples=100, deadline=None)
 @given(rounds=st.lists(items, min_size=1, max_size=5))
 def test_append_many_is_every_append_in_order_or_none_of_them(backend, rounds):
