@@ -232,6 +232,11 @@ class MCPTool(Tool):
         """Call the tool on the server; a failure is ``{"success": False, "error": ...}``."""
         return self.toolset.call(self.spec.name, arguments, context)
 
+    def picks_up(self, progress: tuple[dict[str, Any], ...]) -> bool:
+        """Yes when the call had become a task that had not ended: it is followed by its id."""
+        task = _last_task(progress)
+        return task is not None and task.get("status") in _RUNNING
+
     def render(self, *, success: bool, data: Any, error: str | None,
                arguments: dict[str, Any]) -> str:
         """What the model reads: the result without its MCP record (``data["mcp"]``)."""

@@ -30,6 +30,7 @@ from turnlog.engine.events import (
     ConversationStarted,
     ToolCallRejected,
     ToolCompleted,
+    ToolProgressed,
     ToolStarted,
 )
 from turnlog.engine.executor import ToolExecution
@@ -77,7 +78,9 @@ class RecordedExecutor:
                     started[event.call_id] = seq
                 elif kind in (ToolCompleted, ToolCallRejected):
                     answered.setdefault(event.call_id, seq)
-            following = {seq: event for (seq, _), (_, event) in zip(events, events[1:])}
+            # news of a running call (tool_progressed) is not a step of the schedule
+            steps = [(seq, e) for seq, e in events if type(e) is not ToolProgressed]
+            following = {seq: event for (seq, _), (_, event) in zip(steps, steps[1:])}
             self._index = (started, answered, following)
         return self._index
 
@@ -109,8 +112,13 @@ class RecordedExecutor:
 
     def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
                 validated: dict[str, Any]) -> ToolExecution:
-        """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none)."""
+        """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none), after
+        the news the call recorded while it ran (``tool_progressed``: each round, each task
+        state), written again through the context's ``progress`` hook."""
         execution = execution_of(self.tools.result(call))
+        if context.progress is not None:
+            for data in self.tools.progress(call):
+                context.progress(data)
         if self.rerender and execution.source == "live":
             return msgspec.structs.replace(execution, content=None)
         return execution

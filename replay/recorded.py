@@ -28,6 +28,7 @@ from turnlog.engine.events import (
     ModelResponded,
     RunInterrupted,
     ToolCompleted,
+    ToolProgressed,
 )
 from turnlog.engine.messages import ToolCall
 from turnlog.engine.providers.base import ModelRequest, ModelResponse
@@ -244,6 +245,11 @@ class RecordedTools:
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
+
+    def progress(self, call: ToolCall) -> list[dict[str, Any]]:
+        """The ``data`` of the recorded ``tool_progressed`` events of ``call``, in order."""
+        return [event.data for _seq, event in self.recording.events
+                if type(event) is ToolProgressed and event.call_id == call.id]
 
     def result(self, call: ToolCall) -> ToolCompleted:
         """The recorded ``tool_completed`` for ``call`` (``Divergence`` when none fits)."""
