@@ -448,7 +448,7 @@ class MCPToolset(ToolRegistry):
             described = _describe(exc)
             if _LOST in described:  # no later call can reach it
                 self._lost = f"the connection was lost during a call to {name!r}"
-            return call.failed(f"{where}: {described}")
+            return call.failed(f"{where}: {described}", exc)
 
     def _with_log(self, message: str) -> str:
         """``message`` plus what the server wrote to its stderr, if anything (after close)."""
@@ -552,9 +552,14 @@ class _Call:
                 answer, error = None, exc
             self.toolset._loop.call_soon_threadsafe(_settle, reply, answer, error)
 
-    def failed(self, error: str) -> dict[str, Any]:
-        """A failed outcome that keeps what the call recorded before it failed."""
-        return {"success": False, "error": error, "data": self._data(None)}
+    def failed(self, error: str, exc: BaseException | None = None) -> dict[str, Any]:
+        """A failed outcome that keeps what the call recorded before it failed (and, for a
+        protocol error, its JSON-RPC code and message: ``protocolError``)."""
+        data = self._data(None)
+        code = getattr(exc, "code", None)
+        if isinstance(code, int):
+            data["mcp"]["protocolError"] = {"code": code, "message": str(exc)}
+        return {"success": False, "error": error, "data": data}
 
     # --- on the toolset's event loop -----------------------------------------------------
 

@@ -213,6 +213,14 @@ def flaky(word: str) -> str:
 
 
 @server.tool()
+def refuse() -> str:
+    """Fail with a protocol error (a JSON-RPC error, not an ``isError`` result)."""
+    from mcp.shared.exceptions import MCPError
+
+    raise MCPError(-32602, "refused at the protocol level")
+
+
+@server.tool()
 def traced(ctx: Context) -> str:
     """Report the ``traceparent`` the call carried in ``_meta`` (or ``none``)."""
     meta = ctx.request_context.meta or {}
