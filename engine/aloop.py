@@ -95,19 +95,19 @@ class AsyncLoop(LoopBase):
         loop = asyncio.get_running_loop()
         inner = super().progress_writer(conv, call)
 
-        def write(data: dict[str, Any]) -> None:
+        def write(data: dict[str, Any], of: Any = None) -> None:
             try:
                 running = asyncio.get_running_loop()
             except RuntimeError:
                 running = None
             if running is loop:
                 self._driver = threading.get_ident()
-                inner(data)
+                inner(data, of)
                 return
 
             async def on_loop() -> None:
                 self._driver = threading.get_ident()
-                inner(data)
+                inner(data, of)
 
             asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
 

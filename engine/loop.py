@@ -258,9 +258,13 @@ class LoopBase:
         """The ``progress`` hook of ``call``'s ``ToolContext``: ``write(data)`` appends a
         ``tool_progressed`` event at once (durable when it returns). From a tool running on
         the loop's thread pool, the write is handed to the thread that drives the run (a
-        SQLite connection belongs to its thread) and waited for."""
-        def write(data: dict[str, Any]) -> None:
-            event = with_valid_unicode(ToolProgressed(call_id=call.id, name=call.name,
+        SQLite connection belongs to its thread) and waited for. ``of`` (a replay serving
+        recorded news in its recorded order) names another call of the same batch: its
+        ``call_id`` and ``name`` are used instead."""
+        def write(data: dict[str, Any], of: Any = None) -> None:
+            whose = call if of is None else of
+            event = with_valid_unicode(ToolProgressed(call_id=whose.call_id if of is not None
+                                                      else whose.id, name=whose.name,
                                                       data=dict(data)))
             if threading.get_ident() == self._driver:
                 self._append_now(conv, event)

@@ -62,6 +62,8 @@ class RecordedExecutor:
 
     def __init__(self, tools: RecordedTools, *, rerender: bool = False) -> None:
         self.tools, self.rerender = tools, rerender
+        self._served: set[int] = set()  # the seqs of the recorded news written again
+        self._news: list[tuple[int, ToolProgressed]] | None = None
         self._index: tuple[dict[str, int], dict[str, int], dict[int, Any]] | None = None
 
     # --- the recorded schedule (the loop's scheduling hooks, engine.step) ---------------
@@ -115,10 +117,17 @@ class RecordedExecutor:
         """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none), after
         the news the call recorded while it ran (``tool_progressed``: each round, each task
         state), written again through the context's ``progress`` hook."""
-        execution = execution_of(self.tools.result(call))
+        completed = self.tools.result(call)
+        execution = execution_of(completed)
         if context.progress is not None:
-            for data in self.tools.progress(call):
-                context.progress(data)
+            # in the recorded order: the news of calls that ran at once interleave
+            answered = self.tools.recording.results[call.id][0]
+            if self._news is None:
+                self._news = self.tools.news()
+            for seq, news in self._news:
+                if seq < answered and seq not in self._served:
+                    self._served.add(seq)
+                    context.progress(news.data, of=news if news.call_id != call.id else None)
         if self.rerender and execution.source == "live":
             return msgspec.structs.replace(execution, content=None)
         return execution

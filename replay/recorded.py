@@ -246,10 +246,10 @@ class RecordedTools:
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
 
-    def progress(self, call: ToolCall) -> list[dict[str, Any]]:
-        """The ``data`` of the recorded ``tool_progressed`` events of ``call``, in order."""
-        return [event.data for _seq, event in self.recording.events
-                if type(event) is ToolProgressed and event.call_id == call.id]
+    def news(self) -> list[tuple[int, ToolProgressed]]:
+        """The recorded ``tool_progressed`` events (news of running calls), with their seqs."""
+        return [(seq, event) for seq, event in self.recording.events
+                if type(event) is ToolProgressed]
 
     def result(self, call: ToolCall) -> ToolCompleted:
         """The recorded ``tool_completed`` for ``call`` (``Divergence`` when none fits)."""
