@@ -200,6 +200,9 @@ def test_an_elicitation_declined_by_policy_is_a_linked_round_and_replays(server,
     assert record["resultTypes"] == ["input_required", "complete"]
     assert record["rounds"][0]["answers"]["confirm"]["action"] == "decline"
     assert done["data"]["content"][0]["text"] == "kept /tmp/a"
+    shown = CliRunner().invoke(cli, ["show", "elicit", "--db", str(tmp_path / "e.db")]).output
+    assert "tool confirm_delete input required (round 1): confirm (elicitation/create)" in shown
+    assert "tool confirm_delete elicitation 'confirm' answered decline by policy:decline" in shown
     before = lines(server.log)
     result = replay(journal, "elicit", collect=True)
     assert result.ok, result.divergence and result.divergence.render()
@@ -260,6 +263,9 @@ def test_a_task_is_polled_to_its_end_with_each_state_recorded(server, tmp_path):
         (s["status"], s["statusMessage"]) for s in states]
     assert {n["taskId"] for n in news} == {record["task"]["taskId"]}
     assert done["success"] is True and done["data"]["content"][0]["text"] == "job of 3 steps done"
+    shown = CliRunner().invoke(cli, ["show", "task", "--db", str(tmp_path / "t.db")]).output
+    assert f"tool long_job task {record['task']['taskId']} working: started" in shown
+    assert f"tool long_job task {record['task']['taskId']} completed: done" in shown
     before = lines(server.log)
     assert replay(journal, "task", collect=True).ok
     assert lines(server.log) == before
