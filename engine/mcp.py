@@ -36,7 +36,8 @@ which tool and what happened; the run goes on.
 The client speaks the Tasks extension (``io.modelcontextprotocol/tasks``, which the
 SDK leaves to extensions: its ``ClientExtension``/``ResultClaim``): a call answered
 with a task is polled with ``tasks/get`` until the task ends, or cancelled with
-``tasks/cancel`` when the call's time runs out. With an ``OTelObserver`` watching the
+``tasks/cancel`` when the call's time runs out; a task that asks for input
+(``input_required``) is answered with ``tasks/update``, as a call's round is. With an ``OTelObserver`` watching the
 run, each request carries the run's ``traceparent`` in ``_meta``.
 
 The loop is synchronous and the SDK is async: the toolset owns a background
@@ -655,16 +656,17 @@ class _Call:
         return responses
 
     async def _follow(self, session: Any, task: dict[str, Any]) -> Any:
-        """Poll a task with ``tasks/get`` until it ends (each new state recorded); cancel it
-        with ``tasks/cancel`` when it brings no news for the toolset's timeout."""
+        """Poll a task with ``tasks/get`` until it ends (each new state recorded), answering
+        its input requests with ``tasks/update``; cancel it with ``tasks/cancel`` when it
+        brings no news for the toolset's timeout."""
         T = _sdk().types
         self.task = {"taskId": task["taskId"], "states": []}
         await self._state(task)
         quiet_since = time.monotonic()
         while task.get("status") in _RUNNING:
-            if task.get("status") == "input_required":
-                await self._cancel(session, task, "it asked for input through tasks/update, "
-                                                  "which turnlog does not answer")
+            if task.get("status") == "input_required" and task.get("inputRequests"):
+                await self._update(session, task)
+                quiet_since = time.monotonic()
             pause = task.get("pollIntervalMs")
             await asyncio.sleep(min(max(float(pause or 500) / 1000, 0.01), 5.0))
             if time.monotonic() - quiet_since > self.toolset.timeout:
@@ -684,6 +686,18 @@ class _Call:
                            f"{error.get('message') or task.get('statusMessage') or 'no details'}")
         raise _Refused(f"its task {task['taskId']} ended {status}"
                        + (f": {task['statusMessage']}" if task.get("statusMessage") else ""))
+
+    async def _update(self, session: Any, task: dict[str, Any]) -> None:
+        """Answer a task's input requests (a round, recorded like a call's) with
+        ``tasks/update``."""
+        T = _sdk().types
+        asked = T.InputRequiredResult.model_validate(
+            {"resultType": "input_required", "inputRequests": task["inputRequests"]},
+            by_name=False)
+        responses = await self._answer(asked)
+        wire = {k: v.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for k, v in responses.items()}
+        await _task_request(session, "tasks/update", task["taskId"], inputResponses=wire)
 
     async def _cancel(self, session: Any, task: dict[str, Any], why: str) -> None:
         await _task_request(session, "tasks/cancel", task["taskId"])
@@ -763,11 +777,13 @@ def _last_task(resumed: tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
     return None
 
 
-async def _task_request(session: Any, method: str, task_id: str) -> dict[str, Any]:
-    """Send ``tasks/get`` or ``tasks/cancel`` for ``task_id``; the result as the wire has it."""
+async def _task_request(session: Any, method: str, task_id: str,
+                        **params: Any) -> dict[str, Any]:
+    """Send ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` for ``task_id``; the result
+    as the wire has it."""
     request_type, result_type = _task_models()
     result = await session.send_request(
-        request_type(method=method, params={"taskId": task_id}), result_type)
+        request_type(method=method, params={"taskId": task_id, **params}), result_type)
     return {k: v for k, v in result.model_dump(mode="json", by_alias=True,
                                                 exclude_none=True).items()
             if k not in ("resultType", "_meta")}

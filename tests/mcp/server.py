@@ -60,12 +60,16 @@ class Tasks(Extension):
 
     def methods(self) -> list[MethodBinding]:
         return [MethodBinding("tasks/get", TaskParams, self.get),
-                MethodBinding("tasks/cancel", TaskParams, self.cancel)]
+                MethodBinding("tasks/cancel", TaskParams, self.cancel),
+                MethodBinding("tasks/update", UpdateParams, self.update)]
 
     async def intercept_tool_call(self, params, ctx: ServerRequestContext, call_next):
         caps = (ctx.meta or {}).get(CLIENT_CAPABILITIES_META_KEY) or {}
-        if params.name != "long_job" or TASKS not in (caps.get("extensions") or {}):
+        if params.name not in ("long_job", "gated_job") \
+                or TASKS not in (caps.get("extensions") or {}):
             return await call_next(ctx)
+        if params.name == "gated_job":
+            return self._start_gated(str((params.arguments or {}).get("what", "")))
         steps = int((params.arguments or {}).get("steps", 3))
         task_id = uuid.uuid4().hex
         now = _now()
@@ -89,6 +93,35 @@ class Tasks(Extension):
                             "resultType": "complete"})
         _log(f"long_job {steps} done")
 
+    def _start_gated(self, what: str) -> dict[str, Any]:
+        """A task that stops to ask (``input_required``, an elicitation) and goes on when
+        ``tasks/update`` brings the answer."""
+        task_id = uuid.uuid4().hex
+        now = _now()
+        task = self.tasks[task_id] = {
+            "taskId": task_id, "status": "input_required", "createdAt": now,
+            "lastUpdatedAt": now, "ttlMs": 600000, "pollIntervalMs": 50,
+            "statusMessage": "waiting for approval",
+            "inputRequests": {"approve": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": f"Run {what}?",
+                "requestedSchema": {"type": "object", "properties": {}}}}}}
+        _log(f"gated_job {what} task")
+        return {"resultType": "task", **{k: v for k, v in task.items()
+                                         if k != "inputRequests"}, "status": "working"}
+
+    async def update(self, ctx: ServerRequestContext, params: UpdateParams) -> dict[str, Any]:
+        task = self.tasks[params.taskId]
+        answer = (params.inputResponses or {}).get("approve") or {}
+        ran = answer.get("action") == "accept"
+        text = "ran" if ran else f"not run ({answer.get('action')})"
+        task.pop("inputRequests", None)
+        task.update(status="completed", statusMessage=text, lastUpdatedAt=_now(),
+                    result={"content": [{"type": "text", "text": text}],
+                            "structuredContent": {"result": text}, "isError": False,
+                            "resultType": "complete"})
+        _log(f"gated_job {text}")
+        return {"resultType": "complete"}
+
     async def get(self, ctx: ServerRequestContext, params: TaskParams) -> dict[str, Any]:
         task = self.tasks.get(params.taskId)
         if task is None:
@@ -103,6 +136,13 @@ class Tasks(Extension):
             task.update(status="cancelled", statusMessage="cancelled by the client",
                         lastUpdatedAt=_now())
         return {"resultType": "complete"}
+
+
+class UpdateParams(RequestParams):
+    """``tasks/update`` params: the task's id and the answers to its input requests."""
+
+    taskId: str
+    inputResponses: dict[str, Any] | None = None
 
 
 def _now() -> str:
@@ -200,6 +240,13 @@ def long_job(steps: int) -> str:
     """A long job (run as a task when the client speaks the Tasks extension)."""
     _log(f"long_job {steps} inline")
     return f"job of {steps} steps done"
+
+
+@server.tool()
+def gated_job(what: str) -> str:
+    """A job that asks for approval while it runs (as a task)."""
+    _log(f"gated_job {what} inline")
+    return f"ran {what}"
 
 
 FLAKY_CUT: set[str] = set()

@@ -60,7 +60,8 @@ def toolset(calls_log):
 def test_the_servers_tools_come_with_their_schemas_and_effects_from_annotations(toolset):
     specs = {s.name: s for s in toolset.specs()}
     assert set(specs) == {"lookup", "set_flag", "delete_file", "fail", "die", "slow", "reading",
-                          "confirm_delete", "long_job", "flaky", "traced", "refuse"}
+                          "confirm_delete", "long_job", "flaky", "traced", "refuse",
+                          "gated_job"}
     assert {s.server for s in specs.values()} == {"testserver"}
     assert specs["lookup"].description == "Look up a city's weather."
     assert specs["lookup"].parameters["required"] == ["city"]
@@ -70,7 +71,7 @@ def test_the_servers_tools_come_with_their_schemas_and_effects_from_annotations(
         "fail": "side_effecting", "die": "side_effecting", "slow": "side_effecting",
         "reading": "read_only", "confirm_delete": "side_effecting",
         "long_job": "side_effecting", "flaky": "side_effecting", "traced": "side_effecting",
-        "refuse": "side_effecting"}
+        "refuse": "side_effecting", "gated_job": "side_effecting"}
 
 
 def test_effect_classes_follow_the_hints():

@@ -272,6 +272,26 @@ def test_a_task_is_polled_to_its_end_with_each_state_recorded(server, tmp_path):
     journal.close()
 
 
+def test_a_task_that_asks_for_input_is_answered_with_tasks_update(server, tmp_path):
+    journal = Journal(str(tmp_path / "g.db"))
+    with tools_from_mcp(server.url, timeout=TIMEOUT) as tools:
+        run(journal, tools, [{"tool_calls": [call("gated_job", what="backup")]},
+                             {"text": "ok"}], "gated")
+    (done,) = payloads(journal, "gated", "tool_completed")
+    record = done["data"]["mcp"]
+    assert [s["status"] for s in record["task"]["states"]] == [
+        "working", "input_required", "completed"]
+    (asked,) = record["rounds"]
+    assert asked["inputRequests"]["approve"]["params"]["message"] == "Run backup?"
+    assert asked["answers"]["approve"]["action"] == "decline"
+    assert done["data"]["content"][0]["text"] == "not run (decline)"
+    kinds = [n["data"]["kind"] for n in payloads(journal, "gated", "tool_progressed")]
+    assert kinds == ["task", "task", "input_required", "elicitation", "task"]
+    assert lines(server.log)[-1] == "gated_job not run (decline)"
+    assert replay(journal, "gated", collect=True).ok
+    journal.close()
+
+
 def test_a_task_without_news_for_the_timeout_is_cancelled(tmp_path):
     slow = Server(tmp_path, TURNLOG_TEST_TASK_STEP="30")
     try:
