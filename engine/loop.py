@@ -254,7 +254,7 @@ class LoopBase:
 
     # --- appends and observers ------------------------------------------------------
 
-    def progress_writer(self, conv: Conversation, call: ToolCall) -> Callable[[dict[str, Any]], None]:
+    def progress_writer(self, conv: Conversation, call: ToolCall) -> Callable[..., None]:
         """The ``progress`` hook of ``call``'s ``ToolContext``: ``write(data)`` appends a
         ``tool_progressed`` event at once (durable when it returns). From a tool running on
         the loop's thread pool, the write is handed to the thread that drives the run (a
@@ -262,9 +262,8 @@ class LoopBase:
         recorded news in its recorded order) names another call of the same batch: its
         ``call_id`` and ``name`` are used instead."""
         def write(data: dict[str, Any], of: Any = None) -> None:
-            whose = call if of is None else of
-            event = with_valid_unicode(ToolProgressed(call_id=whose.call_id if of is not None
-                                                      else whose.id, name=whose.name,
+            call_id, name = (call.id, call.name) if of is None else (of.call_id, of.name)
+            event = with_valid_unicode(ToolProgressed(call_id=call_id, name=name,
                                                       data=dict(data)))
             if threading.get_ident() == self._driver:
                 self._append_now(conv, event)

@@ -123,7 +123,8 @@ def _effect_of_wire(annotations: dict[str, Any]) -> ToolEffect:
 
 
 def _block(block: Any) -> dict[str, Any]:
-    return block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    wire: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return wire
 
 
 def _now() -> str:
@@ -542,7 +543,8 @@ class _Call:
                 job, reply = self._inbox.get(timeout=0.05)
             except queue.Empty:
                 if future.done():
-                    return future.result()
+                    outcome: dict[str, Any] = future.result()
+                    return outcome
                 if time.monotonic() > deadline:
                     raise TimeoutError
                 continue
@@ -640,10 +642,9 @@ class _Call:
                 continue
             if method != "elicitation/create":
                 raise _Refused(f"the server asked for {method}, which turnlog does not answer")
-            params = asked[key].get("params") or {}
-            elicit = self.toolset.elicit
-            decided = await self._on_caller(
-                lambda params=params: elicit(self.toolset.name, self.name, params))
+            decided = await self._on_caller(functools.partial(
+                self.toolset.elicit, self.toolset.name, self.name,
+                asked[key].get("params") or {}))
             answer = {"method": method, "action": decided["action"],
                       "approver": str(decided.get("approver") or "unknown"),
                       "decided_at": _now()}
