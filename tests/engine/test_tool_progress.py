@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.errors import InvalidTransition
-from turnlog.engine.events import ToolProgressed
+from turnlog.engine.model.events import ToolProgressed
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.engine.tools import Tool

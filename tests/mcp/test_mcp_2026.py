@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from turnlog.engine.canonical import digest
+from turnlog.engine.model.canonical import digest
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.loop import Loop
-from turnlog.engine.mcp import MCPError, MCPTool, call_record, elicitor, tools_from_mcp
+from turnlog.engine.tools.mcp import MCPError, MCPTool, call_record, elicitor, tools_from_mcp
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
 from turnlog.replay.deterministic import replay
@@ -389,7 +389,7 @@ def test_traceparent_travels_in_meta_when_an_otel_observer_watches(server, tmp_p
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from turnlog.engine.otel import OTelObserver
+    from turnlog.engine.loop.otel import OTelObserver
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -65,10 +65,10 @@ from typing import Any
 
 from turnlog.journal import shown_url
 
-from .canonical import digest
-from .errors import EngineError, ToolError
-from .events import ToolEffect, ToolSpec
-from .tools import Tool, ToolContext, ToolRegistry
+from turnlog.engine.errors import EngineError, ToolError
+from turnlog.engine.model.canonical import digest
+from turnlog.engine.model.events import ToolEffect, ToolSpec
+from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
 __all__ = ["ELICIT_POLICIES", "TASKS_EXTENSION", "Elicitor", "MCPError", "MCPTool", "MCPToolset",
            "call_record", "effect_of", "elicitor", "tools_from_mcp"]
