@@ -68,12 +68,12 @@ def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
     """``load_tools(specs)`` plus the tools of the MCP servers in ``mcp``, connected meanwhile.
 
     Each of ``mcp`` is a command line (stdio) or an ``http(s)://`` URL
-    (streamable HTTP); see ``engine.mcp``. The servers are closed when the
+    (streamable HTTP); see ``engine.tools.mcp``. The servers are closed when the
     block ends. ``timeout`` (default ``$TURNLOG_MCP_TIMEOUT`` or 60 s) bounds
     connecting and each call. A stdio server's stderr goes to a log file; when
     the block ends, ``report`` is given one line per server that wrote there.
     ``$TURNLOG_MCP_ELICIT`` (``decline``, the default, ``cancel`` or ``ask``: a person
-    answers at the terminal) answers the servers' elicitations (``engine.mcp.elicitor``).
+    answers at the terminal) answers the servers' elicitations (``engine.tools.mcp.elicitor``).
     """
     registry = load_tools(specs)
     servers = list(mcp)

@@ -125,7 +125,7 @@ class ToolSpec(_Data, frozen=True):
     handler: bool = False
     effect: ToolEffect = "side_effecting"
     display_name: str | None = None
-    #: the MCP server the tool comes from (``engine.mcp``); ``None`` for a local tool
+    #: the MCP server the tool comes from (``engine.tools.mcp``); ``None`` for a local tool
     server: str | None = None
 
 
@@ -370,7 +370,7 @@ class ToolProgressed(Event, tag="tool_progressed", frozen=True):
 
     ``data`` is the tool's own record of the step, with a ``kind``: an MCP call's
     ``input_required`` round, the ``elicitation`` answer given in it (who decided,
-    when: as an approval), a ``task`` state, a ``reissued`` request (``engine.mcp``).
+    when: as an approval), a ``task`` state, a ``reissued`` request (``engine.tools.mcp``).
     A replay serves them again, in order, with the call's result.
     """
 

@@ -50,7 +50,7 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     same on every attempt of the same call (conversation, turn, canonical
     arguments), so a re-run after a crash can be deduplicated downstream.
 
-    For tools that talk to other systems (``engine.mcp``): ``traceparent`` is the
+    For tools that talk to other systems (``engine.tools.mcp``): ``traceparent`` is the
     run's W3C trace context when an ``OTelObserver`` watches it; ``progress(data)``,
     when the loop offers it, records ``data`` (a dict) at once as a
     ``tool_progressed`` event of this call; ``resumed`` holds the ``data`` of the

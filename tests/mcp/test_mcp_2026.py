@@ -1,5 +1,5 @@
 """MCP 2026-07-28 recorded faithfully: a real server (``tests/mcp/server.py``, the SDK's server
-side) over streamable HTTP on 127.0.0.1, called through the SDK's client by ``engine.mcp``.
+side) over streamable HTTP on 127.0.0.1, called through the SDK's client by ``engine.tools.mcp``.
 
 Each call's record (``data["mcp"]``), its ``input_required`` rounds and elicitation answers,
 a task polled to its end, cancelled, and picked up by its id after a SIGKILL, a request
