@@ -128,6 +128,10 @@ def test_each_call_is_recorded_naming_server_and_tool(recorded):
     assert lookup["data"]["server"] == "testserver" and lookup["data"]["tool"] == "lookup"
     assert lookup["data"]["content"] == [{"type": "text", "text": "Paris: sunny, 21 C"}]
     assert "Paris: sunny" in lookup["content"]
+    # over stdio too the call speaks 2026-07-28 and is recorded in full
+    assert lookup["data"]["mcp"]["protocolVersion"] == "2026-07-28"
+    assert lookup["data"]["mcp"]["serverInfo"]["name"] == "testserver"
+    assert lookup["data"]["mcp"]["resultType"] == "complete"
     assert fail["success"] is False
     assert "MCP server 'testserver', tool 'fail' reported an error" in fail["error"]
     assert bad["success"] is False and "set_flag" in bad["error"] and "value" in bad["error"]
