@@ -7,11 +7,23 @@ import json
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.errors import InvalidTransition
-from turnlog.engine.model.events import ToolProgressed
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
+    ConversationStarted,
+    ModelRequested,
+    ModelResponded,
+    ToolCompleted,
+    ToolProgressed,
+    ToolStarted,
+    UserMessage,
+)
 from turnlog.engine.loop import Loop
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.model.state import fold, reduce
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.engine.tools import Tool
 from turnlog.replay import replay
@@ -111,3 +123,50 @@ def test_a_side_effecting_tool_that_cannot_pick_up_is_answered_as_interrupted(jo
     assert result.status == "completed" and plain.seen == []
     (done,) = [p for k, p in events(journal, "i") if k == "tool_completed"]
     assert done["source"] == "interrupted"
+
+
+# --- the law: news is accepted exactly while its call runs, and never changes the state -------
+
+_CALLS = [ToolCall(id=f"c{i}", name="t", arguments={"i": i}) for i in range(3)]
+_BASE = [ConversationStarted(conversation_id="c", provider="scripted", model="m"),
+         UserMessage.of("hi"), ModelRequested(turn=1, digest="d", provider="p", model="m"),
+         ModelResponded(turn=1, parts=tuple(_CALLS), stop_reason="tool_use")]
+
+
+@st.composite
+def runs(draw):
+    """The calls started and answered in some order, news for some call at random points."""
+    order = draw(st.permutations(range(3)))
+    steps = [ToolStarted(call_id=f"c{i}", name="t") for i in order]
+    ends = draw(st.permutations(range(3)))
+    steps += [ToolCompleted(call_id=f"c{i}", name="t", success=True, content="ok") for i in ends]
+    news = draw(st.lists(st.tuples(st.integers(0, len(steps)), st.integers(0, 3)), max_size=6))
+    return steps, news
+
+
+@given(runs())
+def test_news_is_accepted_exactly_while_its_call_runs_and_changes_nothing(run):
+    steps, news = run
+    plain = fold(_BASE + steps)
+    state = fold(_BASE)
+    where = sorted(news)
+    taken = 0
+    for position in range(len(steps) + 1):
+        for at, which in where:
+            if at != position:
+                continue
+            event = ToolProgressed(call_id=f"c{which}", name="t", data={"n": which})
+            running = (any(c.id == f"c{which}" for c in state.pending_calls)
+                       and f"c{which}" in state.started_calls)
+            if running:
+                state = reduce(state, event)
+                taken += 1
+            else:
+                with pytest.raises(InvalidTransition):
+                    reduce(state, event)
+        if position < len(steps):
+            state = reduce(state, steps[position])
+    # the fold with news equals the fold without it, but for the seq
+    assert state.seq == plain.seq + taken
+    assert (state.messages, state.lifecycle, state.tool_execution_results) == (
+        plain.messages, plain.lifecycle, plain.tool_execution_results)
