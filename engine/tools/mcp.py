@@ -3,7 +3,8 @@
 ``tools_from_mcp("python server.py")`` (a command: stdio) or
 ``tools_from_mcp("http://host/mcp")`` (a URL: streamable HTTP) connects to
 an MCP server through the official ``mcp`` SDK (``pip install
--e '.[mcp]'``, mcp 2) and returns an ``MCPToolset``: a ``ToolRegistry``
+-e '.[mcp]'``, mcp 2.3: MCP 2026-07-28, falling back to the handshake for older
+servers) and returns an ``MCPToolset``: a ``ToolRegistry``
 of its tools, usable wherever tools are, and closed with ``close()`` (or
 ``with``)::
 
@@ -28,24 +29,31 @@ validated against it (JSON Schema 2020-12, ``jsonschema``), the digest of the to
 catalogue the call was made against, every ``input_required`` round with the answers
 given (an elicitation's answer names who decided it and when, as an approval does),
 the states of a task the call became, and how many times a request whose response
-stream broke was re-issued (one logical call: one ``tool_started``, one result). An
-``isError`` result, a protocol error, a call that gets no answer in time and
+stream broke was re-issued (one logical call: one ``tool_started``, one result). While
+the call runs, each round, answer, task state and re-issue is also written at once as a
+``tool_progressed`` event of the call (the context's ``progress`` hook), so a crash
+knows how far it got: ``resume`` follows a task by its id (``MCPTool.picks_up``)
+instead of calling again. An ``isError`` result, a protocol error (``protocolError``:
+its code and message), a call that gets no answer in time and
 a server that died all become a failed result whose text says which server,
 which tool and what happened; the run goes on.
 
 The client speaks the Tasks extension (``io.modelcontextprotocol/tasks``, which the
 SDK leaves to extensions: its ``ClientExtension``/``ResultClaim``): a call answered
 with a task is polled with ``tasks/get`` until the task ends, or cancelled with
-``tasks/cancel`` when the call's time runs out; a task that asks for input
-(``input_required``) is answered with ``tasks/update``, as a call's round is. With an ``OTelObserver`` watching the
-run, each request carries the run's ``traceparent`` in ``_meta``.
+``tasks/cancel`` when it brings no news for the toolset's timeout; a task that asks
+for input (``input_required``) is answered with ``tasks/update``, as a call's round
+is. Elicitations are answered by an :data:`Elicitor` (:func:`elicitor`: a policy, or a
+person asked). With an ``OTelObserver`` watching the run, each request carries the
+run's ``traceparent`` in ``_meta``.
 
 The loop is synchronous and the SDK is async: the toolset owns a background
 thread running an event loop, on which one task holds the client session for
 the toolset's life; calls are submitted to it and waited for.
 
 Replays need no server: a recording's MCP tools are known from their specs
-and their results are served from the journal (``replay.tools``).
+and their results, and the news of every round, are served from the journal
+(``replay.tools``, ``replay.driver``).
 """
 
 from __future__ import annotations
@@ -235,9 +243,10 @@ class MCPTool(Tool):
         return self.toolset.call(self.spec.name, arguments, context)
 
     def picks_up(self, progress: tuple[dict[str, Any], ...]) -> bool:
-        """Yes when the call had become a task that had not ended: it is followed by its id."""
+        """Yes when the call had become a task that had not failed or been cancelled: it is
+        followed by its id (a completed one gives its result again)."""
         task = _last_task(progress)
-        return task is not None and task.get("status") in _RUNNING
+        return task is not None and task.get("status") in (*_RUNNING, "completed")
 
     def render(self, *, success: bool, data: Any, error: str | None,
                arguments: dict[str, Any]) -> str:
@@ -586,7 +595,8 @@ class _Call:
             if picked is not None:  # an interrupted run's task: follow it, never call again
                 self.record["resumedTask"] = picked["taskId"]
                 self.types.append("task")
-                result = await self._follow(session, picked)
+                now = await _task_request(session, "tasks/get", picked["taskId"])
+                result = await self._follow(session, now)
             else:
                 result = await self._send(session, None, None)
                 while isinstance(result, T.InputRequiredResult):

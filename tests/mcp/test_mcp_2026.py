@@ -360,6 +360,26 @@ def test_resume_after_a_sigkill_picks_the_task_up_by_its_id(server, tmp_path):
     journal.close()
 
 
+def test_a_call_picked_up_by_its_task_id_is_never_sent_again(server):
+    from turnlog.engine.tools.registry import ToolContext
+
+    with tools_from_mcp(server.url, timeout=TIMEOUT) as tools:
+        first = tools.call("long_job", {"steps": 1})
+        task_id = first["mcp"]["task"]["taskId"]
+        tool = tools.get("long_job")
+        ended = {"kind": "task", "taskId": task_id, "status": "completed"}
+        assert tool.picks_up(({"kind": "task", "taskId": task_id, "status": "working"},))
+        assert tool.picks_up((ended,))  # a completed task gives its result again
+        assert not tool.picks_up(({**ended, "status": "cancelled"},))
+        assert not tool.picks_up(({"kind": "input_required", "round": 1},))
+        before = lines(server.log)
+        again = tools.call("long_job", {"steps": 1}, ToolContext(
+            conversation_id="x", turn=1, resumed=(ended,)))
+    assert lines(server.log) == before  # no tools/call: only tasks/get
+    assert again["mcp"]["resumedTask"] == task_id
+    assert again["content"] == first["content"]
+
+
 # --- a broken stream ------------------------------------------------------------------------
 
 def test_a_request_reissued_after_a_cut_stream_is_one_call(server, tmp_path):
