@@ -210,6 +210,23 @@ def test_an_elicitation_declined_by_policy_is_a_linked_round_and_replays(server,
     journal.close()
 
 
+def test_the_async_loop_records_the_rounds_as_they_happen_too(server, tmp_path):
+    from turnlog.engine.loop import AsyncLoop
+
+    journal = Journal(str(tmp_path / "a.db"))
+    script = [{"tool_calls": [call("confirm_delete", path="/tmp/z")]}, {"text": "ok"}]
+    with tools_from_mcp(server.url, timeout=TIMEOUT) as tools:
+        result = asyncio.run(AsyncLoop(journal, ScriptedProvider(script), tools).start(
+            "go", conversation_id="async"))
+    assert result.status == "completed"
+    kinds = [e.type for e in journal.read("async")]
+    i = kinds.index("tool_started")
+    assert kinds[i:i + 4] == ["tool_started", "tool_progressed", "tool_progressed",
+                              "tool_completed"]
+    assert replay(journal, "async", collect=True).ok
+    journal.close()
+
+
 def test_an_elicitation_a_person_accepts_sends_their_answer(server, tmp_path):
     asked = []
     answers = iter(["y", "yes"])
