@@ -536,7 +536,8 @@ class _Call:
         self.rounds: list[dict[str, Any]] = []
         self.task: dict[str, Any] | None = None
         self.reissued = 0
-        self._inbox: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]]] = \
+        #: what the call asks of the caller's thread (``None``: the call has ended)
+        self._inbox: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = \
             queue.SimpleQueue()
 
     # --- on the caller's thread ----------------------------------------------------------
@@ -546,17 +547,17 @@ class _Call:
 
         ``timeout`` bounds the time without news: each round, each task state restarts it.
         """
+        future.add_done_callback(lambda _: self._inbox.put(None))  # wakes the wait at once
         deadline = time.monotonic() + timeout
         while True:
             try:
-                job, reply = self._inbox.get(timeout=0.05)
+                item = self._inbox.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
-                if future.done():
-                    outcome: dict[str, Any] = future.result()
-                    return outcome
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-                continue
+                raise TimeoutError from None
+            if item is None:
+                outcome: dict[str, Any] = future.result()
+                return outcome
+            job, reply = item
             deadline = time.monotonic() + timeout
             try:
                 answer, error = job(), None
