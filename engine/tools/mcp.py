@@ -74,7 +74,7 @@ from typing import Any
 from turnlog.journal import shown_url
 
 from turnlog.engine.errors import EngineError, ToolError
-from turnlog.engine.model.canonical import digest
+from turnlog.engine.model.canonical import canonical_json, digest
 from turnlog.engine.model.events import ToolEffect, ToolSpec
 from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
@@ -830,22 +830,40 @@ def _broken_stream(exc: BaseException) -> bool:
 def _invalid(schema: Any, value: Any) -> str | None:
     """Why ``value`` does not match the output ``schema`` (JSON Schema, 2020-12 unless it names
     another draft), or ``None``: it does."""
-    from jsonschema import SchemaError, exceptions
-    from jsonschema.validators import Draft202012Validator, validator_for
-    from referencing import Registry
+    from jsonschema import exceptions
 
+    checker = _checker(canonical_json(schema))
+    if isinstance(checker, str):
+        return checker
     try:
-        cls = validator_for(schema, default=Draft202012Validator)
-        cls.check_schema(schema)
-        error = exceptions.best_match(cls(schema, registry=Registry()).iter_errors(value))
-    except SchemaError as exc:
-        return f"its output schema is not a valid JSON Schema: {exc.message}"
+        error = exceptions.best_match(checker.iter_errors(value))
     except Exception as exc:  # an unresolvable $ref and the like
         return f"its output schema cannot be applied: {exc}"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{error.message}" + (f" (at /{where})" if where else "")
+
+
+@functools.lru_cache(maxsize=256)
+def _checker(schema_json: str) -> Any:
+    """The compiled validator of an output schema (compiling costs far more than validating,
+    so each schema is compiled once), or why the schema cannot be one."""
+    import json
+
+    from jsonschema import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+    from referencing import Registry
+
+    schema = json.loads(schema_json)
+    try:
+        cls = validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        return f"its output schema is not a valid JSON Schema: {exc.message}"
+    except Exception as exc:  # not even a schema's shape (a number, a list)
+        return f"its output schema is not a valid JSON Schema: {exc}"
+    return cls(schema, registry=Registry())
 
 
 _LOST = "the connection to the server was lost"

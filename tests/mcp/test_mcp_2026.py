@@ -471,3 +471,17 @@ def test_run_asks_a_person_when_told_to_and_replay_needs_no_server(server, tmp_p
                                  "--id", "cli2", "--db", str(db)],
                            env={"TURNLOG_MCP_ELICIT": "maybe"})
     assert result.exit_code == 2 and "'maybe' is not one of" in result.output
+
+
+def test_output_schemas_are_read_as_json_schema_2020_12_unless_they_name_a_draft():
+    from turnlog.engine.tools.mcp import _invalid
+
+    pair = {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}
+    assert _invalid(pair, ["a", 1]) is None
+    assert "is not of type 'integer'" in _invalid(pair, ["a", "b"])  # 2020-12's prefixItems
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+              "items": [{"type": "string"}, {"type": "integer"}]}
+    assert "is not of type 'integer'" in _invalid(draft7, ["a", "b"])  # draft-07's items
+    assert _invalid(17, {"any": "value"}).startswith("its output schema is not a valid JSON")
+    assert _invalid({"type": "integer"}, 3) is None and _invalid(True, [None]) is None
+    assert "(at /x)" in _invalid({"properties": {"x": {"type": "string"}}}, {"x": 1})
