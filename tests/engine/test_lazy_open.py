@@ -147,3 +147,29 @@ def test_lazy_bodies_send_the_same_requests_and_write_the_same_events(tmp_path):
     assert lazy[3]  # the lazy run really opened from a snapshot
     assert lazy[:3] == folded[:3]
     assert len(lazy[0][0].messages) == 1 + 30 * 2 + 1 + 1  # every message of the history, and more
+
+
+def test_a_journal_with_whole_state_snapshots_opens_from_its_events_then_saves_a_head(
+        tmp_path, monkeypatch):
+    """A journal written before heads (its snapshots hold whole states under the old kind):
+    they are never read, and the next long open saves a head the open after it uses."""
+    import zlib
+
+    import msgspec
+
+    import turnlog.engine.snapshots as snapshots
+
+    path = tmp_path / "old.db"
+    _history(path, 20)
+    with Journal(path) as journal:
+        whole = fold_stored(journal.lineage("c")).state()
+        old_kind = "engine.state+zlib/" + snapshot_kind().rsplit("/", 1)[1]
+        journal.write_snapshot("c", old_kind, whole.seq,
+                               zlib.compress(msgspec.msgpack.encode(whole), 1))
+        monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 50)
+        assert journal.read_snapshot("c", snapshot_kind()) is None
+        assert Conversation.open(journal, "c").state == whole  # folded: 83 events
+        head = journal.read_snapshot("c", snapshot_kind())
+        assert head.seq == whole.seq and len(head.data) < 1000
+        conv = Conversation.open(journal, "c")
+        assert conv.builder.unset() == DEFERRED and conv.state == whole
