@@ -9,7 +9,7 @@ For each length, one conversation of that many events (turns of 4 events, as
   (the fold, then the snapshot of the state's head saved);
 - writer open: ``Conversation.open`` from the snapshot (median of 5): read the head,
   check it against the chain, fold the events after it (none here). The bodies and
-  the gates stay unread (``engine.state.DEFERRED``);
+  the gates stay unread (``engine.model.state.DEFERRED``);
 - first request: that open, then ``builder.message_list`` (what a request sends: every
   message, folded from the events with every gate);
 - show: ``load_state`` from the snapshot (the whole state, every body read);

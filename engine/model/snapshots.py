@@ -6,9 +6,9 @@ conversation instead — the head of its ``ConversationState`` at some seq, save
 an earlier open — and folds only the events after it: O(events since the snapshot),
 whatever the conversation's length. The snapshot holds no bodies and no gates:
 
-- it is the state's head (:meth:`~engine.state.StateBuilder.head`): lifecycle, turns,
+- it is the state's head (:meth:`~engine.model.state.StateBuilder.head`): lifecycle, turns,
   usage, the run's counters, without the messages, the tool results and the facts that
-  gate a side effect (:data:`~engine.state.DEFERRED`: which tools need approval, the
+  gate a side effect (:data:`~engine.model.state.DEFERRED`: which tools need approval, the
   duplicate rule and its record of calls, the approval requests and decisions, the
   calls started and pending). Those stay unread in the opened builder until something
   needs them (a request, a tool call, an approval, ``state()``), and are then folded
@@ -180,7 +180,7 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
     older one. Raises ``ConversationNotFound``.
 
     Opened from a snapshot, the builder holds its head only: the messages, results and
-    everything that gates a side effect (:data:`~engine.state.DEFERRED`) are folded from
+    everything that gates a side effect (:data:`~engine.model.state.DEFERRED`) are folded from
     the events when first read (a request, a tool call, an approval), never taken from
     the snapshot, which holds none of them. The open itself costs the snapshot and the
     events after it, whatever the conversation's length.

@@ -192,10 +192,10 @@ DEFERRED = ("_messages", "_results", "approve", "approvals", "call_count", "call
 _DEFERRED = frozenset(DEFERRED)
 #: ConversationState's fields a builder holds as a deferred attribute (by another name or
 #: shape for some), left at their defaults in a head state (:meth:`StateBuilder.head`).
-_HEAD_DEFAULTS = {"messages": (), "tool_execution_results": (), "approve": (), "approvals": {},
-                  "call_count": 0, "call_ids": frozenset(), "call_index": {}, "decisions": {},
-                  "duplicate_policy": DuplicatePolicy(), "pending_calls": (),
-                  "started_calls": frozenset()}
+_HEAD_DEFAULTS: dict[str, Any] = {
+    "messages": (), "tool_execution_results": (), "approve": (), "approvals": {}, "call_count": 0,
+    "call_ids": frozenset(), "call_index": {}, "decisions": {},
+    "duplicate_policy": DuplicatePolicy(), "pending_calls": (), "started_calls": frozenset()}
 _HEAD_FIELDS = tuple(f for f in _STATE_FIELDS if f not in _HEAD_DEFAULTS)
 
 

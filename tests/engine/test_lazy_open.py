@@ -9,8 +9,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationStarted,
     ForkRef,
     ModelRequested,
@@ -19,10 +19,10 @@ from turnlog.engine.events import (
     ToolStarted,
     UserMessage,
 )
-from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.model.messages import Text, ToolCall
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.snapshots import open_builder, save_snapshot, snapshot_kind
-from turnlog.engine.state import DEFERRED, fold_stored
+from turnlog.engine.model.snapshots import open_builder, save_snapshot, snapshot_kind
+from turnlog.engine.model.state import DEFERRED, fold_stored
 from turnlog.engine.tools import ToolRegistry, tool
 from turnlog.journal import Journal
 
@@ -157,7 +157,7 @@ def test_a_journal_with_whole_state_snapshots_opens_from_its_events_then_saves_a
 
     import msgspec
 
-    import turnlog.engine.snapshots as snapshots
+    import turnlog.engine.model.snapshots as snapshots
 
     path = tmp_path / "old.db"
     _history(path, 20)
