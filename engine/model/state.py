@@ -19,6 +19,7 @@ state, the event and the seq, and the builder is left as it was.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -197,6 +198,7 @@ _HEAD_DEFAULTS: dict[str, Any] = {
     "call_ids": frozenset(), "call_index": {}, "decisions": {},
     "duplicate_policy": DuplicatePolicy(), "pending_calls": (), "started_calls": frozenset()}
 _HEAD_FIELDS = tuple(f for f in _STATE_FIELDS if f not in _HEAD_DEFAULTS)
+_LOADING = threading.RLock()
 
 
 class StateBuilder:
@@ -283,13 +285,18 @@ class StateBuilder:
         return builder
 
     def __getattr__(self, name: str) -> Any:
-        """A deferred attribute, loaded on its first read (:meth:`deferred`)."""
+        """A deferred attribute, loaded on its first read (:meth:`deferred`); one load, even
+        when threads (parallel tools) read at once."""
         if name in _DEFERRED:
-            loader = self._loader
-            if loader is not None:
-                self._loader = None
-                loader(self)
+            with _LOADING:
+                loader = self._loader
+                if loader is not None:
+                    loader(self)
+                    self._loader = None
+            try:
                 return object.__getattribute__(self, name)
+            except AttributeError:
+                pass
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def unset(self) -> tuple[str, ...]:
