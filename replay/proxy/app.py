@@ -12,8 +12,12 @@ wire's reader refuses, is recorded as an unparsed exchange.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,8 +31,9 @@ from starlette.routing import Route
 
 from turnlog.engine.errors import MalformedResponseError, ProviderError
 from turnlog.engine.providers._common import error_for_status, error_message
+from turnlog.engine.providers._redact import Redactor, read_body
 
-from .recorder import Exchange, Recorder, settle_request
+from .recorder import SPOOL_MEMORY, Exchange, Recorder, settle_request
 from .replaying import Divergence, ReplayBook
 from .streams import sse_events
 from .translate import response_body, target_request
@@ -52,11 +57,41 @@ _HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding
 _BACK_HOP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
 
 
-def _secret(request: Request) -> str | None:
-    headers = request.headers
-    bearer = (headers.get("authorization") or "").removeprefix("Bearer ").strip()
-    return (headers.get("x-api-key") or headers.get("x-goog-api-key") or bearer
-            or request.query_params.get("key") or None)
+#: Header and query-parameter names that carry credentials, on any wire (matched lower-case).
+_CREDENTIAL = re.compile(r"auth|api[-_]?key|^key$|token|secret|password|credential|cookie"
+                         r"|signature|^sig$")
+
+
+def _credential_values(value: str) -> list[str]:
+    """The secrets in one credential value: itself, its token after any scheme word
+    (``Bearer``, ``bearer``, ``Basic``, ``Token`` ...), and a Basic token's decoded parts."""
+    value = value.strip()
+    out = [value]
+    scheme, _, token = value.partition(" ")
+    token = token.strip()
+    if token:
+        out.append(token)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(token, validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                pair = ""
+            out += [pair, *pair.split(":", 1)] if pair else []
+    return out
+
+
+def _secrets(request: Request) -> tuple[str, ...]:
+    """Every credential the request carries: any header or query parameter whose name
+    says it holds one (``Authorization`` in any scheme, ``x-api-key``,
+    ``x-goog-api-key``, ``api-key``, ``key=`` ...), each value and its token."""
+    found: list[str] = []
+    for name, value in request.headers.items():
+        if _CREDENTIAL.search(name.lower()):
+            found += _credential_values(value)
+    for name, value in request.query_params.multi_items():
+        if _CREDENTIAL.search(name.lower()):
+            found += _credential_values(value)
+    return tuple(dict.fromkeys(v for v in found if v))
 
 
 def _fallback_wire(path: str) -> Wire:
@@ -120,21 +155,29 @@ class _Proxy:
         wire = wire_for_path(path)
         known = wire is not None
         wire = wire or _fallback_wire(path)
-        raw = await request.body()
         exchange = Exchange(wire=wire, path=path, client=request.headers.get("user-agent", ""),
-                            secret=_secret(request), started=time.monotonic(),
+                            secrets=_secrets(request), started=time.monotonic(),
                             conversation=request.headers.get(CONVERSATION_HEADER))
         record = request.method == "POST"
-        exchange.known, exchange.raw_request = known, raw
+        exchange.known = known
         if self.to is not None and known and record:
+            exchange.raw_request = await request.body()
             settle_request(exchange)  # the translation needs it now
-        if self.to is not None and known and record:
             return await self.swap(wire, exchange)
         assert self.client is not None
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
         headers.append(("accept-encoding", "identity"))
+        size = request.headers.get("content-length", "")
+        if size.isdigit() and int(size) <= SPOOL_MEMORY:
+            exchange.raw_request = await request.body()
+            content: Any = exchange.raw_request
+        else:  # a large or chunked body: streamed upstream, kept in a spool for the recorder
+            if size.isdigit():
+                headers.append(("content-length", size))
+            exchange.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+            content = _tee(request, exchange.spool)
         upstream = self.client.build_request(request.method, self.url(wire, request),
-                                             headers=headers, content=raw)
+                                             headers=headers, content=content)
         try:
             answer = await self.client.send(upstream, stream=True)
         except httpx.TimeoutException as exc:
@@ -176,7 +219,8 @@ class _Proxy:
         target_wire = WIRES[target]
         url, headers, body, _ = target_request(target, model, parsed,
                                                self.upstreams[target_wire.upstream], wire.name)
-        exchange.secret = next(iter(headers.values())).removeprefix("Bearer ") or None
+        exchange.secrets += tuple(v for value in headers.values()
+                                  for v in _credential_values(value))
         try:
             answer = await self.client.post(url, json=body, headers=headers)
         except httpx.TimeoutException as exc:
@@ -188,9 +232,10 @@ class _Proxy:
                                      f"{exc})", True)
         exchange.status = answer.status_code
         exchange.ended = time.monotonic()
+        redactor = Redactor(*exchange.secrets)
         try:
-            data = answer.json()
-        except ValueError:
+            data = read_body(answer.text, target, redactor)
+        except MalformedResponseError:
             data = None
         if answer.status_code == 200:
             try:
@@ -208,8 +253,8 @@ class _Proxy:
                 return StreamingResponse(iter(sse_events(wire.name, out)),
                                          media_type="text/event-stream")
             return JSONResponse(out)
-        text = error_message(data, answer.text[:2000])
-        exc = error_for_status(answer.status_code, text, target, secret=exchange.secret)
+        text = error_message(data, redactor.message(answer.text[:2000]))
+        exc = error_for_status(answer.status_code, text, target)
         exchange.failure = (type(exc).__name__, str(exc), bool(getattr(exc, "retryable", False)),
                             False, ())
         self.submit(exchange)
@@ -248,6 +293,14 @@ class _Proxy:
                 await answer.aclose()
             except BaseException:  # noqa: BLE001 - the client is gone; nothing to tell it
                 pass
+
+
+async def _tee(request: Request, spool: Any) -> AsyncIterator[bytes]:
+    """The request body chunk by chunk as it arrives, each kept in ``spool`` on the way."""
+    async for chunk in request.stream():
+        if chunk:
+            spool.write(chunk)
+            yield chunk
 
 
 def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,
