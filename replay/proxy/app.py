@@ -171,11 +171,16 @@ class _Proxy:
         if size.isdigit() and int(size) <= SPOOL_MEMORY:
             exchange.raw_request = await request.body()
             content: Any = exchange.raw_request
-        else:  # a large or chunked body: streamed upstream, kept in a spool for the recorder
-            if size.isdigit():
-                headers.append(("content-length", size))
+        else:  # large or chunked: through a spool (bounded memory) that the recorder reads
             exchange.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
-            content = _tee(request, exchange.spool)
+            if size.isdigit():  # streamed upstream as it arrives, with its length
+                headers.append(("content-length", size))
+                content = _tee(request, exchange.spool)
+            else:  # no length: spooled whole first, then sent with one (not every upstream
+                async for chunk in _tee(request, exchange.spool):  # reads a chunked body)
+                    pass
+                headers.append(("content-length", str(exchange.spool.tell())))
+                content = _unspooled(exchange.spool)
         upstream = self.client.build_request(request.method, self.url(wire, request),
                                              headers=headers, content=content)
         try:
@@ -301,6 +306,13 @@ async def _tee(request: Request, spool: Any) -> AsyncIterator[bytes]:
         if chunk:
             spool.write(chunk)
             yield chunk
+
+
+async def _unspooled(spool: Any) -> AsyncIterator[bytes]:
+    """A spooled body from its start, in pieces of at most ``SPOOL_MEMORY``."""
+    spool.seek(0)
+    while chunk := spool.read(SPOOL_MEMORY):
+        yield chunk
 
 
 def create_app(recorder: Recorder | None, upstreams: dict[str, str] | None = None, *,
