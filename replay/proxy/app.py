@@ -115,7 +115,7 @@ class _Proxy:
         self.to = to
         self.upstreams = {**DEFAULT_UPSTREAMS, **upstreams}
         self.timeout = timeout
-        self.clients: list[httpx.AsyncClient] = []
+        self.clients: list[httpx.AsyncClient | None] = []
 
     def open(self) -> None:
         """The upstream clients: ``UPSTREAM_POOLS`` of them, sharing one TLS context.
@@ -127,21 +127,25 @@ class _Proxy:
         is given one pool of a few (by its address), as an agent's own SDK
         client would be.
         """
-        tls = ssl.create_default_context(cafile=certifi.where())
-        self.clients = [httpx.AsyncClient(
-            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-            follow_redirects=False, trust_env=False, verify=tls)
-            for _ in range(UPSTREAM_POOLS)]
+        self._tls = ssl.create_default_context(cafile=certifi.where())
+        self.clients = [None] * UPSTREAM_POOLS
 
     async def close(self) -> None:
         for client in self.clients:
-            await client.aclose()
+            if client is not None:
+                await client.aclose()
 
     def client(self, request: Request) -> httpx.AsyncClient:
-        """The upstream pool of ``request``'s client connection."""
+        """The upstream pool of ``request``'s client connection (made on first use)."""
         peer = request.scope.get("client") or ("", 0)
-        return self.clients[hash(tuple(peer)) % len(self.clients)]
+        slot = hash(tuple(peer)) % UPSTREAM_POOLS
+        client = self.clients[slot]
+        if client is None:
+            client = self.clients[slot] = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                follow_redirects=False, trust_env=False, verify=self._tls)
+        return client
 
     def url(self, wire: Wire, request: Request) -> str:
         base = self.upstreams[wire.upstream].rstrip("/")
