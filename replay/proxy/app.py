@@ -49,7 +49,7 @@ from .wires import (
     wire_for_path,
 )
 
-__all__ = ["CONVERSATION_HEADER", "create_app"]
+__all__ = ["CONVERSATION_HEADER", "UPSTREAM_POOLS", "create_app"]
 
 #: How many upstream connection pools the proxy keeps (see ``_Proxy.open``).
 UPSTREAM_POOLS = 32
