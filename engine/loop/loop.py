@@ -46,10 +46,13 @@ does the I/O, as ``engine.aloop.AsyncLoop`` does for asyncio programs.
 
 from __future__ import annotations
 
+import functools
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,6 +75,7 @@ from turnlog.engine.model.events import (
     DuplicatePolicy,
     Event,
     Refusal,
+    ToolProgressed,
     UserMessage,
     with_valid_unicode,
 )
@@ -95,6 +99,7 @@ from .step import (
     Wait,
     executor_failure,
     ordered,
+    progress_of,
     refusal_of,
     request_of,
 )
@@ -195,6 +200,9 @@ class LoopBase:
         #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
         #: default, genai-prices), recorded with it as ``model_responded.charge``
         self.prices = prices
+        #: the thread that drives the run, and the progress writes handed to it
+        self._driver: int | None = None
+        self._desk: queue.SimpleQueue[Any] = queue.SimpleQueue()
         if getattr(provider, "name", "") != "scripted" and getattr(prices, "database", True):
             from turnlog.engine.audit.prices import warm_up  # the audit package imports the engine
 
@@ -210,7 +218,10 @@ class LoopBase:
             executor=self.executor, max_parallel_tools=self.max_parallel_tools,
             predicate=self.predicate, approve=frozenset(self.approve),
             approve_reason=self.approve_reason, prices=self.prices,
-            runner=type(self.runner).__name__ if self.runner is not None else None)
+            runner=type(self.runner).__name__ if self.runner is not None else None,
+            progress=self.progress_writer,
+            traceparent=self.observers.traceparent if self.observers else None,
+            recorded_progress=functools.partial(progress_of, self.journal))
 
     def build_request(self, b: Any) -> ModelRequest:
         """The request for the next turn, from the live state (never re-read from the journal)."""
@@ -274,6 +285,43 @@ class LoopBase:
         return conv
 
     # --- appends and observers ------------------------------------------------------
+
+    def progress_writer(self, conv: Conversation, call: ToolCall) -> Callable[..., None]:
+        """The ``progress`` hook of ``call``'s ``ToolContext``: ``write(data)`` appends a
+        ``tool_progressed`` event at once (durable when it returns). From a tool running on
+        the loop's thread pool, the write is handed to the thread that drives the run (a
+        SQLite connection belongs to its thread) and waited for. ``of`` (a replay serving
+        recorded news in its recorded order) names another call of the same batch: its
+        ``call_id`` and ``name`` are used instead."""
+        def write(data: dict[str, Any], of: Any = None) -> None:
+            call_id, name = (call.id, call.name) if of is None else (of.call_id, of.name)
+            event = with_valid_unicode(ToolProgressed(call_id=call_id, name=name,
+                                                      data=dict(data)))
+            if threading.get_ident() == self._driver:
+                self._append_now(conv, event)
+                return
+            done = threading.Event()
+            failed: list[BaseException] = []
+            self._desk.put((conv, event, done, failed))
+            done.wait()
+            if failed:
+                raise failed[0]
+
+        return write
+
+    def _serve_desk(self) -> None:
+        """Write the progress events tools on the thread pool handed over (``progress_writer``)."""
+        while True:
+            try:
+                conv, event, done, failed = self._desk.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self._append_now(conv, event)
+            except BaseException as exc:  # handed back to the tool that wrote it
+                failed.append(exc)
+            finally:
+                done.set()
 
     def _perform(self, conv: Conversation, record: Record) -> None:
         """Do what a ``Record`` says: stage (or append) its events, flush, notify."""
@@ -466,6 +514,7 @@ class Loop(LoopBase):
 
     def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
         """Take every step the journal says is next until the run ends (or one turn, if asked)."""
+        self._driver = threading.get_ident()
         drive = Drive(self, conv, single_turn)
         try:
             while (action := drive.next()) is not None:
@@ -512,8 +561,12 @@ class Loop(LoopBase):
                                   thread_name_prefix="turnlog-tool")
         try:
             futures = {pool.submit(self._execute, run): run for run in action.runs}
-            for future in as_completed(futures):
-                drive.tool_done(futures[future], future.result())
+            waiting = set(futures)
+            while waiting:  # progress writes of the running tools are made on this thread
+                finished, waiting = wait(waiting, timeout=0.02, return_when=FIRST_COMPLETED)
+                self._serve_desk()
+                for future in finished:
+                    drive.tool_done(futures[future], future.result())
         finally:  # a crash (KeyboardInterrupt, SystemExit) leaves the unfinished to resume
             pool.shutdown(wait=False, cancel_futures=True)
 
