@@ -43,7 +43,12 @@ from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
-__all__ = ["SORTS", "ListQuery", "Reader", "chain_state"]
+__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "deferred_chain"]
+
+#: The most events a page verifies before it answers (``Reader.conversations``,
+#: ``Reader.conversation``): chains beyond it are left to their own request
+#: (:meth:`Reader.chain`), so a page's time does not grow with a conversation's length.
+CHAIN_INLINE = 2_000
 
 #: Sort keys of the conversation list -> the ``conversations`` view's column (``turns`` and
 #: ``tokens`` come from the audit's projection table when it is in step: one narrow scan).
@@ -97,6 +102,12 @@ def chain_state(journal: JournalProtocol, conversation_id: str) -> dict[str, Any
         return {"ok": False, "conversation_id": m.stream_id, "seq": None,
                 "reason": f"{m.object}: {m.reason}", "checked": report.checked_events}
     return {"ok": True, "checked": report.checked_events}
+
+
+def deferred_chain(events: int) -> dict[str, Any]:
+    """The chain state of a page that did not verify a chain of ``events`` events itself:
+    ``{"ok": None, "deferred": True, "events": N}`` (:meth:`Reader.chain` verifies it)."""
+    return {"ok": None, "deferred": True, "events": events}
 
 
 def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
@@ -243,14 +254,17 @@ class Reader:
             f"({', '.join('?' * len(ids))})", ids)}
         rows = [by_id[cid] for cid in ids]
         tools, costs = self._tools_used(ids), self._costs(ids)
-        items = [{"conversation_id": cid, "started_at": started, "updated_at": updated,
-                  "status": status, "provider": provider, "model": model,
-                  "turns": _turn_count(self.conn, turns, parent, fork_seq), "events": events,
-                  "tokens": inp + out, "tools": tools.get(cid, []),
-                  "cost": costs.get(cid, 0.0), "chain": chain_state(self.journal, cid),
-                  "parent": parent, "replay_of": replay_of}
-                 for cid, started, updated, status, provider, model, turns, events, inp, out,
-                 parent, replay_of, fork_seq in rows]
+        budget = CHAIN_INLINE
+        items = []
+        for (cid, started, updated, status, provider, model, turns, events, inp, out, parent,
+             replay_of, fork_seq) in rows:
+            chain, budget = self._chain_within(cid, events + (fork_seq or 0), budget)
+            items.append({"conversation_id": cid, "started_at": started, "updated_at": updated,
+                          "status": status, "provider": provider, "model": model,
+                          "turns": _turn_count(self.conn, turns, parent, fork_seq),
+                          "events": events, "tokens": inp + out, "tools": tools.get(cid, []),
+                          "cost": costs.get(cid, 0.0), "chain": chain, "parent": parent,
+                          "replay_of": replay_of})
         return {"rows": items, "total": total, "page": q.page,
                 "pages": max(1, math.ceil(total / q.per_page)),
                 "query": msgspec.to_builtins(q)}
@@ -297,11 +311,32 @@ class Reader:
 
     # -- one conversation --------------------------------------------------------------
 
-    def conversation(self, conversation_id: str) -> dict[str, Any]:
+    def _chain_within(self, conversation_id: str, events: int,
+                      budget: int | None) -> tuple[dict[str, Any], int | None]:
+        """The chain state when ``events`` fit in ``budget`` (``None``: no limit), else
+        :func:`deferred_chain`; and the budget left."""
+        if budget is None:
+            return chain_state(self.journal, conversation_id), None
+        if events > budget:
+            return deferred_chain(events), budget
+        return chain_state(self.journal, conversation_id), budget - events
+
+    def chain(self, conversation_id: str) -> dict[str, Any]:
+        """:func:`chain_state` of one conversation, however long; ``ConversationNotFound``
+        for an unknown id."""
+        if self.journal.last_seq(conversation_id) == 0:
+            raise ConversationNotFound(
+                f"no conversation {conversation_id!r} in {shown_url(self.path)}")
+        return chain_state(self.journal, conversation_id)
+
+    def conversation(self, conversation_id: str,
+                     verify_up_to: int | None = CHAIN_INLINE) -> dict[str, Any]:
         """The listing row plus ``started`` (its start event's payload), ``chain``,
         ``tree`` (the fork tree it belongs to), ``replays`` and ``replay_runs``.
 
-        Raises ``ConversationNotFound`` for an unknown id.
+        ``chain`` is verified when the history holds at most ``verify_up_to`` events
+        (``None``: always), else :func:`deferred_chain`. Raises ``ConversationNotFound``
+        for an unknown id.
         """
         info = conversation_info(self.conn, conversation_id, shown_url(self.path))
         first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
@@ -311,7 +346,9 @@ class Reader:
             "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
             (conversation_id,)).fetchone()
         info["fork_seq"] = info["fork_seq"][0] if info["fork_seq"] else None
-        info["chain"] = chain_state(self.journal, conversation_id)
+        info["chain"] = self._chain_within(conversation_id,
+                                           info["events"] + (info["fork_seq"] or 0),
+                                           verify_up_to)[0]
         info["tree"] = self._tree(conversation_id)
         info["replay_runs"] = self._replay_runs(conversation_id)
         return info

@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -117,6 +117,13 @@ class _App:
             after = r.last_position()
         return self.page("conversation.html", info=info, timeline=timeline,
                          live={"after": after, "conversation": cid})
+
+    def chain(self, request: Request) -> Response:
+        """One conversation's chain state as JSON (``Reader.chain``): what a page too long to
+        verify before answering (``CHAIN_INLINE``) fetches after it is shown."""
+        with self.reader() as r:
+            state = r.chain(request.query_params.get("id", ""))
+        return JSONResponse(state, headers={"Cache-Control": "no-store"})
 
     def diff(self, request: Request) -> Response:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -230,6 +237,7 @@ def create_app(path: str, prices: Prices | PriceTable | None = None, *, poll: fl
     app = Starlette(routes=[
         Route("/", routes.conversations),
         Route("/conversation", routes.conversation),
+        Route("/chain", routes.chain),
         Route("/diff", routes.diff),
         Route("/audit", routes.audit),
         Route("/report", routes.report),

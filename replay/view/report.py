@@ -19,7 +19,7 @@ __all__ = ["render_report", "report_data"]
 
 def report_data(reader: Reader, conversation_id: str) -> dict[str, Any]:
     """What the report shows: the conversation's header data and every turn's entries."""
-    info = reader.conversation(conversation_id)
+    info = reader.conversation(conversation_id, verify_up_to=None)  # a file: no later request
     first = reader.timeline(conversation_id, 1, 500)
     entries = list(first["entries"])
     for page in range(2, first["pages"] + 1):
