@@ -143,19 +143,23 @@ def median(fn, runs: int) -> float:
 def run_measured(args: list[str]) -> tuple[float, float, int]:
     """Run a command, its stdout to /dev/null; ``(wall ms, peak RSS MB, exit code)``.
 
-    The peak is read from /proc while it runs, waiting on the child with ``os.wait4``'s
-    ``WNOWAIT`` sibling, ``waitid``, so its /proc entry is still there when it has exited.
+    The peak is the last ``VmHWM`` (a high-water mark: it only grows) read from
+    /proc/PID/status every 5 ms while the command runs.
     """
     t0 = time.perf_counter()
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    peak = 0.0
+    while child.poll() is None:
+        try:
+            peak = max(peak, peak_rss_mb(child.pid))
+        except (OSError, AttributeError):  # exiting: its memory is already gone
+            pass
+        time.sleep(0.005)
     took = (time.perf_counter() - t0) * 1000
-    peak = peak_rss_mb(child.pid)
-    code = child.wait()
-    if code:
+    if child.returncode:
         print(f"  {' '.join(args[:3])}… failed: {child.stderr.read().decode()[-500:]}",
               file=sys.stderr)
-    return took, peak, code
+    return took, peak, child.returncode
 
 
 class Viewer:

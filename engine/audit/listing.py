@@ -89,11 +89,20 @@ def conversation_info(conn: ReadConnection, conversation_id: str,
         "ORDER BY stream_id", (conversation_id,))]
     info["replays"] = [c for (c,) in conn.execute(
         "SELECT stream_id FROM events WHERE type = 'conversation_started' AND seq = 1 "
+        # a substring test first: only start events that name a replay are parsed
+        f"AND {_has(conn, 'payload', '?')} "
         f"AND {dialect_of(conn).json('payload', '$.replay_of.conversation_id')} = ? "
         "ORDER BY stream_id",
-        (conversation_id,))]
+        ('"replay_of"', conversation_id))]
     info["proxy"] = _proxied(conn, conversation_id)
     return info
+
+
+def _has(conn: ReadConnection, haystack: str, needle: str) -> str:
+    """Whether ``needle`` occurs in ``haystack``, case and all (a condition)."""
+    if dialect_of(conn).name == "sqlite":
+        return f"instr({haystack}, {needle}) > 0"
+    return f"strpos({haystack}, {needle}) > 0"
 
 
 def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ Nothing here writes; every figure comes from functions the CLI uses too
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 from collections import defaultdict
@@ -38,17 +39,18 @@ from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
-from .costs import cost_figures
+from .costs import conversation_costs
 from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
-__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "deferred_chain"]
+__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "count_turns",
+           "deferred_chain"]
 
 #: The most events a page verifies before it answers (``Reader.conversations``,
 #: ``Reader.conversation``): chains beyond it are left to their own request
 #: (:meth:`Reader.chain`), so a page's time does not grow with a conversation's length.
-CHAIN_INLINE = 2_000
+CHAIN_INLINE = 500
 
 #: Sort keys of the conversation list -> the ``conversations`` view's column (``turns`` and
 #: ``tokens`` come from the audit's projection table when it is in step: one narrow scan).
@@ -63,6 +65,8 @@ _COLUMNS = ("conversation_id, started_at, updated_at, status, provider, model, t
             "input_tokens, output_tokens, parent, replay_of, fork_seq")
 
 _MAX_PER_PAGE = 500
+#: the deepest the default list order is read from the journal's end (``Reader._recent_ids``)
+_RECENT_PAGES = 2_000
 
 
 class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,6 +133,36 @@ def _prefilter(text: str, d: Dialect = SQLITE) -> str:
     return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
             "'model_responded', 'tool_completed', 'tool_call_rejected') "
             f"AND {d.contains('payload', '?')}) AND ")
+
+
+def count_turns(path: str, conversation_id: str) -> int:
+    """How many turns the conversation's own events hold (distinct ``model_requested`` turn
+    numbers), over a read connection of its own (a streamed page counts them after its
+    reader has closed)."""
+    conn = connect_readonly(path)
+    try:
+        return conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM events WHERE stream_id = ? AND type = "
+            f"'model_requested' GROUP BY {dialect_of(conn).json('payload', '$.turn')}) AS t",
+            (conversation_id,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+class _Timeline(dict):
+    """A timeline page whose ``turns`` and ``pages`` are counted when first read (``count``
+    runs once): a page rendered as a stream shows its turns before counting them all."""
+
+    def __init__(self, items: dict[str, Any], count: Any, per_page: int) -> None:
+        super().__init__(items)
+        self._count, self._per_page = count, per_page
+
+    def __missing__(self, key: str) -> Any:
+        if key not in ("turns", "pages"):
+            raise KeyError(key)
+        turns = self._count()
+        self["turns"], self["pages"] = turns, max(1, math.ceil(turns / self._per_page))
+        return self[key]
 
 
 class Reader:
@@ -271,6 +305,9 @@ class Reader:
 
     def _page_ids(self, q: ListQuery, where: str, params: list[Any]) -> list[str]:
         """The ids of the page, in order, computing only the sort key for every row."""
+        if q.sort == "updated" and q.descending and not where \
+                and q.page * q.per_page <= _RECENT_PAGES:
+            return self._recent_ids(q.page * q.per_page)[(q.page - 1) * q.per_page:]
         order = SORTS[q.sort]
         join = ""
         if q.sort in _PROJECTED_SORTS and in_step(self.conn):
@@ -280,6 +317,29 @@ class Reader:
             f"SELECT conversation_id FROM conversations {join}{where} "
             f"ORDER BY {order} {direction}, conversation_id LIMIT ? OFFSET ?",
             [*params, q.per_page, (q.page - 1) * q.per_page])]
+
+    def _recent_ids(self, count: int) -> list[str]:
+        """The ``count`` conversations last appended to, newest first: the default list's
+        order (``last_position DESC``), read backwards from the journal's end (by position,
+        the table's key) instead of computing every conversation's last position."""
+        found: list[str] = []
+        seen: set[str] = set()
+        before, batch = last_position(self.conn) + 1, max(256, 8 * count)
+        while len(found) < count:
+            rows = self.conn.execute(
+                "SELECT position, stream_id FROM events WHERE position < ? "
+                "ORDER BY position DESC LIMIT ?", (before, batch)).fetchall()
+            fresh = [sid for _, sid in rows if not (sid in seen or seen.add(sid))]
+            if fresh:  # streams that are conversations (a stream's first event starts it)
+                marks = ", ".join("?" * len(fresh))
+                started = {sid for (sid,) in self.conn.execute(
+                    "SELECT stream_id FROM events WHERE seq = 1 AND type = "
+                    f"'conversation_started' AND stream_id IN ({marks})", fresh)}
+                found += [sid for sid in fresh if sid in started]
+            if len(rows) < batch:
+                break
+            before, batch = rows[-1][0], batch * 2
+        return found[:count]
 
     def _tools_used(self, ids: list[str]) -> dict[str, list[str]]:
         if not ids:
@@ -296,12 +356,7 @@ class Reader:
     def _costs(self, ids: list[str]) -> dict[str, float | None]:
         """Each conversation's cost, as ``turnlog audit`` figures it (``engine.audit.costs``):
         each call at its recorded charge, else at the prices of its time."""
-        if not ids:
-            return {}
-        marks = ", ".join("?" * len(ids))
-        figures = cost_figures(self.conn, self.prices, 0, in_scope=f"AND e.stream_id IN ({marks})",
-                               params=ids)
-        return {c["conversation_id"]: c["cost"] for c in figures["conversations"]}
+        return conversation_costs(self.conn, self.prices, ids)
 
     def _model_calls(self) -> str:
         if in_step(self.conn):
@@ -387,22 +442,23 @@ class Reader:
         """Turns ``(page - 1) * per_page + 1`` … of the conversation's own events.
 
         Returns ``entries`` (dicts with a ``kind``: user, turn, assistant, tool,
-        refusal, failure, end, other), ``page``, ``pages``, ``turns`` and
-        ``max_ms`` (the longest latency on the page, for scaling bars). Raises
-        ``ConversationNotFound``.
+        refusal, failure, end, other), ``page``, ``more`` (whether a later page
+        exists), ``max_ms`` (the longest latency on the page, for scaling bars),
+        and ``pages`` and ``turns``, which are counted over the whole conversation
+        when first read (a page shows its turns before it counts them). Reads the
+        turns' starts only up to the page's end. Raises ``ConversationNotFound``.
         """
         if page < 1 or not 1 <= per_page <= _MAX_PER_PAGE:
             raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
-        starts = [seq for (seq,) in self.conn.execute(
-            "SELECT min(seq) FROM events WHERE stream_id = ? AND type = 'model_requested' "
-            f"GROUP BY {self.dialect.json('payload', '$.turn')} ORDER BY 1", (conversation_id,))]
+        # the starts of turns (page - 1) * per_page + 1 … page * per_page + 1, no further
+        starts = self._turn_starts(conversation_id, page * per_page + 1)
         if not starts and self.journal.last_seq(conversation_id) == 0:
             raise ConversationNotFound(
                 f"no conversation {conversation_id!r} in {shown_url(self.path)}")
-        pages = max(1, math.ceil(len(starts) / per_page))
-        if page > pages:
+        if page > 1 and len(starts) <= (page - 1) * per_page:  # all of them were read
+            pages = max(1, math.ceil(len(starts) / per_page))
             raise BadFilterError(f"page {page} is past the timeline's last page ({pages})")
-        lo = 1 if page == 1 else starts[min((page - 1) * per_page, len(starts) - 1)]
+        lo = 1 if page == 1 else starts[(page - 1) * per_page]
         hi_index = page * per_page
         hi = starts[hi_index] - 1 if hi_index < len(starts) else None
         started = json.loads(self.conn.execute(
@@ -417,8 +473,31 @@ class Reader:
         longest = max([x.get("ms") or 0 for x in items]
                       + [p["outcome"].get("ms") or 0 for x in items for p in x.get("parts", ())
                          if p["type"] == "tool_call"], default=0)
-        return {"entries": items, "page": page, "pages": pages, "turns": len(starts),
-                "max_ms": longest}
+        return _Timeline({"entries": items, "page": page, "more": hi is not None,
+                          "max_ms": longest},
+                         functools.partial(count_turns, self.path, conversation_id), per_page)
+
+    def _turn_starts(self, conversation_id: str, count: int) -> list[int]:
+        """The seqs at which the first ``count`` turns start (a turn's first request; retries
+        repeat its number), read in batches up to the last of them."""
+        starts: list[int] = []
+        seen: set[Any] = set()
+        after, batch = 0, max(64, min(count * 2, 4096))
+        while len(starts) < count:
+            rows = self.conn.execute(
+                f"SELECT seq, {self.dialect.json('payload', '$.turn')} FROM events "
+                "WHERE stream_id = ? AND type = 'model_requested' AND seq > ? "
+                "ORDER BY seq LIMIT ?", (conversation_id, after, batch)).fetchall()
+            for seq, turn in rows:
+                if turn not in seen:
+                    seen.add(turn)
+                    starts.append(seq)
+                    if len(starts) == count:
+                        break
+            if len(rows) < batch:
+                break
+            after = rows[-1][0]
+        return starts
 
     # -- across conversations ----------------------------------------------------------
 

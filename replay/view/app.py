@@ -11,7 +11,7 @@ resolves to this address (DNS rebinding) reads nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -91,10 +91,18 @@ class _App:
         self.path, self.prices, self.poll, self.live_for = path, prices, poll, live_for
         self.env = environment()
         self.follower = Follower(self.reader, poll, max_streams)
+        self._choices: tuple[int, dict[str, list[str]]] | None = None
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(db=shown_url(self.path), **context),
                             status_code=status)
+
+    def choices(self, reader: Reader, position: int) -> dict[str, list[str]]:
+        """The filters' values (``Reader.choices``), read again only when events were appended
+        since they were last read (they are distinct values over the whole journal)."""
+        if self._choices is None or self._choices[0] != position:
+            self._choices = (position, reader.choices())
+        return self._choices[1]
 
     def reader(self) -> Reader:
         return Reader(self.path, self.prices)
@@ -105,7 +113,8 @@ class _App:
                       descending=request.query_params.get("order", "desc") != "asc",
                       page=_int(request, "page", 1), per_page=_int(request, "per_page", 50))
         with self.reader() as r:
-            listing, choices, after = r.conversations(q), r.choices(), r.last_position()
+            listing, after = r.conversations(q), r.last_position()
+            choices = self.choices(r, after)
         return self.page("list.html", listing=listing, choices=choices,
                          live={"after": after, "conversation": None})
 
@@ -115,8 +124,11 @@ class _App:
             info = r.conversation(cid)
             timeline = r.timeline(cid, _int(request, "page", 1))
             after = r.last_position()
-        return self.page("conversation.html", info=info, timeline=timeline,
-                         live={"after": after, "conversation": cid})
+        # a stream: the page's turns are sent before the whole conversation's are counted
+        pieces = self.env.get_template("conversation.html").generate(
+            db=shown_url(self.path), info=info, timeline=timeline,
+            live={"after": after, "conversation": cid})
+        return StreamingResponse(_flushed(pieces), media_type="text/html; charset=utf-8")
 
     def chain(self, request: Request) -> Response:
         """One conversation's chain state as JSON (``Reader.chain``): what a page too long to
@@ -184,6 +196,25 @@ class _App:
     def not_found(self, request: Request, exc: Exception) -> Response:
         return self.page("error.html", status=404, code=404,
                          message=f"no page {request.url.path!r}")
+
+
+#: where a streamed page's template marks the end of what it shows at once
+FLUSH = "<!-- flush -->"
+
+
+def _flushed(pieces: Iterable[str], size: int = 16384) -> Iterator[bytes]:
+    """A template's output in chunks of about ``size`` characters, one ending at each
+    :data:`FLUSH` mark (what comes after it may take longer to compute)."""
+    buffer: list[str] = []
+    held = 0
+    for piece in pieces:
+        buffer.append(piece)
+        held += len(piece)
+        if held >= size or FLUSH in piece:
+            yield "".join(buffer).encode()
+            buffer, held = [], 0
+    if buffer:
+        yield "".join(buffer).encode()
 
 
 class _Stream(StreamingResponse):
