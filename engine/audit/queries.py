@@ -27,6 +27,7 @@ import functools
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -461,9 +462,47 @@ class Reader:
         lo = 1 if page == 1 else starts[(page - 1) * per_page]
         hi_index = page * per_page
         hi = starts[hi_index] - 1 if hi_index < len(starts) else None
-        started = json.loads(self.conn.execute(
+        items, longest = self._entries(conversation_id, self._started(conversation_id), lo, hi)
+        return _Timeline({"entries": items, "page": page, "more": hi is not None,
+                          "max_ms": longest},
+                         functools.partial(count_turns, self.path, conversation_id), per_page)
+
+    def timeline_pages(self, conversation_id: str,
+                       per_page: int = _MAX_PER_PAGE) -> Iterator[tuple[list[dict[str, Any]], int]]:
+        """Every page of the timeline in turn, as ``(entries, max_ms)``: the pages
+        :meth:`timeline` gives, read one after the other (each turn start once) without
+        holding more than one. Raises ``ConversationNotFound`` before the first."""
+        if self.journal.last_seq(conversation_id) == 0:
+            raise ConversationNotFound(
+                f"no conversation {conversation_id!r} in {shown_url(self.path)}")
+        started, lo, seen, after, turns = self._started(conversation_id), 1, set(), 0, 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT seq, {self.dialect.json('payload', '$.turn')} FROM events "
+                "WHERE stream_id = ? AND type = 'model_requested' AND seq > ? "
+                "ORDER BY seq LIMIT ?", (conversation_id, after, 4096)).fetchall()
+            for seq, turn in rows:
+                if turn in seen:
+                    continue
+                seen.add(turn)
+                turns += 1
+                if turns > 1 and (turns - 1) % per_page == 0:  # the next page starts here
+                    yield self._entries(conversation_id, started, lo, seq - 1)
+                    lo = seq
+            if len(rows) < 4096:
+                break
+            after = rows[-1][0]
+        yield self._entries(conversation_id, started, lo, None)
+
+    def _started(self, conversation_id: str) -> dict[str, Any]:
+        return json.loads(self.conn.execute(
             "SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
             (conversation_id,)).fetchone()[0])
+
+    def _entries(self, conversation_id: str, started: dict[str, Any], lo: int,
+                 hi: int | None) -> tuple[list[dict[str, Any]], int]:
+        """The timeline entries of events ``lo`` … ``hi`` (``None``: the last), and the
+        longest latency among them."""
         events = [(seq, type_, at, json.loads(payload)) for seq, type_, at, payload in
                   self.conn.execute(
                       "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
@@ -473,9 +512,7 @@ class Reader:
         longest = max([x.get("ms") or 0 for x in items]
                       + [p["outcome"].get("ms") or 0 for x in items for p in x.get("parts", ())
                          if p["type"] == "tool_call"], default=0)
-        return _Timeline({"entries": items, "page": page, "more": hi is not None,
-                          "max_ms": longest},
-                         functools.partial(count_turns, self.path, conversation_id), per_page)
+        return items, longest
 
     def _turn_starts(self, conversation_id: str, count: int) -> list[int]:
         """The seqs at which the first ``count`` turns start (a turn's first request; retries

@@ -80,6 +80,10 @@ def test_the_pages_hold_every_entry_once_in_order_whatever_the_page_size(long_db
     assert len(pages) == pages[0]["pages"] == -(-whole["turns"] // per_page)
     assert all(t["turns"] == whole["turns"] for t in pages)
     assert all(len([e for e in t["entries"] if e["kind"] == "turn"]) <= per_page for t in pages)
+    with Reader(str(long_db)) as reader:
+        streamed = list(reader.timeline_pages(LONG, per_page))
+    assert [page for page, _ in streamed] == [t["entries"] for t in pages]
+    assert [longest for _, longest in streamed] == [t["max_ms"] for t in pages]
 
 
 def test_a_page_past_the_last_is_refused_naming_the_last(long_db):
@@ -184,3 +188,18 @@ def test_a_tampered_long_chain_is_reported_by_chain(long_db, tmp_path):
     client = TestClient(create_app(str(db)), base_url="http://127.0.0.1")
     state = client.get(f"/chain?id={LONG}").json()
     assert state["ok"] is False and state["seq"] == seq and state["conversation_id"] == LONG
+
+
+def test_the_streamed_report_is_the_whole_report(long_db):
+    from turnlog.replay.view.render import asset, environment
+    from turnlog.replay.view.report import _csp, iter_report, report_data
+    from turnlog.journal import shown_url
+
+    with Reader(str(long_db)) as reader:
+        data = report_data(reader, LONG)
+    css, js = asset("app.css"), asset("report.js")
+    whole = environment().get_template("report.html").render(
+        **data, generated_from=shown_url(str(long_db)), css=css, js=js, csp=_csp(css, js))
+    pieces = iter_report(str(long_db), LONG)
+    assert "".join(pieces) == whole
+    assert f"Timeline ({TURNS + 1:,} turns)" in whole and "verified ✓" in whole
