@@ -130,7 +130,7 @@ def export(conversation_id: str, fmt: str, output: str | None, content: bool,
         raise CLIError(f"--endpoint sends an OTLP trace: use it with --format otlp, not {fmt}")
     target = (otlp_target(endpoint or None, headers=headers, protocol=protocol,
                           compression=compression) if endpoint is not None else None)
-    if fmt in STREAMED_FORMATS:  # one event at a time, whatever the conversation's length
+    if fmt in STREAMED_FORMATS and not content:  # one event at a time, however long
         with journal_for(db_path, readonly=True) as journal:
             _write_streamed(iter_export(journal, conversation_id, fmt), output)
         return

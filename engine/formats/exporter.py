@@ -132,7 +132,7 @@ def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, con
 def export_conversation(journal: JournalProtocol, conversation_id: str, fmt: str, *,
                         content: bool = False, semconv: str | None = None) -> str:
     """The export of ``conversation_id`` in ``fmt`` as text (see the module doc)."""
-    if fmt in STREAMED_FORMATS:
+    if fmt in STREAMED_FORMATS and not content:  # (content: export_data refuses it)
         return "".join(iter_export(journal, conversation_id, fmt))
     data = export_data(journal, conversation_id, fmt, content=content, semconv=semconv)
     if fmt == "markdown":
