@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from turnlog.engine.texts import readable_result
+from turnlog.engine.loop.texts import readable_result
 
 from ._common import command_hint
 
