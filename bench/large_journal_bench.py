@@ -49,7 +49,7 @@ from turnlog.engine.audit.views import EXTENSIONS
 import msgspec
 
 from turnlog.engine.audit import Prices
-from turnlog.engine.events import ConversationStarted, ModelResponded, encode_event
+from turnlog.engine.model.events import ConversationStarted, ModelResponded, encode_event
 from turnlog.journal import Journal, StreamAppend
 from turnlog.replay.view.app import FLUSH
 
