@@ -44,11 +44,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.audit_bench import _conversation
-from turnlog.engine.audit.views import EXTENSIONS
 import msgspec
 
+from bench.audit_bench import _conversation
 from turnlog.engine.audit import Prices
+from turnlog.engine.audit.views import EXTENSIONS
 from turnlog.engine.model.events import ConversationStarted, ModelResponded, encode_event
 from turnlog.journal import Journal, StreamAppend
 from turnlog.replay.view.app import FLUSH
