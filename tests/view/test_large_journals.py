@@ -203,3 +203,25 @@ def test_the_streamed_report_is_the_whole_report(long_db):
     pieces = iter_report(str(long_db), LONG)
     assert "".join(pieces) == whole
     assert f"Timeline ({TURNS + 1:,} turns)" in whole and "verified ✓" in whole
+
+
+def test_a_browser_fills_in_the_long_chain_and_follows_next(long_db):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from .browser import chromium, server
+
+    with server(long_db) as url, chromium() as driver:
+        driver.get(url + f"/conversation?id={LONG}")
+        chain = driver.find_element(By.ID, "chain")
+        WebDriverWait(driver, 60).until(lambda d: "verified ✓" in chain.text)
+        assert chain.text == f"verified ✓ ({_events(long_db, LONG):,} events)"
+        assert f"turns page 1 of 3 ({TURNS + 1} turns)" in driver.find_element(
+            By.TAG_NAME, "body").text
+        driver.find_elements(By.LINK_TEXT, "next →")[0].click()
+        WebDriverWait(driver, 30).until(lambda d: "page=2" in d.current_url)
+        assert driver.find_element(By.ID, "turn-51").text.startswith("turn 51")
+        driver.get(url + "/")
+        row = driver.find_element(By.XPATH, f"//a[text()='{LONG}']/ancestor::tr")
+        WebDriverWait(driver, 60).until(lambda d: "verified ✓" in row.text)
+        assert [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
