@@ -21,8 +21,9 @@ In one run it measures, against baselines measured in the same run:
                   and the viewer's CPU time per request (/proc/PID/stat), which a busy
                   machine inflates less than wall time
   RSS             the peak resident set (``VmHWM`` in /proc/PID/status) of the viewer after
-                  those pages, and of ``turnlog show LONG``, ``turnlog export LONG --format
-                  jsonl``, ``--format markdown`` and ``turnlog report LONG`` run as
+                  those pages and the long conversation's ``/report``; of ``turnlog ls``,
+                  ``show LONG`` (and ``--json``), ``export LONG`` as ``jsonl``, ``markdown``
+                  and ``openai`` (built whole, for comparison) and ``report LONG``, run as
                   subprocesses (their wall time too); target 200 MB
 
     PYTHONPATH=. .venv/bin/python bench/large_journal_bench.py               # 1M events
@@ -274,6 +275,8 @@ def main() -> None:
         page_50 = [viewer.get(f"/conversation?id={LONG}&page=50", mark=FLUSH.encode())
                    for _ in range(a.runs)]
         row("viewer: same, turns page 50, first screen", statistics.median(x[0] for x in page_50))
+        t_first, t_all, size, _ = viewer.get(f"/report?id={LONG}")
+        row(f"viewer: /report of it ({size / 1e6:.0f} MB, streamed)", t_all)
         viewer_peak = peak_rss_mb(viewer.proc.pid)
     finally:
         viewer.close()

@@ -385,6 +385,11 @@ class Reader:
                 f"no conversation {conversation_id!r} in {shown_url(self.path)}")
         return chain_state(self.journal, conversation_id)
 
+    def conversation_row(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's listing row (``engine.audit.listing.conversation_info``);
+        ``ConversationNotFound`` for an unknown id."""
+        return conversation_info(self.conn, conversation_id, shown_url(self.path))
+
     def conversation(self, conversation_id: str,
                      verify_up_to: int | None = CHAIN_INLINE) -> dict[str, Any]:
         """The listing row plus ``started`` (its start event's payload), ``chain``,

@@ -11,10 +11,12 @@ resolves to this address (DNS rebinding) reads nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from importlib import resources
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -31,7 +33,7 @@ from ..diff import diff
 from .charts import by_day, hbars
 from .live import MAX_STREAMS, Follower, TooManyStreams
 from .render import CSP, environment
-from .report import render_report
+from .report import iter_report
 
 __all__ = ["LOOPBACK_HOSTS", "create_app", "hosts_for"]
 
@@ -169,10 +171,14 @@ class _App:
 
     def report(self, request: Request) -> Response:
         cid = request.query_params.get("id", "")
-        html = render_report(self.path, cid, self.prices)
+        with self.reader() as r:
+            r.conversation_row(cid)  # an unknown id is a 404 page, before the stream starts
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in cid)[:80] or "report"
-        return HTMLResponse(html, headers={
-            "Content-Disposition": f'attachment; filename="turnlog-{name}.html"'})
+        # written as the timeline is read, all in one thread (a reader belongs to its thread)
+        return StreamingResponse(
+            _in_one_thread(lambda: iter_report(self.path, cid, self.prices)),
+            media_type="text/html; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="turnlog-{name}.html"'})
 
     async def live(self, request: Request) -> Response:
         """Server-sent events: ``append`` with the new last position whenever events arrive
@@ -215,6 +221,26 @@ def _flushed(pieces: Iterable[str], size: int = 16384) -> Iterator[bytes]:
             buffer, held = [], 0
     if buffer:
         yield "".join(buffer).encode()
+
+
+async def _in_one_thread(pieces: Callable[[], Iterable[str]]) -> AsyncIterator[bytes]:
+    """``pieces()`` iterated in one worker thread (``_flushed`` chunks handed over through a
+    small buffer: the thread waits while the client reads); it stops when the client goes."""
+    send, receive = anyio.create_memory_object_stream[bytes](4)
+
+    def produce() -> None:
+        with send:
+            for chunk in _flushed(pieces(), 65536):
+                try:
+                    anyio.from_thread.run(send.send, chunk)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # the client went away
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(anyio.to_thread.run_sync, produce))
+        async with receive:
+            async for chunk in receive:
+                yield chunk
 
 
 class _Stream(StreamingResponse):

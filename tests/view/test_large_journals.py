@@ -225,3 +225,13 @@ def test_a_browser_fills_in_the_long_chain_and_follows_next(long_db):
         row = driver.find_element(By.XPATH, f"//a[text()='{LONG}']/ancestor::tr")
         WebDriverWait(driver, 60).until(lambda d: "verified ✓" in row.text)
         assert [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_the_report_route_streams_the_report(long_db):
+    from turnlog.replay.view import render_report
+
+    client = TestClient(create_app(str(long_db)), base_url="http://127.0.0.1")
+    r = client.get(f"/report?id={LONG}")
+    assert r.status_code == 200 and r.text == render_report(str(long_db), LONG)
+    assert r.headers["content-disposition"] == f'attachment; filename="turnlog-{LONG}.html"'
+    assert client.get("/report?id=nope").status_code == 404
