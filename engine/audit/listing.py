@@ -16,7 +16,7 @@ from typing import Any
 from turnlog.journal import walk_ancestry
 
 from .figures import STATUSES
-from turnlog.journal import PgConnection, ReadConnection, dialect_of
+from turnlog.journal import PgConnection, ReadConnection, dialect_of, whole_payload
 from ..errors import BadFilterError, ConversationNotFound
 
 __all__ = ["EVENTS_PER_READ", "appends_waiter", "conversation_events", "conversation_info",
@@ -138,7 +138,8 @@ def iter_conversation_events(conn: ReadConnection, conversation_id: str, *,
             "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? AND seq > ? "
             "ORDER BY seq LIMIT ?", (conversation_id, after, per_read)).fetchall()
         for seq, type_, at, payload in rows:
-            yield {"seq": seq, "type": type_, "recorded_at": at, "payload": json.loads(payload)}
+            yield {"seq": seq, "type": type_, "recorded_at": at,
+                   "payload": json.loads(whole_payload(conn, payload))}
         if len(rows) < per_read:
             return
         after = rows[-1][0]
@@ -157,7 +158,8 @@ def events_after(conn: ReadConnection, position: int, *, conversation_id: str | 
     """
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
-    return conn.execute(sql, (position, *extra, limit)).fetchall()
+    return [(*row[:5], whole_payload(conn, row[5]))
+            for row in conn.execute(sql, (position, *extra, limit)).fetchall()]
 
 
 #: The longest a PostgreSQL follower waits without reading (a notification lost with a
