@@ -49,14 +49,16 @@ def _calls_sql(d: Dialect, in_scope: str) -> str:
      WHERE {j('p.value', '$.type')} = 'tool_call') AS tool_calls,
     (SELECT count(*) FROM events r
      WHERE r.type = 'tool_call_rejected' AND r.stream_id = e.stream_id AND r.seq > e.seq
-       AND {j('r.payload', '$.reason')} = 'duplicate'
-       AND NOT EXISTS (SELECT 1 FROM events n WHERE n.type = 'model_responded'
-                       AND n.stream_id = e.stream_id AND n.seq > e.seq AND n.seq < r.seq))
+       AND r.seq < coalesce((SELECT min(n.seq) FROM events n
+                             WHERE n.type = 'model_responded' AND n.stream_id = e.stream_id
+                               AND n.seq > e.seq), r.seq + 1)
+       AND {j('r.payload', '$.reason')} = 'duplicate')
        AS duplicates,
-    (SELECT max({j('q.payload', '$.attempt', 'number')}) FROM events q
-     WHERE q.type = 'model_requested' AND q.stream_id = e.stream_id
-       AND {j('q.payload', '$.turn', 'number')} = {j('e.payload', '$.turn', 'number')}
-       AND q.seq < e.seq) AS attempt
+    (SELECT CASE WHEN {j('q.payload', '$.turn', 'number')} = {j('e.payload', '$.turn', 'number')}
+            THEN {j('q.payload', '$.attempt', 'number')} END
+     FROM events q
+     WHERE q.type = 'model_requested' AND q.stream_id = e.stream_id AND q.seq < e.seq
+     ORDER BY q.seq DESC LIMIT 1) AS attempt
 FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1
 WHERE e.type = 'model_responded' {in_scope}
 ORDER BY e.stream_id, e.seq"""
