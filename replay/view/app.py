@@ -35,7 +35,7 @@ from .live import MAX_STREAMS, Follower, TooManyStreams
 from .render import CSP, environment
 from .report import iter_report
 
-__all__ = ["LOOPBACK_HOSTS", "create_app", "hosts_for"]
+__all__ = ["FLUSH", "LOOPBACK_HOSTS", "create_app", "hosts_for"]
 
 _LIST_FILTERS = ("status", "provider", "model", "tool", "since", "until")
 
