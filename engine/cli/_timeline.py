@@ -10,14 +10,14 @@ how the run ended. Long values are cut at ``width`` characters unless
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from turnlog.engine.loop.texts import readable_result
 
 from ._common import command_hint
 
-__all__ = ["header", "timeline", "timeline_of"]
+__all__ = ["header", "iter_timeline", "timeline", "timeline_of"]
 
 _WIDTH = 200
 
@@ -174,10 +174,14 @@ def timeline_of(journal: Any, conversation_id: str, full: bool = False) -> list[
 
 def timeline(events: Iterable[dict[str, Any]], full: bool = False) -> list[str]:
     """The timeline lines of ``events`` (dicts with ``seq``, ``type``, ``payload``)."""
-    lines: list[str] = []
+    return list(iter_timeline(events, full))
+
+
+def iter_timeline(events: Iterable[dict[str, Any]], full: bool = False) -> Iterator[str]:
+    """:func:`timeline`'s lines as ``events`` are read (a long conversation is shown without
+    holding it)."""
     for e in events:
-        lines += _event(e["seq"], e["type"], e["payload"], full)
-    return lines
+        yield from _event(e["seq"], e["type"], e["payload"], full)
 
 
 def _news(data: dict[str, Any], full: bool) -> str:
