@@ -44,38 +44,17 @@ from typing import Any
 from turnlog.journal import JournalProtocol
 
 from ..conversation import load_state
-from ..events import ConversationStarted, Event, decode_event
 from ..providers.registry import WIRES, wire
 from .datamachine import render_events
+from .lineage import lineage_events, lineage_rows
 from .markdown import render_markdown
+from .otlp import otlp_request
 
 __all__ = ["EXPORT_FORMATS", "export_conversation", "export_data", "lineage_events",
            "lineage_rows"]
 
 #: The formats ``export_conversation`` writes.
 EXPORT_FORMATS = (*WIRES, "jsonl", "datamachine", "markdown", "otlp")
-
-
-def _rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
-    load_state(journal, conversation_id)  # ConversationNotFound for an unknown id
-    out = []
-    for row in journal.lineage(conversation_id):
-        event = decode_event(row.type, row.version, row.payload,
-                             where=f"stream {row.stream_id!r} seq {row.seq}")
-        if out and type(event) is ConversationStarted and event.fork is not None:
-            continue
-        out.append((row, event))
-    return out
-
-
-def lineage_rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
-    """The conversation's stored rows with their events, as ``lineage_events`` chooses them."""
-    return _rows(journal, conversation_id)
-
-
-def lineage_events(journal: JournalProtocol, conversation_id: str) -> list[Event]:
-    """The conversation's events, forks folded over their parents (fork restarts left out)."""
-    return [event for _, event in _rows(journal, conversation_id)]
 
 
 def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, content: bool = False,
@@ -96,14 +75,12 @@ def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, con
     if fmt == "jsonl":
         return [{"seq": row.seq, "type": row.type, "version": row.version,
                  "recorded_at": row.recorded_at, "payload": json.loads(row.payload)}
-                for row, _ in _rows(journal, conversation_id)]
+                for row, _ in lineage_rows(journal, conversation_id)]
     if fmt == "datamachine":
         return render_events(lineage_events(journal, conversation_id))
     if fmt == "markdown":
         return render_markdown(lineage_events(journal, conversation_id))
     if fmt == "otlp":
-        from .otlp import otlp_request
-
         if semconv is None:
             return otlp_request(journal, conversation_id, content=content)
         return otlp_request(journal, conversation_id, content=content, semconv=semconv)

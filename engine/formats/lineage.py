@@ -1,0 +1,37 @@
+"""A conversation's events as the exports read them: its lineage (forks folded over their
+parents, a fork's own restart event left out), each stored row with its decoded event.
+
+Both the exporter and the OTLP export read through here (neither imports the other for it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turnlog.journal import JournalProtocol
+
+from ..conversation import load_state
+from ..events import ConversationStarted, Event, decode_event
+
+__all__ = ["lineage_events", "lineage_rows"]
+
+
+def lineage_rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
+    """The conversation's stored rows with their events, as ``lineage_events`` chooses them.
+
+    Raises ``ConversationNotFound`` for an unknown id.
+    """
+    load_state(journal, conversation_id)  # ConversationNotFound for an unknown id
+    out: list[tuple[Any, Event]] = []
+    for row in journal.lineage(conversation_id):
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"stream {row.stream_id!r} seq {row.seq}")
+        if out and type(event) is ConversationStarted and event.fork is not None:
+            continue
+        out.append((row, event))
+    return out
+
+
+def lineage_events(journal: JournalProtocol, conversation_id: str) -> list[Event]:
+    """The conversation's events, forks folded over their parents (fork restarts left out)."""
+    return [event for _, event in lineage_rows(journal, conversation_id)]
