@@ -1,6 +1,7 @@
 """The event vocabulary: every fact a conversation records, as a frozen, tagged struct.
 
-Each event encodes to canonical JSON (sorted keys, defaults omitted) that
+Each event encodes to sorted JSON (``engine.canonical.sorted_json``: keys sorted,
+defaults omitted, values as given, not normalised as canonical JSON is) that
 includes its ``type`` tag, so the journal's ``payload`` column is
 self-describing and its bytes are reproducible, which keeps hashes stable::
 
@@ -26,7 +27,7 @@ import msgspec
 
 from turnlog.journal import NewEvent
 
-from .canonical import valid_unicode
+from .canonical import sorted_json_bytes, valid_unicode
 from .errors import CorruptEventError, InvalidEventError
 from .messages import Part, Text, ToolCall, Usage
 from .nesting import too_deep
@@ -547,14 +548,15 @@ def check_json_data(value: Any) -> None:
 
 
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:
-    """The journal record for ``event``: its tag, current version and canonical JSON.
+    """The journal record for ``event``: its tag, current version and sorted JSON
+    (``sorted_json``: values as given, not canonical JSON's normalised form).
 
     Raises ``InvalidEventError`` for text that is not valid Unicode (a lone
     surrogate): boundaries repair it first (``with_valid_unicode``).
     """
     tag = _tag(event)
     try:
-        payload = _encoder.encode(event).decode()
+        payload = sorted_json_bytes(event).decode()
     except UnicodeEncodeError:
         fields = [n for n in event.__struct_fields__ if valid_unicode(getattr(event, n))[1]]
         raise InvalidEventError(

@@ -17,15 +17,12 @@ from typing import Any
 
 import msgspec
 
-from .canonical import canonical_bytes
+from .canonical import canonical_bytes, sorted_json_bytes
 from .duplicates import _flat_and_plain
 from .messages import Text, ToolCall, ToolResult
 from .providers.base import ModelRequest
 
 __all__ = ["RequestDigest"]
-
-_sorted = msgspec.json.Encoder(order="sorted")
-
 
 def _plain_part(part: Any) -> bool:
     kind = type(part)
@@ -41,7 +38,7 @@ def _plain_part(part: Any) -> bool:
 
 
 def _message_bytes(message: Any) -> bytes:
-    """A message's canonical bytes; msgspec's sorted output when that already is canonical.
+    """A message's canonical bytes; its sorted JSON when that already is canonical.
 
     It is when every string is ASCII (nothing to NFC-normalise) and tool
     arguments are flat ints, bools, nulls and ASCII strings (no float that
@@ -49,7 +46,7 @@ def _message_bytes(message: Any) -> bytes:
     """
     if (all(map(_plain_part, message.parts)) and (message.provider or "").isascii()
             and (message.model or "").isascii()):
-        return _sorted.encode(message)
+        return sorted_json_bytes(message)  # canonical already: nothing to normalise
     return canonical_bytes(msgspec.to_builtins(message))
 
 
