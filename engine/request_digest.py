@@ -92,7 +92,7 @@ class RequestDigest:
         self._count = len(messages)
         self._seen.extend(messages[n:])
         rest = msgspec.structs.replace(request, messages=())
-        key = _sorted.encode(rest)
+        key = sorted_json_bytes(rest)
         if key != self._rest_key:
             # '{"model":…}': never empty, model is required
             self._rest_key, self._rest = key, canonical_bytes(msgspec.to_builtins(rest))
