@@ -65,6 +65,7 @@ __all__ = [
     "check_json_data",
     "decode_event",
     "encode_event",
+    "payload_of",
     "register_upcaster",
     "with_valid_unicode",
 ]
@@ -602,6 +603,30 @@ def decode_event(type_: str, version: int, payload: str | bytes, *, where: str =
         raise CorruptEventError(
             f"payload{at} says type {event.__struct_config__.tag!r} but the row says {type_!r}")
     return event
+
+
+def payload_of(type_: str, version: int, payload: str | bytes, *, where: str = "") -> Any:
+    """A stored payload as its type's *current* version, as plain JSON data: the one step
+    every reader of stored events takes (timelines, exports, the viewer, ``tail``), so a
+    version-2 event type reads as version 2 wherever a journal holds its version-1 events.
+
+    A current-version payload is parsed as it is (the same data, nothing re-encoded); an
+    older one is upcast (``register_upcaster``) and checked as ``decode_event`` does. A type
+    this turnlog does not know is shown as stored (its rows are not events this code can
+    lift). Raises ``CorruptEventError`` naming ``where`` for a payload that is not valid
+    JSON, or a known type at a version newer than this code or with no upcaster.
+
+    >>> payload_of("user_message", 1, '{"parts":[{"text":"hi","type":"text"}],"type":"user_message"}')
+    {'parts': [{'text': 'hi', 'type': 'text'}], 'type': 'user_message'}
+    """
+    current = VERSIONS.get(type_)
+    if current is None or version == current:
+        try:
+            return json.loads(payload)
+        except ValueError as exc:
+            at = f" at {where}" if where else ""
+            raise CorruptEventError(f"cannot decode {type_!r}{at}: {exc}") from None
+    return msgspec.to_builtins(decode_event(type_, version, payload, where=where))
 
 
 def tool_calls(event: ModelResponded) -> list[ToolCall]:

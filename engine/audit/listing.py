@@ -8,7 +8,6 @@ Results are plain dicts, shaped as the CLI's ``--json`` output.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +17,7 @@ from turnlog.journal import walk_ancestry
 from .figures import STATUSES
 from turnlog.journal import PgConnection, ReadConnection, dialect_of
 from ..errors import BadFilterError, ConversationNotFound
+from ..events import payload_of
 
 __all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
            "last_position", "list_conversations"]
@@ -27,7 +27,7 @@ _COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fo
 _ANCESTOR_TURNS = ("SELECT count(*) FROM events WHERE type = 'model_responded' "
                    "AND stream_id = ? AND seq <= ?")
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
-_AFTER = ("SELECT position, stream_id, seq, type, recorded_at, payload FROM events "
+_AFTER = ("SELECT position, stream_id, seq, type, recorded_at, version, payload FROM events "
           "WHERE position > ? {and_stream} ORDER BY position LIMIT ?")
 
 
@@ -111,10 +111,13 @@ def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | Non
 
 
 def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict[str, Any]]:
-    """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded)."""
-    return [{"seq": seq, "type": type_, "recorded_at": at, "payload": json.loads(payload)}
-            for seq, type_, at, payload in conn.execute(
-                "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
+    """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded,
+    as its type's current version: ``payload_of`` upcasts older events)."""
+    return [{"seq": seq, "type": type_, "recorded_at": at,
+             "payload": payload_of(type_, version, payload,
+                                   where=f"stream {conversation_id!r} seq {seq}")}
+            for seq, type_, at, version, payload in conn.execute(
+                "SELECT seq, type, recorded_at, version, payload FROM events WHERE stream_id = ? "
                 "ORDER BY seq", (conversation_id,))]
 
 
@@ -127,11 +130,15 @@ def events_after(conn: ReadConnection, position: int, *, conversation_id: str | 
                  limit: int = 1000) -> list[tuple]:
     """Up to ``limit`` events after global ``position`` (of one conversation, if given), in order.
 
-    Rows are ``(position, conversation_id, seq, type, recorded_at, payload)``.
+    Rows are ``(position, conversation_id, seq, type, recorded_at, payload)``, the payload
+    as its type's current version (``payload_of``: older events upcast).
     """
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
-    return conn.execute(sql, (position, *extra, limit)).fetchall()
+    return [(position, stream, seq, type_, at,
+             payload_of(type_, version, payload, where=f"stream {stream!r} seq {seq}"))
+            for position, stream, seq, type_, at, version, payload
+            in conn.execute(sql, (position, *extra, limit)).fetchall()]
 
 
 #: The longest a PostgreSQL follower waits without reading (a notification lost with a

@@ -23,7 +23,6 @@ Nothing here writes; every figure comes from functions the CLI uses too
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections import defaultdict
 from typing import Any
@@ -37,6 +36,7 @@ from .timeline import entries
 from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
+from ..events import payload_of
 from .listing import _turn_count, conversation_info, events_after, last_position
 from .costs import cost_figures
 from .prices import Prices, PriceTable
@@ -304,9 +304,10 @@ class Reader:
         Raises ``ConversationNotFound`` for an unknown id.
         """
         info = conversation_info(self.conn, conversation_id, shown_url(self.path))
-        first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
-                                  (conversation_id,)).fetchone()
-        info["started"] = json.loads(first[0])
+        first = self.conn.execute(
+            "SELECT type, version, payload FROM events WHERE stream_id = ? AND seq = 1",
+            (conversation_id,)).fetchone()
+        info["started"] = payload_of(*first, where=f"stream {conversation_id!r} seq 1")
         info["fork_seq"] = self.conn.execute(
             "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
             (conversation_id,)).fetchone()
@@ -368,13 +369,15 @@ class Reader:
         lo = 1 if page == 1 else starts[min((page - 1) * per_page, len(starts) - 1)]
         hi_index = page * per_page
         hi = starts[hi_index] - 1 if hi_index < len(starts) else None
-        started = json.loads(self.conn.execute(
-            "SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
-            (conversation_id,)).fetchone()[0])
-        events = [(seq, type_, at, json.loads(payload)) for seq, type_, at, payload in
-                  self.conn.execute(
-                      "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
-                      "AND seq >= ? AND seq <= ? ORDER BY seq",
+        start = self.conn.execute(
+            "SELECT type, version, payload FROM events WHERE stream_id = ? AND seq = 1",
+            (conversation_id,)).fetchone()
+        started = payload_of(*start, where=f"stream {conversation_id!r} seq 1")
+        events = [(seq, type_, at, payload_of(type_, version, payload,
+                                              where=f"stream {conversation_id!r} seq {seq}"))
+                  for seq, type_, at, version, payload in self.conn.execute(
+                      "SELECT seq, type, recorded_at, version, payload FROM events "
+                      "WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
                       (conversation_id, lo, hi if hi is not None else 2**62))]
         items = entries(events, started, self.prices)
         longest = max([x.get("ms") or 0 for x in items]

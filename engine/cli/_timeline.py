@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from turnlog.engine.events import payload_of
 from turnlog.engine.texts import readable_result
 
 from ._common import command_hint
@@ -166,7 +167,9 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
 
 def timeline_of(journal: Any, conversation_id: str, full: bool = False) -> list[str]:
     """The timeline lines of one conversation's own events in ``journal``."""
-    return timeline(({"seq": e.seq, "type": e.type, "payload": json.loads(e.payload)}
+    return timeline(({"seq": e.seq, "type": e.type,
+                      "payload": payload_of(e.type, e.version, e.payload,
+                                            where=f"stream {conversation_id!r} seq {e.seq}")}
                      for e in journal.read(conversation_id)), full)
 
 

@@ -44,6 +44,7 @@ from typing import Any
 from turnlog.journal import JournalProtocol
 
 from ..conversation import load_state
+from ..events import VERSIONS, payload_of
 from ..providers.registry import WIRES, wire
 from .datamachine import render_events
 from .lineage import lineage_events, lineage_rows
@@ -73,8 +74,11 @@ def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, con
         state = load_state(journal, conversation_id)
         return wire(fmt).export_body(state.system, state.messages)
     if fmt == "jsonl":
-        return [{"seq": row.seq, "type": row.type, "version": row.version,
-                 "recorded_at": row.recorded_at, "payload": json.loads(row.payload)}
+        # each event as its type's current version (older ones upcast), so the lines
+        # re-import as the events this turnlog writes
+        return [{"seq": row.seq, "type": row.type, "version": VERSIONS[row.type],
+                 "recorded_at": row.recorded_at,
+                 "payload": payload_of(row.type, row.version, row.payload)}
                 for row, _ in lineage_rows(journal, conversation_id)]
     if fmt == "datamachine":
         return render_events(lineage_events(journal, conversation_id))
