@@ -8,24 +8,31 @@ A source whose chains do not verify is refused before anything is written: a cop
 recomputes the hashes, so copying a tampered event would launder it into a journal
 that verifies. Each batch is checked again against its stored hashes just before
 it is written (the source may change meanwhile).
+
+The chain hashes a payload as stored, its large parts as digests (``_blobs``): each
+event is written in the form its hash was computed over — its parts taken out at the
+target's threshold or the source's, or kept inline (an event written before schema 6) —
+so the target's hashes are the source's whatever the two thresholds.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from ._hashing import GENESIS_HASH
+from ._blobs import split
+from ._hashing import GENESIS_HASH, event_hash
 from ._protocol import JournalProtocol
-from ._rows import chain_rows
 from ._types import NewEvent
 from .errors import CorruptEventError, JournalError
 
 __all__ = ["CopyResult", "check_source", "copy_streams"]
 
 _BATCH = 1000
+_INLINE = sys.maxsize  # a threshold no part is above: every part kept in the payload
 
 
 class CopyResult(msgspec.Struct, frozen=True):
@@ -95,16 +102,29 @@ def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: 
     events = list(source.read(sid, have + 1))
     if not events:
         return 0
-    _check_chain(sid, events, _link(target, sid, events[0].seq, parent))
+    forms = _check_chain(sid, events, _link(target, sid, events[0].seq, parent),
+                         _thresholds(source, target))
     last = events[-1]
     if head is not None and head[0] == last.seq and head[1] != last.hash:
         raise CorruptEventError(
             f"cannot copy stream {sid!r}: its events changed after the source was verified "
             f"(seq {last.seq} has another hash); nothing of it was written")
-    count = 0
-    for start in range(0, len(events), _BATCH):
-        count += _write(target, sid, events[start:start + _BATCH], parent if not start else None)
+    count, start = 0, 0
+    while start < len(events):
+        end = start + 1  # a batch: up to _BATCH events stored at one threshold
+        while end < len(events) and end - start < _BATCH and forms[end] == forms[start]:
+            end += 1
+        count += _write(target, sid, events[start:end], parent if not start else None,
+                        forms[start])
+        start = end
     return count
+
+
+def _thresholds(source: JournalProtocol, target: JournalProtocol) -> list[int]:
+    """The forms an event may have been stored in, the target's own first."""
+    found = [getattr(target, "blob_threshold", _INLINE), getattr(source, "blob_threshold", _INLINE),
+             _INLINE]
+    return list(dict.fromkeys(found))
 
 
 def _link(target: JournalProtocol, sid: str, seq: int, parent: tuple[str, int] | None) -> str:
@@ -114,18 +134,35 @@ def _link(target: JournalProtocol, sid: str, seq: int, parent: tuple[str, int] |
     return target.hash_at(*parent) if parent is not None else GENESIS_HASH
 
 
-def _check_chain(sid: str, events: list[Any], link: str) -> None:
-    new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in events]
-    for event, row in zip(events, chain_rows(link, sid, events[0].seq - 1, new, "")):
-        if row[7] != event.hash or row[6] != event.prev_hash:
+def _check_chain(sid: str, events: list[Any], link: str, thresholds: list[int]) -> list[int]:
+    """Each event's threshold: the one at which its payload as stored hashes to its hash."""
+    forms = []
+    prev = link
+    for e in events:
+        found = None if e.prev_hash != prev else next(
+            (t for t in thresholds if event_hash(prev, sid, e.seq, e.type, e.version,
+                                                 e.recorded_at, split(e.payload, t)[0]) == e.hash),
+            None)
+        if found is None:
             raise CorruptEventError(
-                f"cannot copy stream {sid!r}: its event at seq {event.seq} no longer matches "
+                f"cannot copy stream {sid!r}: its event at seq {e.seq} no longer matches "
                 "its stored hash (edited while being copied); nothing of it was written")
+        forms.append(found)
+        prev = e.hash
+    return forms
 
 
-def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
+def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None,
+           threshold: int) -> int:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
-    stored = target.append(sid, new, batch[0].seq - 1, parent=parent)
+    own = getattr(target, "blob_threshold", None)
+    if own is not None:
+        target.blob_threshold = threshold  # type: ignore[attr-defined]
+    try:
+        stored = target.append(sid, new, batch[0].seq - 1, parent=parent)
+    finally:
+        if own is not None:
+            target.blob_threshold = own  # type: ignore[attr-defined]
     if [e.hash for e in stored] != [e.hash for e in batch]:  # cannot happen: checked before
         raise JournalError(f"copying stream {sid!r}: the target computed other hashes")
     return len(stored)

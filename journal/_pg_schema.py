@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
+from ._blobs import BLOBS_FROM, BLOBS_TABLE_POSTGRES
 from ._logtree import leaf_data
 from ._merkle import Frontier, node_id
 from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, lost_constraints, new_origin
@@ -139,8 +140,16 @@ def _create_v4(conn: psycopg.Connection) -> None:
                  in frontier.add(leaf_data(h) for (h,) in batch)])
 
 
+def _create_v6(conn: psycopg.Connection) -> None:
+    """Content-addressed parts, as SQLite's schema 6: ``blobs``, guarded like events."""
+    conn.execute(BLOBS_TABLE_POSTGRES)
+    for op in ("UPDATE", "DELETE", "TRUNCATE"):
+        conn.execute(_refusal("blobs", op))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
+    (6, _create_v6)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"
@@ -237,7 +246,8 @@ def _migrate(conn: psycopg.Connection, where: str, extensions: Sequence[Extensio
 def core_guards(version: int) -> dict[str, tuple[str, str]]:
     """The journal's own triggers at schema ``version``: name -> (table, CREATE TRIGGER)."""
     tables = ("events", "stream_links", *(("tree", "checkpoints") if version >= 4 else ()),
-              *(("snapshots",) if version >= 5 else ()))
+              *(("snapshots",) if version >= 5 else ()),
+              *(("blobs",) if version >= BLOBS_FROM else ()))
     return {f"{table}_refuse_{op.lower()}": (table, _refusal(table, op))
             for table in tables for op in ("UPDATE", "DELETE", "TRUNCATE")}
 

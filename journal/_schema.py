@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
 
+from ._blobs import BLOBS_FROM, BLOBS_TABLE
 from ._logtree import LEAF_COLUMN, leaf_data
 from ._merkle import Frontier, node_id
 from ._types import ProjectionMismatch, StoredEvent
@@ -309,8 +310,18 @@ def _create_v5(db: Database) -> None:
         db.execute(_refusal("snapshots", operation))
 
 
+def _create_v6(db: Database) -> None:
+    """Content-addressed parts (``_blobs``): large parts of new events are stored once, by
+    SHA-256, in ``blobs``, guarded like events. Events already written keep their parts
+    inline: their chain hashes commit to them as they are."""
+    db.execute(BLOBS_TABLE)
+    for operation in ("UPDATE", "DELETE"):
+        db.execute(_refusal("blobs", operation))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
-    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5)]
+    (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
+    (6, _create_v6)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -369,7 +380,8 @@ def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> in
 def core_guards(version: int) -> dict[str, str]:
     """The triggers that keep a journal of schema ``version`` append-only, by name: their SQL."""
     tables = ("events", "stream_links", *(("tree", "checkpoints") if version >= 4 else ()),
-              *(("snapshots",) if version >= 5 else ()))
+              *(("snapshots",) if version >= 5 else ()),
+              *(("blobs",) if version >= BLOBS_FROM else ()))
     return {f"{table}_refuse_{op.lower()}": _refusal(table, op)
             for table in tables for op in ("UPDATE", "DELETE")}
 

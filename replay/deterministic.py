@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from turnlog.engine.errors import ConversationNotFound
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,

@@ -35,8 +35,8 @@ from typing import Any
 import msgspec
 
 from turnlog.engine.errors import ConversationExistsError
-from turnlog.engine.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
-from turnlog.engine.texts import refusal_message
+from turnlog.engine.model.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
+from turnlog.engine.loop.texts import refusal_message
 from turnlog.journal import JournalProtocol
 
 from .errors import ReplayError

@@ -15,9 +15,9 @@ from typing import Any
 from turnlog.journal import walk_ancestry
 
 from .figures import STATUSES
-from turnlog.journal import PgConnection, ReadConnection, dialect_of
+from turnlog.journal import PgConnection, ReadConnection, dialect_of, whole_payload
 from ..errors import BadFilterError, ConversationNotFound
-from ..events import payload_of
+from turnlog.engine.model.events import payload_of
 
 __all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
            "last_position", "list_conversations"]
@@ -114,7 +114,7 @@ def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict
     """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded,
     as its type's current version: ``payload_of`` upcasts older events)."""
     return [{"seq": seq, "type": type_, "recorded_at": at,
-             "payload": payload_of(type_, version, payload,
+             "payload": payload_of(type_, version, whole_payload(conn, payload),
                                    where=f"stream {conversation_id!r} seq {seq}")}
             for seq, type_, at, version, payload in conn.execute(
                 "SELECT seq, type, recorded_at, version, payload FROM events WHERE stream_id = ? "
@@ -136,7 +136,8 @@ def events_after(conn: ReadConnection, position: int, *, conversation_id: str | 
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
     return [(position, stream, seq, type_, at,
-             payload_of(type_, version, payload, where=f"stream {stream!r} seq {seq}"))
+             payload_of(type_, version, whole_payload(conn, payload),
+                        where=f"stream {stream!r} seq {seq}"))
             for position, stream, seq, type_, at, version, payload
             in conn.execute(sql, (position, *extra, limit)).fetchall()]
 

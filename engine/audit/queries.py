@@ -33,10 +33,10 @@ from turnlog.journal import Journal, JournalProtocol, last_signed, shown_url
 
 from .sql import SOURCES
 from .timeline import entries
-from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of
+from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of, whole_payload
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
-from ..events import payload_of
+from turnlog.engine.model.events import payload_of
 from .listing import _turn_count, conversation_info, events_after, last_position
 from .costs import cost_figures
 from .prices import Prices, PriceTable
@@ -112,12 +112,15 @@ def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
 
 def _prefilter(text: str, d: Dialect = SQLITE) -> str:
     """A cheap first pass for the text search: only messages whose raw payload holds the text
-    (JSON escapes nothing else in it) have their text extracted; ``""`` when it would."""
+    (JSON escapes nothing else in it), or references a part kept in ``blobs``, have their
+    text extracted; ``""`` when it would."""
     if any(c in text for c in '"\\') or any(ord(c) < 32 for c in text):
         return ""
+    part = ("instr(payload, '{\"$blob\":\"') > 0" if d.name == "sqlite"
+            else "strpos(payload, '{\"$blob\":\"') > 0")
     return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
             "'model_responded', 'tool_completed', 'tool_call_rejected') "
-            f"AND {d.contains('payload', '?')}) AND ")
+            f"AND ({d.contains('payload', '?')} OR {part})) AND ")
 
 
 class Reader:
@@ -307,7 +310,8 @@ class Reader:
         first = self.conn.execute(
             "SELECT type, version, payload FROM events WHERE stream_id = ? AND seq = 1",
             (conversation_id,)).fetchone()
-        info["started"] = payload_of(*first, where=f"stream {conversation_id!r} seq 1")
+        info["started"] = payload_of(first[0], first[1], whole_payload(self.conn, first[2]),
+                                     where=f"stream {conversation_id!r} seq 1")
         info["fork_seq"] = self.conn.execute(
             "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
             (conversation_id,)).fetchone()
@@ -372,9 +376,11 @@ class Reader:
         start = self.conn.execute(
             "SELECT type, version, payload FROM events WHERE stream_id = ? AND seq = 1",
             (conversation_id,)).fetchone()
-        started = payload_of(*start, where=f"stream {conversation_id!r} seq 1")
-        events = [(seq, type_, at, payload_of(type_, version, payload,
-                                              where=f"stream {conversation_id!r} seq {seq}"))
+        started = payload_of(start[0], start[1], whole_payload(self.conn, start[2]),
+                             where=f"stream {conversation_id!r} seq 1")
+        events = [(seq, type_, at,
+                   payload_of(type_, version, whole_payload(self.conn, payload),
+                              where=f"stream {conversation_id!r} seq {seq}"))
                   for seq, type_, at, version, payload in self.conn.execute(
                       "SELECT seq, type, recorded_at, version, payload FROM events "
                       "WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from turnlog.journal import Dialect
 
-from ..events import (
+from turnlog.engine.model.events import (
     ApprovalDecided,
     ApprovalRequested,
     Event,
@@ -21,8 +21,8 @@ from ..events import (
     ToolCallRejected,
     ToolCompleted,
 )
-from ..machine import TRANSITIONS
-from ..state import ENDED_STATUS
+from turnlog.engine.model.machine import TRANSITIONS
+from turnlog.engine.model.state import ENDED_STATUS
 
 __all__ = ["ENDED_BY", "status_sql"]
 

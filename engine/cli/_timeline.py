@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from turnlog.engine.events import payload_of
-from turnlog.engine.texts import readable_result
+from turnlog.engine.loop.texts import readable_result
+from turnlog.engine.model.events import payload_of
 
 from ._common import command_hint
 

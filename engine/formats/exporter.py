@@ -43,8 +43,8 @@ from typing import Any
 
 from turnlog.journal import JournalProtocol
 
-from ..conversation import load_state
-from ..events import VERSIONS, payload_of
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.events import VERSIONS, payload_of
 from ..providers.registry import WIRES, wire
 from .datamachine import render_events
 from .lineage import lineage_events, lineage_rows

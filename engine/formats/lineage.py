@@ -10,8 +10,8 @@ from typing import Any
 
 from turnlog.journal import JournalProtocol
 
-from ..conversation import load_state
-from ..events import ConversationStarted, Event, decode_event
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.events import ConversationStarted, Event, decode_event
 
 __all__ = ["lineage_events", "lineage_rows"]
 

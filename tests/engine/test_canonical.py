@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from turnlog import testing as shipped
 
-from turnlog.engine.canonical import canonical_json
+from turnlog.engine.model.canonical import canonical_json
 from turnlog.engine.errors import InvalidEventError
 
 arguments = shipped.arguments(max_size=5)
@@ -64,7 +64,7 @@ def test_non_json_values_are_refused(bad):
 def test_sorted_json_keeps_values_as_given_and_canonical_json_normalises_them(value):
     import json
 
-    from turnlog.engine.canonical import canonical_value, sorted_json
+    from turnlog.engine.model.canonical import canonical_value, sorted_json
 
     stored = sorted_json(value)
     assert list(json.loads(stored)) == sorted(value)  # keys sorted
@@ -75,8 +75,8 @@ def test_sorted_json_keeps_values_as_given_and_canonical_json_normalises_them(va
 
 
 def test_an_event_payload_is_its_sorted_json_not_its_canonical_json():
-    from turnlog.engine.canonical import sorted_json
-    from turnlog.engine.events import ToolStarted, encode_event
+    from turnlog.engine.model.canonical import sorted_json
+    from turnlog.engine.model.events import ToolStarted, encode_event
 
     event = ToolStarted(call_id="c1", name="add", arguments={"b": 1.0, "a": "e\u0301"})
     payload = encode_event(event).payload

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from turnlog.engine.audit import EXTENSIONS, connect_readonly
 from turnlog.engine.audit.status import ENDED_BY
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import (
     ApprovalDecided,
     ApprovalRequested,
     ConversationCompleted,
@@ -31,8 +31,8 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.machine import Lifecycle as L
-from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.model.machine import Lifecycle as L
+from turnlog.engine.model.messages import Text, ToolCall
 from turnlog.journal import Journal
 from turnlog.replay import fork
 

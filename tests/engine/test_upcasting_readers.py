@@ -17,8 +17,8 @@ from turnlog.engine import events
 from turnlog.engine.audit import EXTENSIONS, Reader
 from turnlog.engine.cli import cli
 from turnlog.engine.cli._timeline import timeline_of
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import (
     VERSIONS,
     ConversationHalted,
     ConversationStarted,
@@ -28,7 +28,7 @@ from turnlog.engine.events import (
     register_upcaster,
 )
 from turnlog.engine.formats.exporter import export_conversation
-from turnlog.engine.messages import Text
+from turnlog.engine.model.messages import Text
 from turnlog.journal import Journal, NewEvent
 
 _V1 = json.dumps({"type": "conversation_halted", "why": "budget spent", "refusals": 2},

@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 from sqlite_utils import Database
 
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.audit.projections import in_step, rebuild
 from turnlog.engine.audit import audit
 from turnlog.engine.audit.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION, connect_readonly
@@ -31,6 +31,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
     assert set(db.view_names()) == set(VIEWS)
     assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links", "snapshots",
                                      "tree", "checkpoints",  # the journal's log tree (schema 4)
+                                     "blobs",  # parts kept once (schema 6)
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
     assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "5"

@@ -18,7 +18,7 @@ from turnlog.engine.errors import MalformedResponseError, ProviderError
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers import _common, _redact, get_provider
 from turnlog.engine.providers._redact import MASK, MAX_DEPTH, Redactor, read_body
-from turnlog.engine.retry import RetryPolicy
+from turnlog.engine.loop.retry import RetryPolicy
 from tests.fakeapi import PROVIDERS, Reply, error_body, error_reply, reply
 
 KEY = "sk-live/echo+TEST_0123456789abcdefXYZ"
@@ -125,7 +125,7 @@ def test_the_cli_keeps_the_key_off_the_terminal_and_out_of_the_journal(fake_api,
 
 
 def _request():
-    from turnlog.engine.messages import Message, Text
+    from turnlog.engine.model.messages import Message, Text
     from turnlog.engine.providers.base import ModelRequest
 
     return ModelRequest(model="m", messages=(Message(role="user", parts=(Text(text="hi"),)),))
@@ -142,6 +142,18 @@ def test_every_form_of_the_secret_is_masked(secret, before, after):
         assert secret not in r.text(before + form + after).replace(MASK, "\0")
     encoded = base64.b64encode((before + secret + after).encode()).decode()
     assert MASK in r.text(encoded)
+
+
+@given(secrets=st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\0"),
+                                min_size=8, max_size=30), min_size=1, max_size=4),
+       glue=st.text(max_size=10))
+def test_every_secret_of_several_is_masked_in_every_order(secrets, glue):
+    """A request's credentials are masked together: none survives, whichever comes first
+    and whether one contains another."""
+    text = glue.join(secrets + [json.dumps(s)[1:-1] for s in reversed(secrets)])
+    for order in (secrets, list(reversed(secrets))):
+        masked = Redactor(*order).text(text).replace(MASK, "\0")
+        assert [s for s in secrets if s in masked] == []
 
 
 def test_a_parsed_body_has_the_secret_masked_in_keys_values_and_escapes():
