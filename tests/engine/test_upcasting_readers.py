@@ -13,7 +13,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from turnlog.engine import events
+from turnlog.engine.model import events
 from turnlog.engine.audit import EXTENSIONS, Reader
 from turnlog.engine.cli import cli
 from turnlog.engine.cli._timeline import timeline_of
