@@ -99,3 +99,26 @@ def test_without_its_upcaster_an_old_version_is_a_typed_error_naming_where(monke
             timeline_of(journal, "c")
     result = CliRunner().invoke(cli, ["show", "c", "--db", old_journal])
     assert result.exit_code != 0 and "stream 'c' seq 3" in result.output
+
+
+def test_the_sql_that_reads_payload_fields_is_written_for_each_types_current_version():
+    """What stays SQL (the views, the trigger-maintained projections, the audit's queries,
+    the status walk) reads payload fields with JSON paths, inside the database, where no
+    Python upcaster runs. They are written for version 1 of every type they name: bumping one
+    of those types must come with SQL reading both shapes and a new views version, and this
+    test says so."""
+    from pathlib import Path
+
+    import turnlog.engine.audit as audit_package
+    from turnlog.engine.model.events import EVENT_TYPES
+
+    folder = Path(audit_package.__file__).parent
+    source = "\n".join((folder / f"{name}.py").read_text(encoding="utf-8")
+                       for name in ("views", "projections", "sql", "costs", "status", "listing",
+                                    "queries"))
+    named = {tag for tag in EVENT_TYPES if f"'{tag}'" in source or f'"{tag}"' in source}
+    assert {"conversation_started", "model_responded", "tool_completed", "approval_requested",
+            "run_interrupted"} <= named
+    assert {tag: VERSIONS[tag] for tag in named} == dict.fromkeys(named, 1), (
+        "an event type the audit SQL reads changed version: update the SQL in engine/audit "
+        "(and the views' version) to read the new shape and the old")
