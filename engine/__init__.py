@@ -65,4 +65,5 @@ _EXPORTS = {
     ".tools.registry": ("Tool", "ToolContext", "ToolRegistry", "tool"),
 }
 
-__all__ = export(__name__, _EXPORTS)
+#: ``turnlog.engine.audit`` is the audit package, called as the ``audit`` function it exports.
+__all__ = export(__name__, _EXPORTS, submodules=("audit",))

@@ -29,7 +29,7 @@ _EXPORTS = {
         "Checkpoint", "SignerKey", "VerifierKey", "generate_key", "parse_checkpoint",
         "signer_key", "verifier_key",
     ),
-    "._open": ("journal_file", "shown_url"),
+    "._urls": ("journal_file", "shown_url"),
     "._postgres": ("PostgresJournal",),
     "._proof": ("CheckpointReport", "check_checkpoint", "last_signed", "make_checkpoint"),
     "._protocol": ("JournalProtocol",),
@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_t
         Checkpoint, SignerKey, VerifierKey, generate_key, parse_checkpoint, signer_key,
         verifier_key,
     )
-    from ._open import journal_file, shown_url
+    from ._urls import journal_file, shown_url
     from ._postgres import PostgresJournal
     from ._proof import CheckpointReport, check_checkpoint, last_signed, make_checkpoint
     from ._protocol import JournalProtocol

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ._open import is_postgres, shown_url, sqlite_path
+from ._urls import is_postgres, shown_url, sqlite_path
 
 if TYPE_CHECKING:
     from ._schema import Extension

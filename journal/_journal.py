@@ -29,8 +29,7 @@ from ._blobs import (
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
-from ._open import open_journal
-from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
+from ._rows import Row, chain_rows, check_appends, clock_stamp, sql_limit, stale_error, system_stamp
 from ._logtree import LogTree, SqliteTreeStore, grow
 from ._merkle import Frontier
 from ._schema import (
@@ -67,6 +66,7 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
+from ._urls import is_postgres, sqlite_path
 from ._verify import bad_payload_in, check_heads, link_of, verify_chains
 from .errors import (
     ConcurrencyError,
@@ -202,9 +202,14 @@ class Journal:
 
         A file path, ``:memory:`` or ``sqlite:///path``: a SQLite :class:`Journal`;
         ``postgresql://user@host/db``: a :class:`~journal.PostgresJournal` (needs
-        ``pip install -e '.[postgres]'``). ``options`` go to the backend.
+        ``pip install -e '.[postgres]'``). ``options`` go to the backend. The one place
+        that picks the backend (``open_journal`` is this).
         """
-        return open_journal(target, **options)
+        if is_postgres(target):
+            from ._postgres import PostgresJournal
+
+            return PostgresJournal(os.fspath(target), **options)
+        return Journal(sqlite_path(target), **options)
 
     def __enter__(self) -> Journal:
         return self
@@ -452,7 +457,7 @@ class Journal:
         """
         upto = _MAX_SEQ if to_seq is None else to_seq
         sql = self._sql.read_backward if reverse else self._sql.read_forward
-        params = (stream_id, from_seq, upto, _sql_limit(limit, f"reading stream {stream_id!r}"))
+        params = (stream_id, from_seq, upto, sql_limit(limit, f"reading stream {stream_id!r}"))
         return self._events(sql, params, f"reading stream {stream_id!r}")
 
     def last_event(self, stream_id: str) -> StoredEvent | None:
@@ -477,7 +482,7 @@ class Journal:
         kinds = () if types is None else tuple(types)
         where = "" if types is None else f"AND type IN ({', '.join('?' * len(kinds))})"
         params = (after_position, _MAX_SEQ if until is None else until, *kinds,
-                  _sql_limit(limit, "reading all events"))
+                  sql_limit(limit, "reading all events"))
         return self._events(self._sql.read_all.format(types=where), params, "reading all events")
 
     def last_position(self) -> int:
@@ -781,15 +786,6 @@ def _closed() -> tuple[sqlite3.Connection, sqlite3.Cursor]:
 
 # A closed journal's connection and cursor: every use raises "closed", from any thread.
 _CLOSED = _closed()
-
-
-def _sql_limit(limit: object, action: str) -> int:
-    """``limit`` as SQL's LIMIT (-1: none); :class:`InvalidReadError` unless None or an int >= 0."""
-    if limit is None:
-        return -1
-    if type(limit) is not int or limit < 0:
-        raise InvalidReadError(f"{action}: limit must be None or an int >= 0, got {limit!r}")
-    return limit
 
 
 def _json_valid(conn: sqlite3.Connection, text: str) -> bool:

@@ -38,11 +38,9 @@ from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow
 from ._merkle import Frontier, Node
 from ._one import one_row
-from ._open import shown_url
 from ._pg import Pool
 from ._pg_tree import PgTreeStore
 from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema
-from ._journal import _sql_limit
 from ._blobs import (
     BLOBS_FROM,
     DEFAULT_BLOB_THRESHOLD,
@@ -55,7 +53,7 @@ from ._blobs import (
     join,
     split_events,
 )
-from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
+from ._rows import Row, chain_rows, check_appends, clock_stamp, sql_limit, stale_error, system_stamp
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension, check_extensions
 from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._types import (
@@ -68,6 +66,7 @@ from ._types import (
     StreamInfo,
     VerifyReport,
 )
+from ._urls import shown_url
 from ._verify import TEXT_TYPES, bad_payload, check_heads_in, verify_source
 from .errors import (
     EventNotFoundError,
@@ -437,7 +436,7 @@ class PostgresJournal:
         Oldest first, or newest first with ``reverse``; at most ``limit``.
         """
         action = f"reading stream {stream_id!r}"
-        left = None if _sql_limit(limit, action) < 0 else limit
+        left = None if sql_limit(limit, action) < 0 else limit
         upto = _MAX_SEQ if to_seq is None else to_seq
         return self._pages(stream_id, max(from_seq, -_MAX_SEQ), upto, left, reverse, action)
 
@@ -476,7 +475,7 @@ class PostgresJournal:
         """Every stream's events in position order, after ``after_position``, up to ``until``,
         of ``types``, at most ``limit``; lazily, in pages. Never skips a late commit
         (see the module's note on positions)."""
-        left = None if _sql_limit(limit, "reading all events") < 0 else limit
+        left = None if sql_limit(limit, "reading all events") < 0 else limit
         kinds = None if types is None else list(types)
         return self._all_pages(after_position, _MAX_SEQ if until is None else until, kinds, left)
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from ._hashing import event_hash
 from ._types import NewEvent, StreamAppend
-from .errors import ConcurrencyError, InvalidAppendError, SeqGapError
+from .errors import ConcurrencyError, InvalidAppendError, InvalidReadError, SeqGapError
 
 __all__ = [
     "chain_rows",
@@ -18,6 +18,7 @@ __all__ = [
     "check_stream_id",
     "clock_stamp",
     "format_timestamp",
+    "sql_limit",
     "stale_error",
     "system_stamp",
 ]
@@ -220,3 +221,12 @@ def stale_error(
         expected_seq=expected_seq,
         actual_seq=actual,
     )
+
+
+def sql_limit(limit: object, action: str) -> int:
+    """``limit`` as SQL's LIMIT (-1: none); :class:`InvalidReadError` unless None or an int >= 0."""
+    if limit is None:
+        return -1
+    if type(limit) is not int or limit < 0:
+        raise InvalidReadError(f"{action}: limit must be None or an int >= 0, got {limit!r}")
+    return limit

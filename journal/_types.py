@@ -23,8 +23,9 @@ __all__ = [
 class NewEvent(msgspec.Struct, frozen=True):
     """An event to append: its ``type`` tag, payload schema ``version`` and ``payload``.
 
-    ``payload`` is JSON text that the caller has already made canonical; the journal
-    stores it byte for byte and only checks that it is valid JSON. ``recorded_at``
+    ``payload`` is JSON text in the caller's own stable encoding (the engine writes sorted
+    JSON, ``engine.canonical.sorted_json``); the journal stores it byte for byte and only
+    checks that it is valid JSON. ``recorded_at``
     (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) overrides the journal's clock, for imports that
     keep their original timestamps.
     """

@@ -71,9 +71,11 @@ def as_schema_2(path: Path) -> None:
             "as_schema_2 takes a journal without content-addressed parts"
         views = conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' "
                              "AND sql LIKE '%blobs%'").fetchall()
-        if views:  # the engine's views of that time (v4) did not read blobs
+        if views:  # the engine's views of that time (v4): not reading blobs, and the
+            # conversations view's one-level status
             from turnlog.engine.audit.views import _PREVIOUS
 
+            views += [("conversations",)]
             for (name,) in views:
                 conn.execute(f"DROP VIEW {name}")
                 conn.execute(_PREVIOUS[4][name])

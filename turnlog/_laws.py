@@ -23,7 +23,7 @@ from turnlog.engine.model.events import (
 from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.model.state import StateBuilder
 
-from .testing import argument_dicts, changed_forms, equivalent_forms, same_arguments
+from ._arguments import argument_dicts, changed_forms, equivalent_forms, same_arguments
 
 __all__ = ["DuplicateRuleLaws"]
 

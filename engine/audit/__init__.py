@@ -17,52 +17,25 @@ outside this package)::
     >>> audit(conn, AuditQuery(tool="search"))["tools"]                # doctest: +SKIP
 """
 
-from __future__ import annotations
+from turnlog._lazy import export
 
-from turnlog.journal import ReadConnection
-from .figures import (
-    REPLAY_REPORTS,
-    STATUSES,
-    UNFINISHED,
-    AuditQuery,
-    audit,
-    audit_steps,
-    check_query,
-    parse_since,
-)
-from .listing import (
-    appends_waiter,
-    conversation_events,
-    conversation_info,
-    events_after,
-    last_position,
-    list_conversations,
-)
-from .prices import Prices, PriceTable
-from .queries import ListQuery, Reader, chain_state
-from .views import EXTENSIONS, connect_readonly
+#: What this package re-exports, by the module that defines it (imported on first use).
+_EXPORTS = {
+    ".figures": (
+        "REPLAY_REPORTS", "STATUSES", "UNFINISHED", "AuditQuery", "audit", "audit_steps",
+        "check_query", "parse_since",
+    ),
+    ".listing": (
+        "appends_waiter", "conversation_events", "conversation_info", "events_after",
+        "last_position", "list_conversations",
+    ),
+    ".prices": ("PriceTable", "Prices"),
+    ".queries": ("ListQuery", "Reader", "chain_state"),
+    ".views": ("EXTENSIONS", "connect_readonly"),
+    "turnlog.journal": ("ReadConnection",),
+}
 
-__all__ = [
-    "EXTENSIONS",
-    "REPLAY_REPORTS",
-    "STATUSES",
-    "UNFINISHED",
-    "AuditQuery",
-    "ListQuery",
-    "PriceTable",
-    "Prices",
-    "ReadConnection",
-    "Reader",
-    "appends_waiter",
-    "audit",
-    "audit_steps",
-    "chain_state",
-    "check_query",
-    "connect_readonly",
-    "conversation_events",
-    "conversation_info",
-    "events_after",
-    "last_position",
-    "list_conversations",
-    "parse_since",
-]
+#: ``turnlog.engine.audit(conn, query)`` is ``turnlog.engine.audit.audit(conn, query)``: the
+#: engine re-exports the ``audit`` function under this package's name, so the package is
+#: both (and ``import turnlog.engine.audit.prices`` reaches the submodule).
+__all__ = export(__name__, _EXPORTS, call="audit")

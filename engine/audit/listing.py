@@ -8,7 +8,6 @@ Results are plain dicts, shaped as the CLI's ``--json`` output.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +17,7 @@ from turnlog.journal import walk_ancestry
 from .figures import STATUSES
 from turnlog.journal import PgConnection, ReadConnection, dialect_of, whole_payload
 from ..errors import BadFilterError, ConversationNotFound
+from turnlog.engine.model.events import payload_of
 
 __all__ = ["EVENTS_PER_READ", "appends_waiter", "conversation_events", "conversation_info",
            "events_after", "iter_conversation_events", "last_position", "list_conversations"]
@@ -27,7 +27,7 @@ _COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fo
 _ANCESTOR_TURNS = ("SELECT count(*) FROM events WHERE type = 'model_responded' "
                    "AND stream_id = ? AND seq <= ?")
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = ?"
-_AFTER = ("SELECT position, stream_id, seq, type, recorded_at, payload FROM events "
+_AFTER = ("SELECT position, stream_id, seq, type, recorded_at, version, payload FROM events "
           "WHERE position > ? {and_stream} ORDER BY position LIMIT ?")
 
 
@@ -120,7 +120,8 @@ def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | Non
 
 
 def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict[str, Any]]:
-    """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded)."""
+    """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded,
+    as its type's current version: ``payload_of`` upcasts older events)."""
     return list(iter_conversation_events(conn, conversation_id))
 
 
@@ -135,11 +136,13 @@ def iter_conversation_events(conn: ReadConnection, conversation_id: str, *,
     after = 0
     while True:
         rows = conn.execute(
-            "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? AND seq > ? "
+            "SELECT seq, type, recorded_at, version, payload FROM events "
+            "WHERE stream_id = ? AND seq > ? "
             "ORDER BY seq LIMIT ?", (conversation_id, after, per_read)).fetchall()
-        for seq, type_, at, payload in rows:
+        for seq, type_, at, version, payload in rows:
             yield {"seq": seq, "type": type_, "recorded_at": at,
-                   "payload": json.loads(whole_payload(conn, payload))}
+                   "payload": payload_of(type_, version, whole_payload(conn, payload),
+                                         where=f"stream {conversation_id!r} seq {seq}")}
         if len(rows) < per_read:
             return
         after = rows[-1][0]
@@ -154,12 +157,16 @@ def events_after(conn: ReadConnection, position: int, *, conversation_id: str | 
                  limit: int = 1000) -> list[tuple]:
     """Up to ``limit`` events after global ``position`` (of one conversation, if given), in order.
 
-    Rows are ``(position, conversation_id, seq, type, recorded_at, payload)``.
+    Rows are ``(position, conversation_id, seq, type, recorded_at, payload)``, the payload
+    as its type's current version (``payload_of``: older events upcast).
     """
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
-    return [(*row[:5], whole_payload(conn, row[5]))
-            for row in conn.execute(sql, (position, *extra, limit)).fetchall()]
+    return [(position, stream, seq, type_, at,
+             payload_of(type_, version, whole_payload(conn, payload),
+                        where=f"stream {stream!r} seq {seq}"))
+            for position, stream, seq, type_, at, version, payload
+            in conn.execute(sql, (position, *extra, limit)).fetchall()]
 
 
 #: The longest a PostgreSQL follower waits without reading (a notification lost with a

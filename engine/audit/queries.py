@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from .timeline import entries
 from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of, whole_payload
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
+from turnlog.engine.model.events import payload_of
 from .listing import _turn_count, conversation_info, events_after, last_position
 from .costs import conversation_costs
 from .prices import Prices, PriceTable
@@ -403,9 +403,11 @@ class Reader:
         for an unknown id.
         """
         info = conversation_info(self.conn, conversation_id, shown_url(self.path))
-        first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
-                                  (conversation_id,)).fetchone()
-        info["started"] = json.loads(whole_payload(self.conn, first[0]))
+        first = self.conn.execute(
+            "SELECT type, version, payload FROM events WHERE stream_id = ? AND seq = 1",
+            (conversation_id,)).fetchone()
+        info["started"] = payload_of(first[0], first[1], whole_payload(self.conn, first[2]),
+                                     where=f"stream {conversation_id!r} seq 1")
         info["fork_seq"] = self.conn.execute(
             "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
             (conversation_id,)).fetchone()
@@ -503,19 +505,22 @@ class Reader:
         yield self._entries(conversation_id, started, lo, None)
 
     def _started(self, conversation_id: str) -> dict[str, Any]:
-        return json.loads(whole_payload(self.conn, self.conn.execute(
-            "SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
-            (conversation_id,)).fetchone()[0]))
+        type_, version, payload = self.conn.execute(
+            "SELECT type, version, payload FROM events WHERE stream_id = ? AND seq = 1",
+            (conversation_id,)).fetchone()
+        return payload_of(type_, version, whole_payload(self.conn, payload),
+                          where=f"stream {conversation_id!r} seq 1")
 
     def _entries(self, conversation_id: str, started: dict[str, Any], lo: int,
                  hi: int | None) -> tuple[list[dict[str, Any]], int]:
         """The timeline entries of events ``lo`` … ``hi`` (``None``: the last), and the
         longest latency among them."""
-        events = [(seq, type_, at, json.loads(whole_payload(self.conn, payload)))
-                  for seq, type_, at, payload in
-                  self.conn.execute(
-                      "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
-                      "AND seq >= ? AND seq <= ? ORDER BY seq",
+        events = [(seq, type_, at,
+                   payload_of(type_, version, whole_payload(self.conn, payload),
+                              where=f"stream {conversation_id!r} seq {seq}"))
+                  for seq, type_, at, version, payload in self.conn.execute(
+                      "SELECT seq, type, recorded_at, version, payload FROM events "
+                      "WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
                       (conversation_id, lo, hi if hi is not None else 2**62))]
         items = entries(events, started, self.prices)
         longest = max([x.get("ms") or 0 for x in items]

@@ -45,6 +45,7 @@ from turnlog.journal import Extension, ProjectionMismatch, shown_url
 
 from turnlog.engine.model.snapshots import check_snapshots
 from . import projections
+from .status import status_sql
 from turnlog.journal import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
 
 if TYPE_CHECKING:
@@ -52,8 +53,9 @@ if TYPE_CHECKING:
 
 __all__ = ["EXTENSIONS", "STATUS_SQL", "VIEWS", "VIEWS_EXTENSION", "connect_readonly", "views"]
 
-#: The status a conversation is in after an event of each type (anything else: active),
-#: as ``ConversationState.status`` says it.
+#: Version 4's status (one level of forks): the status after an event of each type. Kept for
+#: the views of journals not yet migrated (``_PREVIOUS``); the current view's status is
+#: generated from the Python rule (``engine.audit.status``).
 STATUS_SQL = """CASE {type}
     WHEN 'conversation_completed' THEN 'completed'
     WHEN 'conversation_failed' THEN 'failed'
@@ -79,6 +81,15 @@ def _undecided(d: Dialect, stream: str) -> str:
                 AND v.stream_id = q.stream_id AND v.seq > q.seq
                 AND {j('v.payload', '$.call_id')} = {j('q.payload', '$.call_id')}))"""
 
+def _v4_status(d: Dialect) -> str:
+    return STATUS_SQL.format(type=f'''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
+        THEN (SELECT nullif(p.type, 'run_interrupted') FROM events p
+              WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
+        WHEN z.type NOT IN {_TERMINAL} AND {_undecided(d, 's.stream_id')}
+        THEN 'approval_pending'
+        ELSE z.type END''')
+
+
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
 
@@ -88,12 +99,21 @@ def _own_tokens(d: Dialect, column: str) -> str:
             f"WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id), 0) AS {column}")
 
 
-# A fork whose only own event is its start is in the state its parent was in at the fork
+# The status is generated from the Python rule (``engine.audit.status``), walking forks of
+# any depth. Each stream's last event is found by an index lookup per conversation, not by
+# grouping every event, so listing 10,000 conversations does not read a million index entries.
+def _conversations(d: Dialect) -> str:
+    return _conversations_v4(d).replace(
+        f"{_v4_status(d)} AS status", status_sql(d, "s.stream_id", "z.seq", "z.type") + " AS status")
+
+
+# Version 4's conversations view (its status handled one level of forks), kept for
+# ``_PREVIOUS``. A fork whose only own event is its start is in the state its parent was in at the fork
 # point; otherwise the last own event decides (one level of forks, the common case).
 # Each stream's last event is found by an index lookup per conversation, not by grouping
 # every event, so listing 10,000 conversations does not read a million index entries.
 # A fork's own start ends its parent's interruption (the fork was never interrupted).
-def _conversations(d: Dialect) -> str:
+def _conversations_v4(d: Dialect) -> str:
     j = d.json
     return f"""CREATE VIEW conversations AS
 SELECT
@@ -101,12 +121,7 @@ SELECT
     {j('s.payload', '$.provider')} AS provider,
     {j('s.payload', '$.model')} AS model,
     coalesce({j('s.payload', '$.mode')}, 'chat') AS mode,
-    {STATUS_SQL.format(type=f'''CASE WHEN z.seq = 1 AND l.parent_stream_id IS NOT NULL
-        THEN (SELECT nullif(p.type, 'run_interrupted') FROM events p
-              WHERE p.stream_id = l.parent_stream_id AND p.seq = l.parent_seq)
-        WHEN z.type NOT IN {_TERMINAL} AND {_undecided(d, 's.stream_id')}
-        THEN 'approval_pending'
-        ELSE z.type END''')} AS status,
+    {_v4_status(d)} AS status,
     (SELECT count(*) FROM events r
      WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
     {", ".join(_own_tokens(d, c) for c in _TOKENS)},
@@ -402,17 +417,21 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
 #: projections count the Responses API's server tool calls. 4: the ``events_hex`` and
 #: ``costs`` views. 5: ``tool_calls.content`` and ``messages.text`` read a part kept once
-#: in ``blobs`` (journal schema 6). Its ``verify_journal`` refolds the saved conversation states
+#: in ``blobs`` (journal schema 6). 6: ``conversations.status`` is generated from
+#: ``ConversationState``'s rule and walks forks of any depth. Its ``verify_journal`` refolds
+#: the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=5, migrate=_migrate, verify=_verify,
+VIEWS_EXTENSION = Extension(name="engine.views", version=6, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
-# Version 3's views: no events_hex, no costs.
+# Version 5's views: the status of one level of forks.
+_V5 = {**VIEWS, "conversations": _conversations_v4(SQLITE)}
 # Version 4's views: a part kept in blobs showed as its reference.
-_V4 = views(SQLITE, parts=False)
+_V4 = {**views(SQLITE, parts=False), "conversations": _conversations_v4(SQLITE)}
+# Version 3's views: no events_hex, no costs.
 _V3 = {name: sql for name, sql in _V4.items() if name not in ("events_hex", "costs")}
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
 _V2 = {name: sql for name, sql in _V3.items() if name != "approvals"}
@@ -427,7 +446,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2, 3: _V3, 4: _V4}
+}, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

@@ -25,30 +25,14 @@ from turnlog.journal import (
 )
 from turnlog.journal.errors import CheckpointError
 
+from ._errors import CLIError, Interrupted
+
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
            "db_option", "emit", "emit_streamed", "fail", "flag_pair", "hint", "journal_for", "json_option",
            "open_journal", "problem", "progress", "run_options", "translate_errors"]
 
 #: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
 DEFAULT_DB = "turnlog.db"
-
-
-class CLIError(click.ClickException):
-    """Bad usage or bad input: exit status 2, message on stderr."""
-
-    exit_code = 2
-
-    def format_message(self) -> str:  # click prints "Error: " + this
-        return self.message
-
-
-class Interrupted(click.ClickException):
-    """Ctrl-C: exit status 130, with what was interrupted and how to continue."""
-
-    exit_code = 130
-
-    def show(self, file: Any = None) -> None:
-        click.echo(self.message, err=True)
 
 
 def db_option(fn: Callable) -> Callable:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from turnlog.engine.loop.texts import readable_result
+from turnlog.engine.model.events import payload_of
 
 from ._common import command_hint
 
@@ -168,7 +169,9 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
 
 def timeline_of(journal: Any, conversation_id: str, full: bool = False) -> list[str]:
     """The timeline lines of one conversation's own events in ``journal``."""
-    return timeline(({"seq": e.seq, "type": e.type, "payload": json.loads(e.payload)}
+    return timeline(({"seq": e.seq, "type": e.type,
+                      "payload": payload_of(e.type, e.version, e.payload,
+                                            where=f"stream {conversation_id!r} seq {e.seq}")}
                      for e in journal.read(conversation_id)), full)
 
 

@@ -85,9 +85,9 @@ def _print(row: tuple, as_json: bool, full: bool) -> None:
     if as_json:
         click.echo(json.dumps({"position": position, "conversation_id": stream_id, "seq": seq,
                                "type": type_, "recorded_at": recorded_at,
-                               "payload": json.loads(payload)}, ensure_ascii=False))
+                               "payload": payload}, ensure_ascii=False))
         return
-    lines = timeline([{"seq": seq, "type": type_, "payload": json.loads(payload)}], full)
+    lines = timeline([{"seq": seq, "type": type_, "payload": payload}], full)
     click.echo(f"{position:>8}  {recorded_at}  {stream_id}")
     for line in lines:
         click.echo(f"          {line}")

@@ -46,10 +46,12 @@ from typing import Any
 from turnlog.journal import JournalProtocol
 
 from turnlog.engine.model.conversation import load_state
-from turnlog.engine.model.events import ConversationStarted, Event, decode_event
+from turnlog.engine.model.events import VERSIONS, Event, payload_of
 from ..providers.registry import WIRES, wire
 from .datamachine import iter_messages, render_events
+from .lineage import iter_lineage_rows, lineage_events, lineage_rows
 from .markdown import iter_markdown, render_markdown
+from .otlp import otlp_request
 
 __all__ = ["EXPORT_FORMATS", "STREAMED_FORMATS", "export_conversation", "export_data",
            "iter_export", "iter_lineage_rows", "lineage_events", "lineage_rows"]
@@ -63,32 +65,6 @@ STREAMED_FORMATS = ("jsonl", "datamachine", "markdown")
 
 def _rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
     return list(iter_lineage_rows(journal, conversation_id))
-
-
-def iter_lineage_rows(journal: JournalProtocol,
-                      conversation_id: str) -> Iterator[tuple[Any, Event]]:
-    """:func:`lineage_rows` one at a time, read as they are consumed (the journal's cursor):
-    ``ConversationNotFound`` for an unknown id before the first."""
-    if journal.last_seq(conversation_id) == 0:
-        load_state(journal, conversation_id)  # raises ConversationNotFound, naming the journal
-    first = True
-    for row in journal.lineage(conversation_id):
-        event = decode_event(row.type, row.version, row.payload,
-                             where=f"stream {row.stream_id!r} seq {row.seq}")
-        if not first and type(event) is ConversationStarted and event.fork is not None:
-            continue
-        first = False
-        yield row, event
-
-
-def lineage_rows(journal: JournalProtocol, conversation_id: str) -> list[tuple[Any, Event]]:
-    """The conversation's stored rows with their events, as ``lineage_events`` chooses them."""
-    return _rows(journal, conversation_id)
-
-
-def lineage_events(journal: JournalProtocol, conversation_id: str) -> list[Event]:
-    """The conversation's events, forks folded over their parents (fork restarts left out)."""
-    return [event for _, event in _rows(journal, conversation_id)]
 
 
 def _lineage(journal: JournalProtocol, conversation_id: str) -> Iterator[Event]:
@@ -111,16 +87,17 @@ def export_data(journal: JournalProtocol, conversation_id: str, fmt: str, *, con
         state = load_state(journal, conversation_id)
         return wire(fmt).export_body(state.system, state.messages)
     if fmt == "jsonl":
-        return [{"seq": row.seq, "type": row.type, "version": row.version,
-                 "recorded_at": row.recorded_at, "payload": json.loads(row.payload)}
-                for row, _ in _rows(journal, conversation_id)]
+        # each event as its type's current version (older ones upcast), so the lines
+        # re-import as the events this turnlog writes
+        return [{"seq": row.seq, "type": row.type, "version": VERSIONS[row.type],
+                 "recorded_at": row.recorded_at,
+                 "payload": payload_of(row.type, row.version, row.payload)}
+                for row, _ in lineage_rows(journal, conversation_id)]
     if fmt == "datamachine":
         return render_events(lineage_events(journal, conversation_id))
     if fmt == "markdown":
         return render_markdown(lineage_events(journal, conversation_id))
     if fmt == "otlp":
-        from .otlp import otlp_request
-
         if semconv is None:
             return otlp_request(journal, conversation_id, content=content)
         return otlp_request(journal, conversation_id, content=content, semconv=semconv)
@@ -172,8 +149,9 @@ def iter_export(journal: JournalProtocol, conversation_id: str, fmt: str) -> Ite
     rows = itertools.chain([first] if first is not None else [], rows)
     if fmt == "jsonl":
         for row, _ in rows:
-            yield json.dumps({"seq": row.seq, "type": row.type, "version": row.version,
-                              "recorded_at": row.recorded_at, "payload": json.loads(row.payload)},
+            yield json.dumps({"seq": row.seq, "type": row.type, "version": VERSIONS[row.type],
+                              "recorded_at": row.recorded_at,
+                              "payload": payload_of(row.type, row.version, row.payload)},
                              ensure_ascii=False, separators=(",", ":")) + "\n"
     elif fmt == "markdown":
         yield from iter_markdown(event for _, event in rows)

@@ -38,6 +38,7 @@ from turnlog.journal import JournalProtocol, StoredEvent, shown_url
 from ..errors import EngineError
 from turnlog.engine.model.events import Event
 from .genai import DEFAULT_SEMCONV, GenAISpans, SpanRecord, schema_url
+from .lineage import lineage_rows
 
 if TYPE_CHECKING:
     import httpx
@@ -164,8 +165,6 @@ def otlp_request(journal: JournalProtocol, conversation_id: str, *, content: boo
     ``content`` adds the messages, system instructions, tool definitions,
     arguments and results (opt-in attributes: they may hold personal data).
     """
-    from .exporter import lineage_rows
-
     trace, spans = spans_of(conversation_id, lineage_rows(journal, conversation_id),
                             content=content, semconv=semconv)
     return encode_spans(trace, spans, semconv=semconv)

@@ -17,15 +17,12 @@ from typing import Any
 
 import msgspec
 
-from turnlog.engine.model.canonical import canonical_bytes
+from turnlog.engine.model.canonical import canonical_bytes, sorted_json_bytes
 from turnlog.engine.tools.duplicates import _flat_and_plain
 from turnlog.engine.model.messages import Text, ToolCall, ToolResult
 from turnlog.engine.providers.base import ModelRequest
 
 __all__ = ["RequestDigest"]
-
-_sorted = msgspec.json.Encoder(order="sorted")
-
 
 def _plain_part(part: Any) -> bool:
     kind = type(part)
@@ -41,7 +38,7 @@ def _plain_part(part: Any) -> bool:
 
 
 def _message_bytes(message: Any) -> bytes:
-    """A message's canonical bytes; msgspec's sorted output when that already is canonical.
+    """A message's canonical bytes; its sorted JSON when that already is canonical.
 
     It is when every string is ASCII (nothing to NFC-normalise) and tool
     arguments are flat ints, bools, nulls and ASCII strings (no float that
@@ -49,7 +46,7 @@ def _message_bytes(message: Any) -> bytes:
     """
     if (all(map(_plain_part, message.parts)) and (message.provider or "").isascii()
             and (message.model or "").isascii()):
-        return _sorted.encode(message)
+        return sorted_json_bytes(message)  # canonical already: nothing to normalise
     return canonical_bytes(msgspec.to_builtins(message))
 
 
@@ -105,7 +102,7 @@ class RequestDigest:
         self._seen.extend(messages[n:])
         self._last = messages
         rest = msgspec.structs.replace(request, messages=())
-        key = _sorted.encode(rest)
+        key = sorted_json_bytes(rest)
         if key != self._rest_key:
             # '{"model":…}': never empty, model is required
             self._rest_key, self._rest = key, canonical_bytes(msgspec.to_builtins(rest))

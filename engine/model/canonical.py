@@ -1,5 +1,17 @@
 """Canonical JSON: one byte string per meaning, so hashes and comparisons are stable.
 
+turnlog has two JSON encodings, and only this one is called canonical:
+
+- **canonical JSON** (``canonical_json``, ``canonical_bytes``, ``digest``): keys sorted
+  *after normalising* keys, text and numbers (below), so two spellings of one meaning
+  are one byte string. Duplicate detection, replay matching, approvals' hashes and
+  request digests use it.
+- **sorted JSON** (``sorted_json``): keys sorted and no spaces, every value exactly as
+  given. It is how an event's payload is stored (``encode_event``; a struct's defaults
+  are left out), reproducible byte for byte from the same event, so the hash chain is
+  stable; but ``"é"`` typed two ways, or ``1`` and ``1.0``, stay two payloads, as
+  recorded.
+
 How values compare (the rule duplicate detection and replay matching use):
 
 - **Key order never matters**: object keys are sorted (by code point, after
@@ -36,9 +48,31 @@ from turnlog.engine.errors import InvalidEventError
 from .nesting import too_deep
 
 __all__ = ["REPLACEMENT", "canonical_bytes", "canonical_json", "canonical_value", "digest",
-           "valid_unicode"]
+           "sorted_json", "sorted_json_bytes", "valid_unicode"]
 
 _encoder = msgspec.json.Encoder(order="sorted")
+
+
+def sorted_json_bytes(value: Any) -> bytes:
+    """Sorted JSON of ``value`` (keys sorted, no spaces, values as given) as UTF-8 bytes.
+
+    Not canonical: nothing is normalised (see the module docstring). msgspec's errors
+    pass through (``TypeError`` for what is not JSON, ``UnicodeEncodeError`` for a lone
+    surrogate), for the caller to name the value.
+
+    >>> sorted_json_bytes({"b": 1.0, "a": "e\u0301"})
+    b'{"a":"e\xcc\x81","b":1.0}'
+    """
+    return _encoder.encode(value)
+
+
+def sorted_json(value: Any) -> str:
+    """Sorted JSON of ``value`` as text: the stored payload's encoding (see ``sorted_json_bytes``).
+
+    >>> sorted_json({"b": 1.0, "a": "x"}), canonical_json({"b": 1.0, "a": "x"})
+    ('{"a":"x","b":1.0}', '{"a":"x","b":1}')
+    """
+    return sorted_json_bytes(value).decode()
 
 
 def canonical_value(value: Any) -> Any:

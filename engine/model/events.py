@@ -1,6 +1,7 @@
 """The event vocabulary: every fact a conversation records, as a frozen, tagged struct.
 
-Each event encodes to canonical JSON (sorted keys, defaults omitted) that
+Each event encodes to sorted JSON (``engine.canonical.sorted_json``: keys sorted,
+defaults omitted, values as given, not normalised as canonical JSON is) that
 includes its ``type`` tag, so the journal's ``payload`` column is
 self-describing and its bytes are reproducible, which keeps hashes stable::
 
@@ -26,7 +27,7 @@ import msgspec
 
 from turnlog.journal import NewEvent
 
-from .canonical import valid_unicode
+from .canonical import sorted_json_bytes, valid_unicode
 from turnlog.engine.errors import CorruptEventError, InvalidEventError
 from .messages import Part, Text, ToolCall, Usage
 from .nesting import too_deep
@@ -65,6 +66,7 @@ __all__ = [
     "check_json_data",
     "decode_event",
     "encode_event",
+    "payload_of",
     "register_upcaster",
     "with_valid_unicode",
 ]
@@ -563,14 +565,15 @@ def check_json_data(value: Any) -> None:
 
 
 def encode_event(event: Event, recorded_at: str | None = None) -> NewEvent:
-    """The journal record for ``event``: its tag, current version and canonical JSON.
+    """The journal record for ``event``: its tag, current version and sorted JSON
+    (``sorted_json``: values as given, not canonical JSON's normalised form).
 
     Raises ``InvalidEventError`` for text that is not valid Unicode (a lone
     surrogate): boundaries repair it first (``with_valid_unicode``).
     """
     tag = _tag(event)
     try:
-        payload = _encoder.encode(event).decode()
+        payload = sorted_json_bytes(event).decode()
     except UnicodeEncodeError:
         fields = [n for n in event.__struct_fields__ if valid_unicode(getattr(event, n))[1]]
         raise InvalidEventError(
@@ -616,6 +619,30 @@ def decode_event(type_: str, version: int, payload: str | bytes, *, where: str =
         raise CorruptEventError(
             f"payload{at} says type {event.__struct_config__.tag!r} but the row says {type_!r}")
     return event
+
+
+def payload_of(type_: str, version: int, payload: str | bytes, *, where: str = "") -> Any:
+    """A stored payload as its type's *current* version, as plain JSON data: the one step
+    every reader of stored events takes (timelines, exports, the viewer, ``tail``), so a
+    version-2 event type reads as version 2 wherever a journal holds its version-1 events.
+
+    A current-version payload is parsed as it is (the same data, nothing re-encoded); an
+    older one is upcast (``register_upcaster``) and checked as ``decode_event`` does. A type
+    this turnlog does not know is shown as stored (its rows are not events this code can
+    lift). Raises ``CorruptEventError`` naming ``where`` for a payload that is not valid
+    JSON, or a known type at a version newer than this code or with no upcaster.
+
+    >>> payload_of("user_message", 1, '{"parts":[{"text":"hi","type":"text"}],"type":"user_message"}')
+    {'parts': [{'text': 'hi', 'type': 'text'}], 'type': 'user_message'}
+    """
+    current = VERSIONS.get(type_)
+    if current is None or version == current:
+        try:
+            return json.loads(payload)
+        except ValueError as exc:
+            at = f" at {where}" if where else ""
+            raise CorruptEventError(f"cannot decode {type_!r}{at}: {exc}") from None
+    return msgspec.to_builtins(decode_event(type_, version, payload, where=where))
 
 
 def tool_calls(event: ModelResponded) -> list[ToolCall]:

@@ -67,7 +67,7 @@ from turnlog.journal import (
 
 from turnlog.engine.errors import ConversationNotFound, InvalidTransition
 from turnlog.engine.tools.duplicates import call_key
-from .events import ConversationStarted, ModelResponded, decode_event, tool_calls
+from .events import VERSIONS, ConversationStarted, ModelResponded, decode_event, tool_calls
 from .state import ConversationState, StateBuilder, fold_stored
 
 __all__ = [
@@ -271,13 +271,16 @@ _CALL_REF = msgspec.json.Decoder(_CallRef)
 
 
 def _call_id(row: StoredEvent) -> str:
-    """The ``call_id`` of a tool event's payload (any version: the field never changed)."""
-    try:
-        return _CALL_REF.decode(row.payload).call_id
-    except msgspec.DecodeError:  # say where, as a full decode would
-        event = decode_event(row.type, row.version, row.payload,
-                             where=f"stream {row.stream_id!r} seq {row.seq}")
-        return event.call_id
+    """The ``call_id`` of a tool event's payload: read alone from a current-version payload,
+    else from the upcast event (an upcaster may have moved it)."""
+    if row.version == VERSIONS.get(row.type):
+        try:
+            return _CALL_REF.decode(row.payload).call_id
+        except msgspec.DecodeError:  # say where, as a full decode does below
+            pass
+    event = decode_event(row.type, row.version, row.payload,
+                         where=f"stream {row.stream_id!r} seq {row.seq}")
+    return event.call_id
 
 
 def gates_from_events(journal: JournalProtocol, state: ConversationState) -> ConversationState:

@@ -59,10 +59,19 @@ from .events import (
 from .machine import Lifecycle, next_state
 from .messages import Message, Text, ToolCall, ToolResult, Usage
 
-__all__ = ["DEFERRED", "ConversationState", "StateBuilder", "ToolOutcome", "fold", "fold_stored",
-           "reduce"]
+__all__ = ["DEFERRED", "ENDED_STATUS", "ConversationState", "StateBuilder", "ToolOutcome", "fold",
+           "fold_stored", "reduce"]
 
-_TERMINAL = (Lifecycle.COMPLETED, Lifecycle.FAILED, Lifecycle.HALTED)
+#: The status rule (``ConversationState.status``), the one definition: the SQL views generate
+#: theirs from it (``engine.audit.status``). A conversation whose last run ended has the
+#: status of the lifecycle it ended in; an unfinished one is ``awaiting_approval`` while a
+#: pending call waits for a person's decision, else ``interrupted`` when its last event is
+#: a ``run_interrupted`` marker, else ``active``.
+ENDED_STATUS: dict[Lifecycle, str] = {
+    Lifecycle.COMPLETED: "completed", Lifecycle.FAILED: "failed", Lifecycle.HALTED: "halted",
+}
+
+_TERMINAL = tuple(ENDED_STATUS)
 _RUN_START = (Lifecycle.READY, Lifecycle.ANSWERED) + _TERMINAL
 
 
@@ -159,10 +168,12 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
         ``awaiting_approval`` when a pending call waits for a person's decision,
         ``interrupted`` when its last event is a ``run_interrupted`` marker, else ``active``.
 
-        The ``conversations`` view's ``status`` column says the same.
+        The rule is ``ENDED_STATUS`` and the two conditions below; the ``conversations``
+        view's ``status`` column is generated from it (``engine.audit.status``).
         """
-        if self.lifecycle in _TERMINAL:
-            return self.lifecycle.value
+        ended = ENDED_STATUS.get(self.lifecycle)
+        if ended is not None:
+            return ended
         if self.lifecycle is Lifecycle.AWAITING_TOOLS and self.awaiting_approval:
             return "awaiting_approval"
         return "interrupted" if self.interrupted else "active"

@@ -54,3 +54,32 @@ def test_list_order_and_null_matter():
 def test_non_json_values_are_refused(bad):
     with pytest.raises(InvalidEventError):
         canonical_json(bad)
+
+
+# Two encodings, two names: canonical JSON normalises, sorted JSON (the stored payload) does not.
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "\u00e9", "z"]),
+                       st.sampled_from([1, 1.0, -0.0, 0, "e\u0301", "\u00e9", True, None]),
+                       max_size=4))
+def test_sorted_json_keeps_values_as_given_and_canonical_json_normalises_them(value):
+    import json
+
+    from turnlog.engine.model.canonical import canonical_value, sorted_json
+
+    stored = sorted_json(value)
+    assert list(json.loads(stored)) == sorted(value)  # keys sorted
+    assert json.loads(stored) == value and all(type(json.loads(stored)[k]) is type(v) for k, v in value.items())
+    assert canonical_json(value) == sorted_json(canonical_value(value))
+    spelled = {k: v for k, v in value.items() if v in ("e\u0301",) or type(v) is float}
+    assert (stored == canonical_json(value)) == (not spelled)
+
+
+def test_an_event_payload_is_its_sorted_json_not_its_canonical_json():
+    from turnlog.engine.model.canonical import sorted_json
+    from turnlog.engine.model.events import ToolStarted, encode_event
+
+    event = ToolStarted(call_id="c1", name="add", arguments={"b": 1.0, "a": "e\u0301"})
+    payload = encode_event(event).payload
+    assert payload == sorted_json(event)
+    assert '"b":1.0' in payload and "e\u0301" in payload  # as recorded, not normalised
+    assert canonical_json({"b": 1.0, "a": "e\u0301"}) == '{"a":"\u00e9","b":1}'

@@ -51,3 +51,21 @@ def test_turnlog_replay_is_the_package_and_runs_a_replay_when_called(tmp_path):
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_turnlog_engine_audit_is_the_package_and_runs_the_audit_when_called(tmp_path):
+    code = ("import turnlog.engine.audit.prices as p\n"  # failed: the name resolved to the function
+            "import turnlog.engine.audit as a\n"
+            "from turnlog.engine import audit\n"
+            "import turnlog\n"
+            "assert p.__name__ == 'turnlog.engine.audit.prices' and p.Prices is a.Prices\n"
+            "assert a is audit is turnlog.engine.audit and a.__name__ == 'turnlog.engine.audit'\n"
+            "assert turnlog.audit is a.audit and callable(a.audit)\n"
+            "j = turnlog.Journal('j.db')\n"
+            "turnlog.Loop(j, turnlog.ScriptedProvider([{'text': 'hi'}]), []).start('x', conversation_id='c')\n"
+            "conn = a.connect_readonly('j.db')\n"
+            "called, direct = audit(conn, a.AuditQuery()), a.audit(conn, a.AuditQuery())\n"
+            "assert called == direct and called['conversations'], called\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

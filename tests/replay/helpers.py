@@ -18,8 +18,9 @@ def turnlog() -> None:
     """The engine's commands plus replay's (the package is not installed in tests)."""
 
 
-for _command in engine_cli.commands.values():
-    turnlog.add_command(_command)
+_ctx = click.Context(engine_cli)
+for _name in engine_cli.list_commands(_ctx):  # every command, each imported on first use
+    turnlog.add_command(engine_cli.get_command(_ctx, _name))
 for _command in COMMANDS:
     turnlog.add_command(_command)
 
