@@ -108,8 +108,9 @@ def attribute(span, key):
 
 
 def header(request, name):
-    (value,) = [v for k, v in request.headers.items() if k.lower() == name.lower()]
-    return value
+    found = [v for k, v in request.headers.items() if k.lower() == name.lower()]
+    assert len(found) == 1, f"the sink got no single {name} header: {sorted(request.headers)}"
+    return found[0]
 
 
 def check_decoded(received, expected):
