@@ -41,7 +41,7 @@ from ._one import one_row
 from ._open import shown_url
 from ._pg import Pool
 from ._pg_tree import PgTreeStore
-from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema
+from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema, pg_chain_version
 from ._journal import _sql_limit
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension, check_extensions
@@ -196,6 +196,7 @@ class PostgresJournal:
                     restored, self._unwritable = open_pg_schema(
                         conn, self.path, self._extensions)
                     self.restored_guards = tuple(restored)
+                self.chain_version = pg_chain_version(conn)  # as Journal.chain_version
                 oid = one_row(conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone(),
                               self.path)[0]
         except BaseException:
@@ -336,7 +337,7 @@ class PostgresJournal:
         hashes: dict[tuple[str, int], str] = {}  # what this append writes, for forks of it
         for stream_id, events, expected_seq, parent in batches:
             prev_hash = self._prev_hash(conn, stream_id, expected_seq, parent, hashes)
-            rows = chain_rows(prev_hash, stream_id, expected_seq, events, now)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, events, now, self.chain_version)
             hashes.update(((row[0], row[1]), row[7]) for row in rows)
             chained.append(rows)
         return chained
@@ -571,7 +572,7 @@ class PostgresJournal:
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         with self._pool.connection(action) as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            report = verify_source(_PgChains(conn), stream_id, progress)
+            report = verify_source(_PgChains(conn, self.chain_version), stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
             guards = tuple(missing_pg_guards(conn, self._version, self._extensions))
@@ -603,8 +604,9 @@ class _PgChains:
 
     expected_types = TEXT_TYPES  # PostgreSQL keeps hashes as hex text
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection, chain: int = 1) -> None:
         self.conn = conn
+        self.chain_version = chain
         self._cursors = 0
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
