@@ -20,7 +20,8 @@ _EXPORTS = {
         "dialect_for", "dialect_of",
     ),
     "._hashing": (
-        "CHAIN_VERSION", "ERASED_KEY", "GENESIS_HASH", "erased_digest", "event_hash",
+        "CHAIN_VERSION", "ERASED_KEY", "GENESIS_HASH", "erased_digest", "erased_payload",
+        "event_hash",
     ),
     "._heads": ("dump_heads", "load_heads"),
     "._journal": ("Journal", "connect_readonly", "sqlite_database"),
@@ -57,7 +58,9 @@ if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_t
         POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection, connect_sql, dialect_for,
         dialect_of,
     )
-    from ._hashing import CHAIN_VERSION, ERASED_KEY, GENESIS_HASH, erased_digest, event_hash
+    from ._hashing import (
+        CHAIN_VERSION, ERASED_KEY, GENESIS_HASH, erased_digest, erased_payload, event_hash,
+    )
     from ._heads import dump_heads, load_heads
     from ._journal import Journal, connect_readonly, sqlite_database
     from ._lineage import walk_ancestry

@@ -2,7 +2,11 @@
 
 Every event keeps its type, version, ``recorded_at`` and payload, so the
 destination recomputes exactly the source's hashes; forks keep their links.
-Copying again adds nothing (a stream already there is skipped, or only its new
+Between journals of one chain version (``_hashing``) the hashes are the source's, so a
+whole copy has the same leaves in the same order and the origin's checkpoints verify
+in it; into a journal of another version (an old journal copied into a new one: the
+migration to chain version 2) every event is re-chained under the target's version.
+Erased events keep their erased payloads (and so their digests). Copying again adds nothing (a stream already there is skipped, or only its new
 events are added); a destination stream whose history differs is refused, naming it.
 A source whose chains do not verify is refused before anything is written: a copy
 recomputes the hashes, so copying a tampered event would launder it into a journal
@@ -21,7 +25,7 @@ from ._hashing import GENESIS_HASH
 from ._protocol import JournalProtocol
 from ._rows import chain_rows
 from ._types import NewEvent
-from .errors import CorruptEventError, JournalError
+from .errors import CorruptEventError, JournalError, NotErasableError
 
 __all__ = ["CopyResult", "check_source", "copy_streams"]
 
@@ -69,7 +73,8 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
         sid = info.stream_id
         have = target.last_seq(sid)
         if have:
-            if have > info.last_seq or target.hash_at(sid, have) != source.hash_at(sid, have):
+            if have > info.last_seq or (_chain(source) == _chain(target)
+                                        and target.hash_at(sid, have) != source.hash_at(sid, have)):
                 raise JournalError(
                     f"cannot copy stream {sid!r} from {source.path} to {target.path}: the "
                     f"target's stream differs from the source's at or before seq {have}")
@@ -95,7 +100,14 @@ def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: 
     events = list(source.read(sid, have + 1))
     if not events:
         return 0
-    _check_chain(sid, events, _link(target, sid, events[0].seq, parent))
+    chain = _chain(source)
+    same = chain == _chain(target)
+    _check_chain(sid, events, _link(target if same else source, sid, events[0].seq, parent), chain)
+    if _chain(target) < 2 and any(e.erased for e in events):
+        raise NotErasableError(
+            f"cannot copy stream {sid!r} into {target.path}: it holds erased events, and the "
+            "target's hash chain (version 1) covers payloads themselves; copy into a new "
+            "journal instead; nothing of it was written")
     last = events[-1]
     if head is not None and head[0] == last.seq and head[1] != last.hash:
         raise CorruptEventError(
@@ -103,7 +115,8 @@ def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: 
             f"(seq {last.seq} has another hash); nothing of it was written")
     count = 0
     for start in range(0, len(events), _BATCH):
-        count += _write(target, sid, events[start:start + _BATCH], parent if not start else None)
+        count += _write(source, target, sid, events[start:start + _BATCH],
+                        parent if not start else None)
     return count
 
 
@@ -114,18 +127,26 @@ def _link(target: JournalProtocol, sid: str, seq: int, parent: tuple[str, int] |
     return target.hash_at(*parent) if parent is not None else GENESIS_HASH
 
 
-def _check_chain(sid: str, events: list[Any], link: str) -> None:
+def _chain(journal: JournalProtocol) -> int:
+    """The journal's chain version (1 for a backend that does not say)."""
+    return getattr(journal, "chain_version", 1)
+
+
+def _check_chain(sid: str, events: list[Any], link: str, chain: int) -> None:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in events]
-    for event, row in zip(events, chain_rows(link, sid, events[0].seq - 1, new, "")):
+    for event, row in zip(events, chain_rows(link, sid, events[0].seq - 1, new, "", chain)):
         if row[7] != event.hash or row[6] != event.prev_hash:
             raise CorruptEventError(
                 f"cannot copy stream {sid!r}: its event at seq {event.seq} no longer matches "
                 "its stored hash (edited while being copied); nothing of it was written")
 
 
-def _write(target: JournalProtocol, sid: str, batch: list[Any], parent: tuple[str, int] | None) -> int:
+def _write(source: JournalProtocol, target: JournalProtocol, sid: str, batch: list[Any],
+           parent: tuple[str, int] | None) -> int:
     new = [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at) for e in batch]
     stored = target.append(sid, new, batch[0].seq - 1, parent=parent)
+    if _chain(source) != _chain(target):
+        return len(stored)  # re-chained under the target's version: new hashes (a migration)
     if [e.hash for e in stored] != [e.hash for e in batch]:  # cannot happen: checked before
         raise JournalError(f"copying stream {sid!r}: the target computed other hashes")
     return len(stored)

@@ -146,8 +146,8 @@ def _create_v4(conn: psycopg.Connection) -> None:
 def _create_v6(conn: psycopg.Connection) -> None:
     """The chain's version, as SQLite's schema 6: 2 for a journal without events, else 1."""
     has_events = conn.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
-    conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s)",
-                 (CHAIN_KEY, "1" if has_events else str(CHAIN_VERSION)))
+    conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "
+                 "ON CONFLICT (key) DO NOTHING", (CHAIN_KEY, "1" if has_events else str(CHAIN_VERSION)))
 
 
 def pg_chain_version(conn: psycopg.Connection) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import starmap
@@ -33,6 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
+from ._erase import DescendantsSql, Record, check_chain, erasures
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow
@@ -90,6 +91,7 @@ SELECT min(position), max(position), pg_notify(%s, max(position)::text) FROM ins
 """
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (%s, %s, %s)"
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_ERASE_GUARDS = (("events", "events_refuse_update"), ("snapshots", "snapshots_refuse_delete"))
 _INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (%s, %s)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
@@ -288,6 +290,51 @@ class PostgresJournal:
             position += len(stream_rows)
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
+
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+        """As :meth:`journal.Journal.erase`, in one transaction under the position lock (the
+        append-only triggers disabled for its statements only). After the commit, ``VACUUM
+        FULL`` rewrites ``events`` and ``snapshots`` so the old row versions (and their
+        TOAST) leave the table files, and a ``CHECKPOINT`` is asked for where the role may
+        (the server's WAL segments, archives and backups keep the old content until they
+        age out: the operator's retention, see docs/erasure-design.md)."""
+        if self.readonly:
+            raise ReadOnlyJournalError(f"erase in stream {stream_id!r}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
+        check_chain(self.path, self.chain_version, stream_id)
+        seqs = sorted(kept)
+        with self._pool.connection(f"erase in stream {stream_id!r}") as conn:
+            with conn.transaction():
+                conn.execute(_LOCK, (self._lock_key,))
+                stored = conn.execute(
+                    "SELECT seq, type, payload FROM events WHERE stream_id = %s AND seq = ANY(%s)",
+                    (stream_id, seqs)).fetchall()
+                changes = erasures(self.path, stream_id, stored, kept)
+                if changes:
+                    for table, name in _ERASE_GUARDS:
+                        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {name}")
+                    conn.cursor().executemany(
+                        "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
+                        [(payload, stream_id, seq) for seq, payload in changes])
+                    conn.execute(DescendantsSql.format(p='%s::text COLLATE "C"'), (stream_id,))
+                    for table, name in _ERASE_GUARDS:
+                        conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
+                    head = conn.execute(_HEAD, (stream_id,)).fetchone()
+                    [rows] = self._chain(conn, [StreamAppend(
+                        stream_id, [record([s for s, _ in changes])], head[0])], self._now())
+                    first, _, _ = one_row(conn.execute(
+                        _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
+                    edge = self._grow_tree(conn, first - 1, rows)
+            if changes:
+                self._edge = edge
+                self._heads[stream_id] = (rows[-1][1], rows[-1][7])
+                conn.execute("VACUUM FULL events, snapshots")
+                try:
+                    conn.execute("CHECKPOINT")
+                except pg_errors.InsufficientPrivilege:
+                    pass  # documented: the server's own checkpoint follows within minutes
+        return [seq for seq, _ in changes]
 
     def _lost_commit(self, batches: list[StreamAppend], exc: Exception) -> JournalConnectionError:
         """The connection broke while the append's COMMIT was under way: the server may or

@@ -319,7 +319,7 @@ def _create_v6(db: Database) -> None:
     erasable, for a journal without events; 1 (as they were hashed) for one with events.
     Nothing else changes: no hash is recomputed."""
     has_events = db.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
-    db.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES ('{CHAIN_KEY}', ?)",
+    db.execute(f"INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('{CHAIN_KEY}', ?)",
                ("1" if has_events else str(CHAIN_VERSION),))
 
 

@@ -48,7 +48,7 @@ def write_old_journal(
             prev = conn.execute("SELECT hash FROM events WHERE stream_id = ? AND seq = ?",
                                 parent).fetchone()[0]
             conn.execute("INSERT INTO stream_links VALUES (?, ?, ?)", (stream_id, *parent))
-        rows = chain_rows(prev, stream_id, 0, new, "2025-01-01T00:00:00.000000Z")
+        rows = chain_rows(prev, stream_id, 0, new, "2025-01-01T00:00:00.000000Z", 1)
         conn.executemany(
             "INSERT INTO events (stream_id, seq, type, version, recorded_at, payload, prev_hash, "
             "hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
