@@ -121,6 +121,9 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     # a marker on an unfinished run (Ctrl-C): the run resumes from exactly where it was
     ("run_interrupted", [L.READY, L.AWAITING_MODEL, L.REQUESTED, L.AWAITING_TOOLS, L.ANSWERED],
      None, [], []),
+    # annotations (an erasure, a legal hold): any state after the start, and it stays
+    *((marker, [s for s in L if s is not L.NEW], None, [], [])
+      for marker in ("erasure_recorded", "hold_placed", "hold_released")),
 ]
 
 

@@ -93,8 +93,15 @@ def _own_tokens(d: Dialect, column: str) -> str:
 # Each stream's last event is found by an index lookup per conversation, not by grouping
 # every event, so listing 10,000 conversations does not read a million index entries.
 # A fork's own start ends its parent's interruption (the fork was never interrupted).
-def _conversations(d: Dialect) -> str:
+_MARKERS = "('erasure_recorded', 'hold_placed', 'hold_released')"
+
+
+def _conversations(d: Dialect, markers: bool = True) -> str:
+    """``markers``: an erasure's or a hold's record does not change the status (version 5)."""
     j = d.json
+    own = f" AND m.type NOT IN {_MARKERS}" if markers else ""
+    count = ("(SELECT max(c.seq) FROM events AS c WHERE c.stream_id = s.stream_id)" if markers
+             else "z.seq")
     return f"""CREATE VIEW conversations AS
 SELECT
     s.stream_id AS conversation_id,
@@ -110,7 +117,7 @@ SELECT
     (SELECT count(*) FROM events r
      WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
     {", ".join(_own_tokens(d, c) for c in _TOKENS)},
-    z.seq AS events,
+    {count} AS events,
     s.recorded_at AS started_at,
     z.recorded_at AS updated_at,
     z.type AS last_event,
@@ -120,7 +127,7 @@ SELECT
     z.position AS last_position
 FROM events AS s
 JOIN events AS z ON z.stream_id = s.stream_id
-    AND z.seq = (SELECT max(m.seq) FROM events AS m WHERE m.stream_id = s.stream_id)
+    AND z.seq = (SELECT max(m.seq) FROM events AS m WHERE m.stream_id = s.stream_id{own})
 LEFT JOIN stream_links AS l ON l.stream_id = s.stream_id
 WHERE s.type = 'conversation_started' AND s.seq = 1"""
 
@@ -296,9 +303,10 @@ FROM events AS e
 WHERE e.type = 'model_responded'"""
 
 
-def views(d: Dialect) -> dict[str, str]:
-    """View name -> its CREATE VIEW statement in dialect ``d``."""
-    return {"conversations": _conversations(d), "messages": _messages(d),
+def views(d: Dialect, markers: bool = True) -> dict[str, str]:
+    """View name -> its CREATE VIEW statement in dialect ``d`` (``markers``: version 5's
+    ``conversations``, whose status skips erasure and hold records)."""
+    return {"conversations": _conversations(d, markers), "messages": _messages(d),
             "model_calls": _model_calls(d), "tool_calls": _tool_calls(d),
             "approvals": _approvals(d), "events_hex": _events_hex(d), "costs": _costs(d)}
 
@@ -382,16 +390,18 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
 #: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
 #: projections count the Responses API's server tool calls. 4: the ``events_hex`` and
-#: ``costs`` views. Its ``verify_journal`` refolds the saved conversation states
+#: ``costs`` views. 5: ``conversations`` reads its status past erasure and hold records. Its ``verify_journal`` refolds the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=4, migrate=_migrate, verify=_verify,
+VIEWS_EXTENSION = Extension(name="engine.views", version=5, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
+# Version 4's views: a conversation's last event, whatever it is, gave its status.
+_V4 = views(SQLITE, markers=False)
 # Version 3's views: no events_hex, no costs.
-_V3 = {name: sql for name, sql in VIEWS.items() if name not in ("events_hex", "costs")}
+_V3 = {name: sql for name, sql in _V4.items() if name not in ("events_hex", "costs")}
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
 _V2 = {name: sql for name, sql in _V3.items() if name != "approvals"}
 _V2["conversations"] = (_V2["conversations"]
@@ -405,7 +415,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2, 3: _V3}
+}, 2: _V2, 3: _V3, 4: _V4}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)
