@@ -54,6 +54,7 @@ __all__ = [
     "PruneResult",
     "default_by",
     "erase_conversation",
+    "erasure_summary",
     "first_erased",
     "held",
     "hold",
@@ -279,3 +280,22 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
         erased[sid] = pending if dry_run else erase_conversation(
             journal, sid, reason=reason, by=by, via="prune")
     return PruneResult(erased, kept_held, unchanged, dry_run)
+
+
+def erasure_summary(journal: JournalProtocol) -> dict[str, Any]:
+    """What the audit shows of erasures and holds: the conversations whose content was
+    erased (with how many events), the erasures recorded, and the conversations held now."""
+    erased: dict[str, int] = {}
+    records = 0
+    holding: dict[str, bool] = {}
+    for row in journal.read_all(types=sorted(MARKERS)):
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"conversation {row.stream_id!r} seq {row.seq}")
+        if isinstance(event, ErasureRecorded):
+            records += 1
+            erased[row.stream_id] = erased.get(row.stream_id, 0) + len(event.seqs)
+        else:
+            holding[row.stream_id] = isinstance(event, HoldPlaced)
+    return {"erased_conversations": dict(sorted(erased.items())),
+            "erasures": records, "erased_events": sum(erased.values()),
+            "held": sorted(sid for sid, on in holding.items() if on)}
