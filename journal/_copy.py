@@ -24,7 +24,7 @@ import msgspec
 from ._hashing import GENESIS_HASH
 from ._protocol import JournalProtocol
 from ._rows import chain_rows
-from ._types import NewEvent
+from ._types import NewEvent, StreamAppend
 from .errors import CorruptEventError, JournalError, NotErasableError
 
 __all__ = ["CopyResult", "check_source", "copy_streams"]
@@ -56,6 +56,12 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
                  checked: bool = False) -> CopyResult:
     """Copy every stream of ``source`` into ``target``; parents before their forks.
 
+    Into an empty ``target`` (a whole copy) the events are written in the source's
+    position order, so the copy has the same leaves in the same order and every
+    checkpoint of the source verifies against it (same chain version). Into a target that
+    holds events, stream after stream: the copied events' positions differ, so the
+    source's checkpoints do not apply to the target's tree (each event's hash still does).
+
     Raises :class:`JournalError` naming the first stream whose events in ``target``
     differ from ``source``'s (nothing of that stream is written), and
     :class:`CorruptEventError` naming the first event of ``source`` whose chain does
@@ -66,6 +72,8 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
     if not checked:
         check_source(source)
     streams = list(source.streams())
+    if streams and target.last_position() == 0:
+        return _copy_whole(source, target, streams, heads, progress)
     depth = {s.stream_id: len(source.ancestry(s.stream_id)) for s in streams}
     streams.sort(key=lambda s: (depth[s.stream_id], s.first_recorded_at, s.stream_id))
     copied, skipped, written = [], [], 0
@@ -89,6 +97,81 @@ def copy_streams(source: JournalProtocol, target: JournalProtocol,
         if progress is not None:
             progress(sid, count)
     return CopyResult(copied, skipped, written)
+
+
+def _copy_whole(source: JournalProtocol, target: JournalProtocol, streams: list[Any],
+                heads: dict[str, tuple[int, str]],
+                progress: Callable[[str, int], None] | None) -> CopyResult:
+    """Copy every event into an empty ``target`` in position order, all read and checked
+    (each chained to the one before, each stream ending at its verified head) before any
+    is written; consecutive events of one stream go as one item of an ``append_many``."""
+    chain, into = _chain(source), _chain(target)
+    rows = sorted((e for info in streams for e in source.read(info.stream_id)),
+                  key=lambda e: e.position)
+    if into < 2 and any(e.erased for e in rows):
+        raise NotErasableError(
+            f"cannot copy into {target.path}: the source holds erased events, and the "
+            "target's hash chain (version 1) covers payloads themselves; nothing was written")
+    parents = {s.stream_id: (s.parent_stream_id, s.parent_seq) for s in streams
+               if s.parent_stream_id is not None and s.parent_seq is not None}
+    points = {parent for parent in parents.values()}
+    last: dict[str, str] = {}
+    ends: dict[str, int] = {}
+    kept: dict[tuple[str, int], str] = {}
+    runs: list[list[Any]] = []
+    for event in rows:
+        if runs and runs[-1][-1].stream_id == event.stream_id:
+            runs[-1].append(event)
+        else:
+            runs.append([event])
+    for run in runs:
+        sid = run[0].stream_id
+        if run[0].seq > 1:
+            link = last[sid]
+        else:
+            parent = parents.get(sid)
+            link = GENESIS_HASH if parent is None else kept[parent]
+        _check_chain(sid, run, link, chain)
+        last[sid], ends[sid] = run[-1].hash, run[-1].seq
+        kept.update(((sid, e.seq), e.hash) for e in run if (sid, e.seq) in points)
+    for sid, (seq, hash_) in heads.items():
+        if ends.get(sid) == seq and last[sid] != hash_:
+            raise CorruptEventError(
+                f"cannot copy stream {sid!r}: its events changed after the source was "
+                f"verified (seq {seq} has another hash); nothing was written")
+    counts: dict[str, int] = {}
+    batch: list[list[Any]] = []
+    size = 0
+    for run in runs:
+        sid = run[0].stream_id
+        if any(other[0].stream_id == sid for other in batch):  # one item per stream
+            _write_many(target, batch, parents, chain == into)
+            batch, size = [], 0
+        batch.append(run)
+        counts[sid] = counts.get(sid, 0) + len(run)
+        size += len(run)
+        if size >= _BATCH:
+            _write_many(target, batch, parents, chain == into)
+            batch, size = [], 0
+    if batch:
+        _write_many(target, batch, parents, chain == into)
+    if progress is not None:
+        for sid, count in counts.items():
+            progress(sid, count)
+    return CopyResult(list(counts), [], len(rows))
+
+
+def _write_many(target: JournalProtocol, runs: list[list[Any]],
+                parents: dict[str, tuple[str, int]], same: bool) -> None:
+    """Append ``runs`` (each consecutive events of one stream) in one transaction."""
+    stored = target.append_many([
+        StreamAppend(run[0].stream_id,
+                     [NewEvent(e.type, e.version, e.payload, recorded_at=e.recorded_at)
+                      for e in run],
+                     run[0].seq - 1, parents.get(run[0].stream_id) if run[0].seq == 1 else None)
+        for run in runs])
+    if same and [e.hash for w in stored for e in w] != [e.hash for r in runs for e in r]:
+        raise JournalError("copying: the target computed other hashes")  # checked before
 
 
 def _copy_one(source: JournalProtocol, target: JournalProtocol, sid: str, have: int,

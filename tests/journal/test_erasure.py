@@ -208,7 +208,10 @@ def test_a_chain_version_1_journal_refuses_to_erase_and_copy_migrates_it(tmp_pat
 
 def test_a_whole_copy_of_an_erased_journal_keeps_its_hashes_and_checkpoints(tmp_path):
     with Journal(tmp_path / "a.db") as source, Journal(tmp_path / "b.db") as target:
-        source.append("a", [secret("a", 1), secret("a", 2)], 0)
+        for n in range(3):  # interleaved streams and a fork: the copy keeps position order
+            source.append("z", [secret("z", n + 1)], n)
+            source.append("a", [secret("a", n + 1)], n)
+        source.append("f", [secret("f", 1)], 0, parent=("z", 2))
         source.erase("a", {1: "{}"}, record)
         with source.log_tree() as tree:
             note = make_checkpoint(tree, KEY).note
@@ -218,4 +221,8 @@ def test_a_whole_copy_of_an_erased_journal_keeps_its_hashes_and_checkpoints(tmp_
         with target.log_tree() as tree:
             assert check_checkpoint(tree, note, KEY.verifier()).ok
         _, size, root = open_checkpoint(note, KEY.verifier().text())
-        assert size == 3 and root == merkle_root(_leaves(target))
+        assert size == 8 and root == merkle_root(_leaves(target))
+        assert [(e.stream_id, e.seq) for e in target.read_all()] == [
+            (e.stream_id, e.seq) for e in source.read_all()]
+        copy_streams(source, target)  # again: nothing more
+        assert target.last_position() == 8
