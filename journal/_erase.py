@@ -17,7 +17,7 @@ from ._hashing import erased_digest, erased_payload
 from ._types import NewEvent
 from .errors import EventNotFoundError, InvalidAppendError, NotErasableError
 
-__all__ = ["ERASURE_TYPE", "DescendantsSql", "Record", "check_chain", "erasures"]
+__all__ = ["DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "erasures"]
 
 ERASURE_TYPE = "erasure_recorded"
 """The event type of an erasure's record; its payload's ``seqs`` lists the erased seqs."""
@@ -25,7 +25,7 @@ ERASURE_TYPE = "erasure_recorded"
 Record = Callable[[Sequence[int]], NewEvent]
 """Builds the ``erasure_recorded`` event for the seqs actually erased."""
 
-DescendantsSql = (
+DROP_SNAPSHOTS = (
     "WITH RECURSIVE d(s) AS (SELECT {p} UNION SELECT l.stream_id FROM stream_links AS l "
     "JOIN d ON l.parent_stream_id = d.s) DELETE FROM snapshots WHERE stream_id IN (SELECT s FROM d)")
 """Deletes the snapshots of a stream and of every fork of it (``{p}``: the placeholder)."""

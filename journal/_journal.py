@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 
-from ._erase import DescendantsSql, Record, check_chain, erasures
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
@@ -352,7 +352,7 @@ class Journal:
             cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
         cursor.executemany("UPDATE events SET payload = ? WHERE stream_id = ? AND seq = ?",
                            [(payload, stream_id, seq) for seq, payload in changes])
-        cursor.execute(DescendantsSql.format(p="?"), (stream_id,))
+        cursor.execute(DROP_SNAPSHOTS.format(p="?"), (stream_id,))
         for name in ("events_refuse_update", "snapshots_refuse_delete"):
             cursor.execute(guards[name])
 

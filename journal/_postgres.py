@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._erase import DescendantsSql, Record, check_chain, erasures
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow
@@ -317,7 +317,7 @@ class PostgresJournal:
                     conn.cursor().executemany(
                         "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
                         [(payload, stream_id, seq) for seq, payload in changes])
-                    conn.execute(DescendantsSql.format(p='%s::text COLLATE "C"'), (stream_id,))
+                    conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
                     for table, name in _ERASE_GUARDS:
                         conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
                     head = conn.execute(_HEAD, (stream_id,)).fetchone()

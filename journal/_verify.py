@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ._erase import ERASURE_TYPE
 from ._hashing import GENESIS_HASH, erased_digest, hash_encoded
 from ._lineage import find_loop
 from ._statements import hex_of, statements
@@ -31,8 +32,7 @@ __all__ = [
     "verify_source",
 ]
 
-ERASURE_TYPE = b"erasure_recorded"
-"""The event type that records an erasure: its payload's ``seqs`` names the erased events."""
+_ERASURE = ERASURE_TYPE.encode()  # the record whose ``seqs`` names the erased events
 
 _COLUMNS = ("stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash")
 _TYPES = ("text", "integer", "text", "integer", "text", "text", "text", "text")
@@ -326,7 +326,7 @@ def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]],
                 field = kept.encode()
             else:
                 field = sha256(payload).hexdigest().encode()
-                if type_ == ERASURE_TYPE:
+                if type_ == _ERASURE:
                     for listed in _listed(payload):
                         unlisted.pop(listed, None)
         fields = (prev_hash, raw_sid, b"%d" % seq, type_, b"%d" % version, recorded_at, field)

@@ -33,7 +33,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
                                      "tree", "checkpoints",  # the journal's log tree (schema 4)
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "4"
+    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "5"
 
 
 def _as_version_1(db_path) -> None:
