@@ -92,8 +92,8 @@ def main() -> None:
               "(target <= 1.15)")
 
         v2, v1 = [], []
-        for r in range(args.rounds):
-            for chain, into in ((2, v2), (1, v1)):
+        for r in range(args.rounds):  # alternating which goes first
+            for chain, into in ((2, v2), (1, v1))[::1 if r % 2 else -1]:
                 into.append(turns(os.path.join(tmp, f"c{r}{chain}.db"), args.turns,
                                   args.synchronous, True, chain))
         a, b = statistics.median(v2), statistics.median(v1)
