@@ -35,8 +35,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -49,7 +49,7 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.model.messages import Text, ToolCall, Usage
 from turnlog.engine.audit.views import EXTENSIONS
 from turnlog.journal import Journal
 

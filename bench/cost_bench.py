@@ -19,7 +19,7 @@ import sys
 import time
 
 from turnlog.engine.audit.prices import Prices, PriceTable
-from turnlog.engine.messages import Usage
+from turnlog.engine.model.messages import Usage
 
 TABLE = PriceTable.parse('[[prices]]\nprovider="anthropic"\nmodel="claude-sonnet-4-5"\n'
                          'since=2025-01-01\ninput=3\ncached_input=0.3\ncache_write=3.75\n'
@@ -55,7 +55,7 @@ def main() -> None:
 
 def load_seconds() -> float:
     code = ("import time; t = time.perf_counter(); "
-            "from turnlog.engine.audit.prices import Prices; from turnlog.engine.messages import Usage; "
+            "from turnlog.engine.audit.prices import Prices; from turnlog.engine.model.messages import Usage; "
             "Prices.default().charge('openai', 'gpt-4o', '2025-06-01', Usage(input_tokens=1)); "
             "print(time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

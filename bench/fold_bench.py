@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelRequested,
     ModelResponded,
@@ -28,7 +28,7 @@ from turnlog.engine.events import (
     UserMessage,
     decode_event,
 )
-from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.model.messages import Text, ToolCall
 from turnlog.journal import Journal
 
 

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.state import fold_stored
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.state import fold_stored
 from turnlog.engine.formats.exporter import export_conversation, lineage_events
 from turnlog.engine.formats.importer import import_entries, read_transcript
 from turnlog.journal import Journal

@@ -57,9 +57,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from turnlog.engine.aloop import AsyncLoop
+from turnlog.engine.loop.aloop import AsyncLoop
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.model.messages import Text, ToolCall, Usage
 from turnlog.engine.providers._stream import StreamDelta
 from turnlog.engine.providers.base import ModelRequest, ModelResponse
 from turnlog.engine.tools import tool

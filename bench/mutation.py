@@ -60,11 +60,11 @@ _MACHINE_TESTS = [
 
 #: group -> (module, [target functions or top-level assignments], tests run against its mutants)
 TARGETS: dict[str, tuple[str, list[str], list[str]]] = {
-    "duplicates": ("turnlog.engine.duplicates", ["_flat_and_plain", "call_key", "is_duplicate",
+    "duplicates": ("turnlog.engine.tools.duplicates", ["_flat_and_plain", "call_key", "is_duplicate",
                                          "check_duplicate"], _DUPLICATE_TESTS),
-    "canonical": ("turnlog.engine.canonical", ["canonical_value", "canonical_bytes"], _DUPLICATE_TESTS),
-    "machine": ("turnlog.engine.machine", ["_distinct_ids", "GUARDS", "next_state"], _MACHINE_TESTS),
-    "state": ("turnlog.engine.state", ["StateBuilder._register", "StateBuilder._rejected"],
+    "canonical": ("turnlog.engine.model.canonical", ["canonical_value", "canonical_bytes"], _DUPLICATE_TESTS),
+    "machine": ("turnlog.engine.model.machine", ["_distinct_ids", "GUARDS", "next_state"], _MACHINE_TESTS),
+    "state": ("turnlog.engine.model.state", ["StateBuilder._register", "StateBuilder._rejected"],
               [*_DUPLICATE_TESTS, "tests/engine/test_lifecycle_guards.py"]),
 }
 

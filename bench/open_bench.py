@@ -26,10 +26,10 @@ from pathlib import Path
 
 from fold_bench import build
 
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import ModelRequested, ModelResponded, ToolCompleted, ToolStarted
-from turnlog.engine.messages import Text, ToolCall
-from turnlog.engine.snapshots import snapshot_kind
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import ModelRequested, ModelResponded, ToolCompleted, ToolStarted
+from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.snapshots import snapshot_kind
 from turnlog.journal import Journal
 
 

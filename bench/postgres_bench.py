@@ -46,10 +46,10 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from turnlog.engine.loop import Loop  # noqa: E402
-from turnlog.engine.messages import Text, ToolCall, Usage  # noqa: E402
+from turnlog.engine.model.messages import Text, ToolCall, Usage  # noqa: E402
 from turnlog.engine.providers.base import ModelRequest, ModelResponse  # noqa: E402
 from turnlog.engine.tools import tool  # noqa: E402
-from turnlog.engine.state import fold_stored  # noqa: E402
+from turnlog.engine.model.state import fold_stored  # noqa: E402
 from turnlog.engine.audit.views import EXTENSIONS  # noqa: E402
 from turnlog.journal import ConcurrencyError, Journal, NewEvent, StoredEvent  # noqa: E402
 from turnlog.journal._copy import copy_streams  # noqa: E402

@@ -19,8 +19,8 @@ import time
 
 import msgspec
 
-from turnlog.engine.events import ToolSpec
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.events import ToolSpec
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 from turnlog.engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
 
 MODULES = {"anthropic": anthropic, "openai": openai, "gemini": gemini,

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fold_bench import build  # noqa: E402
-from turnlog.engine.state import fold_stored  # noqa: E402
+from turnlog.engine.model.state import fold_stored  # noqa: E402
 from turnlog.journal import Journal  # noqa: E402
 from turnlog.replay import fork, rebuild  # noqa: E402
 from turnlog.replay.deterministic import replay  # noqa: E402
@@ -46,7 +46,7 @@ def record_turns(journal: Journal, turns: int, driver: str) -> str:
     script = [{"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
               for i in range(turns - 1)] + [{"text": "done"}]
     if driver == "mini":
-        from turnlog.engine.events import ConversationStarted, ToolSpec
+        from turnlog.engine.model.events import ConversationStarted, ToolSpec
         from turnlog.engine.providers.scripted import ScriptedProvider
         from tests.replay import miniloop
         started = ConversationStarted(conversation_id="long", provider="scripted", model="m",

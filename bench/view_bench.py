@@ -32,7 +32,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from bench.audit_bench import _conversation, generate
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.audit.views import EXTENSIONS
 from turnlog.journal import Journal
 from turnlog.replay.view import create_app, render_report

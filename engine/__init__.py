@@ -19,15 +19,15 @@ from turnlog._lazy import export
 
 #: What this package re-exports, by the module that defines it (imported on first use).
 _EXPORTS = {
-    ".approvals": (
+    ".tools.approvals": (
         "AlreadyDecidedError", "ApprovalError", "ApprovalMismatchError",
         "NotAwaitingApprovalError", "UnknownApprovalToolError", "UnknownCallError", "decide",
     ),
     ".audit": ("AuditQuery", "audit"),
-    ".canonical": ("canonical_json", "digest"),
-    ".conversation": ("Conversation", "load_state"),
-    ".directives": ("Directives",),
-    ".duplicates": ("call_key", "is_duplicate", "register_predicate"),
+    ".model.canonical": ("canonical_json", "digest"),
+    ".model.conversation": ("Conversation", "load_state"),
+    ".loop.directives": ("Directives",),
+    ".tools.duplicates": ("call_key", "is_duplicate", "register_predicate"),
     ".errors": (
         "AuditError", "AuthenticationError", "BadFilterError", "BadRequestError",
         "ConcurrencyError", "ConversationExistsError", "ConversationNotFound",
@@ -40,7 +40,7 @@ _EXPORTS = {
         "TranscriptLockContention", "TranscriptOrderError", "TurnlogError",
         "UnknownEntryError", "UnknownProviderError",
     ),
-    ".events": (
+    ".model.events": (
         "ApprovalDecided", "ApprovalRequested", "Charge", "ConversationCompleted",
         "ConversationFailed", "ConversationHalted", "ConversationStarted",
         "DuplicatePolicy", "Event", "ForkRef", "ModelFailed", "ModelRequested",
@@ -48,20 +48,20 @@ _EXPORTS = {
         "ToolCompleted", "ToolSpec", "ToolStarted", "TurnLimitReached", "UserMessage",
         "decode_event", "encode_event",
     ),
-    ".aloop": ("AsyncLoop",),
-    ".executor": ("LocalExecutor", "ToolExecution", "ToolExecutor"),
+    ".loop.aloop": ("AsyncLoop",),
+    ".tools.executor": ("LocalExecutor", "ToolExecution", "ToolExecutor"),
     ".formats": ("build_context", "export_conversation", "import_file", "validate_tool_call"),
-    ".loop": ("Loop", "run"),
-    ".machine": ("Lifecycle",),
-    ".messages": ("Image", "Message", "Text", "Thinking", "ToolCall", "ToolResult", "Usage"),
-    ".observers": ("Observers",),
+    ".loop.loop": ("Loop", "run"),
+    ".model.machine": ("Lifecycle",),
+    ".model.messages": ("Image", "Message", "Text", "Thinking", "ToolCall", "ToolResult", "Usage"),
+    ".loop.observers": ("Observers",),
     ".audit.prices": ("PriceTable", "Prices"),
     ".providers": ("ModelRequest", "ModelResponse", "Provider", "ScriptedProvider", "get_provider"),
-    ".result": ("RunResult", "result_of"),
-    ".retry": ("RetryPolicy",),
-    ".runners": ("RunRequest", "Runner", "RunnerResult"),
-    ".state": ("ConversationState", "StateBuilder", "fold", "reduce"),
-    ".tools": ("Tool", "ToolContext", "ToolRegistry", "tool"),
+    ".loop.result": ("RunResult", "result_of"),
+    ".loop.retry": ("RetryPolicy",),
+    ".loop.runners": ("RunRequest", "Runner", "RunnerResult"),
+    ".model.state": ("ConversationState", "StateBuilder", "fold", "reduce"),
+    ".tools.registry": ("Tool", "ToolContext", "ToolRegistry", "tool"),
 }
 
 __all__ = export(__name__, _EXPORTS)

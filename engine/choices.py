@@ -22,7 +22,7 @@ from typing import Any
 from ._imports import import_object
 from .errors import EngineError
 from .providers.registry import WIRES
-from .tools import ToolRegistry
+from turnlog.engine.tools.registry import ToolRegistry
 
 __all__ = ["PROVIDERS", "ChoiceError", "load_tools", "make_provider", "open_tools"]
 
@@ -78,7 +78,7 @@ def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
     if not servers:
         yield registry
         return
-    from .mcp import tools_from_mcp
+    from turnlog.engine.tools.mcp import tools_from_mcp
 
     if timeout is None:
         timeout = float(os.environ.get("TURNLOG_MCP_TIMEOUT") or 60)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .tools import ToolRegistry, tool
+from turnlog.engine.tools.registry import ToolRegistry, tool
 
 __all__ = ["DEMO_PROMPT", "DEMO_SCRIPT", "WEATHER", "demo_tools"]
 

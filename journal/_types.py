@@ -120,7 +120,7 @@ class ProjectionMismatch(msgspec.Struct, frozen=True):
 class Snapshot(msgspec.Struct, frozen=True):
     """A higher layer's saved state of a stream at ``seq``, whose event there had ``hash``.
 
-    ``kind`` names the layer and its format (``"turnlog.engine.state/…"``); ``data`` is that
+    ``kind`` names the layer and its format (``"turnlog.engine.model.state/…"``); ``data`` is that
     layer's bytes, opaque to the journal. A snapshot is a cache, never history: it
     is returned only while the stream's event at ``seq`` still has ``hash``, and a
     reader folds the events after ``seq`` onto it.

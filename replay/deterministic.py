@@ -29,7 +29,7 @@ import msgspec
 
 from turnlog.engine.audit.erasure import refuse_erased
 from turnlog.engine.errors import ConversationNotFound
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from turnlog.engine.duplicates import call_key
-from turnlog.engine.events import (
+from turnlog.engine.tools.duplicates import call_key
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelFailed,
     ModelResponded,
@@ -31,7 +31,7 @@ from turnlog.engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from turnlog.engine.messages import USAGE_COUNTS, Thinking, ToolCall, Usage, text_of
+from turnlog.engine.model.messages import USAGE_COUNTS, Thinking, ToolCall, Usage, text_of
 from turnlog.journal import JournalProtocol
 
 from .rebuild import lineage_events, rebuild

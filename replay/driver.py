@@ -23,18 +23,18 @@ from typing import Any
 
 import msgspec
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.directives import Directives
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.loop.directives import Directives
+from turnlog.engine.model.events import (
     ApprovalDecided,
     ConversationStarted,
     ToolCallRejected,
     ToolCompleted,
     ToolStarted,
 )
-from turnlog.engine.executor import ToolExecution
+from turnlog.engine.tools.executor import ToolExecution
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
 from turnlog.journal import JournalProtocol
 

@@ -7,9 +7,8 @@ fork's first event to that hash, so ``verify`` checks the fork against its
 parent. Storage is O(the fork's own events)::
 
     >>> from turnlog.journal import Journal
-    >>> from turnlog.engine.audit.erasure import refuse_erased
-from turnlog.engine.conversation import Conversation
-    >>> from turnlog.engine.events import ConversationStarted, UserMessage
+    >>> from turnlog.engine.model.conversation import Conversation
+    >>> from turnlog.engine.model.events import ConversationStarted, UserMessage
     >>> j = Journal(":memory:")
     >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
     >>> _ = c.append(UserMessage.of("hi"))
@@ -25,10 +24,10 @@ import uuid
 from typing import Any
 
 from turnlog.engine.audit.erasure import refuse_erased
-from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.errors import ConversationExistsError, InvalidTransition
-from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
-from turnlog.engine.state import StateBuilder
+from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
+from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import JournalProtocol
 
 from .errors import ForkPointError

@@ -6,8 +6,8 @@ its own events. ``rebuild`` folds exactly that (``Journal.lineage``), so a
 fork of a fork of a 100,000-event conversation costs one fold and no copy::
 
     >>> from turnlog.journal import Journal
-    >>> from turnlog.engine.conversation import Conversation
-    >>> from turnlog.engine.events import ConversationStarted, UserMessage
+    >>> from turnlog.engine.model.conversation import Conversation
+    >>> from turnlog.engine.model.events import ConversationStarted, UserMessage
     >>> j = Journal(":memory:")
     >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
     >>> _ = c.append(UserMessage.of("hi"))
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.errors import CorruptEventError
-from turnlog.engine.events import ConversationStarted, Event, UserMessage, decode_event
-from turnlog.engine.state import ConversationState
+from turnlog.engine.model.events import ConversationStarted, Event, UserMessage, decode_event
+from turnlog.engine.model.state import ConversationState
 from turnlog.journal import JournalProtocol, StoredEvent
 
 from .errors import ReplayError

@@ -19,8 +19,8 @@ from typing import Any
 import msgspec
 
 from turnlog.engine import errors as engine_errors
-from turnlog.engine.duplicates import call_key
-from turnlog.engine.events import (
+from turnlog.engine.tools.duplicates import call_key
+from turnlog.engine.model.events import (
     ApprovalDecided,
     ConversationStarted,
     ModelFailed,
@@ -29,9 +29,9 @@ from turnlog.engine.events import (
     RunInterrupted,
     ToolCompleted,
 )
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.providers.base import ModelRequest, ModelResponse
-from turnlog.engine.request_digest import RequestDigest
+from turnlog.engine.loop.request_digest import RequestDigest
 from turnlog.journal import JournalProtocol
 
 from .errors import Divergence, RecordingError

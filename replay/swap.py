@@ -36,8 +36,8 @@ import msgspec
 
 from turnlog.engine.audit.erasure import refuse_erased
 from turnlog.engine.errors import ConversationExistsError
-from turnlog.engine.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
-from turnlog.engine.texts import refusal_message
+from turnlog.engine.model.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
+from turnlog.engine.loop.texts import refusal_message
 from turnlog.journal import JournalProtocol
 
 from .errors import ReplayError

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.duplicates import call_key
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.tools.duplicates import call_key
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelResponded,
     Refusal,
@@ -25,10 +25,10 @@ from turnlog.engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from turnlog.engine.executor import ToolExecution
+from turnlog.engine.tools.executor import ToolExecution
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import ToolCall
-from turnlog.engine.texts import refusal_message
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.loop.texts import refusal_message
 from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
 from turnlog.journal import JournalProtocol
 

@@ -39,7 +39,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -59,10 +59,10 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.calls import assign_call_ids
-from turnlog.engine.messages import Image, Text, Thinking, ToolCall, Usage
-from turnlog.engine.state import StateBuilder
-from turnlog.engine.texts import duplicate_message, result_content
+from turnlog.engine.tools.calls import assign_call_ids
+from turnlog.engine.model.messages import Image, Text, Thinking, ToolCall, Usage
+from turnlog.engine.model.state import StateBuilder
+from turnlog.engine.loop.texts import duplicate_message, result_content
 from turnlog.journal import Journal
 
 if TYPE_CHECKING:

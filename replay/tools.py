@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from turnlog.engine.approvals import arguments_hash
-from turnlog.engine.duplicates import call_key
+from turnlog.engine.tools.approvals import arguments_hash
+from turnlog.engine.tools.duplicates import call_key
 from turnlog.engine.errors import ToolError
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ApprovalRequested,
     Refusal,
     RejectReason,
@@ -23,8 +23,8 @@ from turnlog.engine.events import (
     ToolCompleted,
     ToolSpec,
 )
-from turnlog.engine.executor import ToolExecution
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.tools.executor import ToolExecution
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.tools import Tool, ToolContext, ToolRegistry
 
 from .errors import ReplayError

@@ -13,8 +13,8 @@ from typing import Any
 
 from tests.fakeapi import AWS_KEYS, FakeAPI, reply
 
-from turnlog.engine.events import ToolSpec
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult, tool_calls_of
+from turnlog.engine.model.events import ToolSpec
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult, tool_calls_of
 from turnlog.engine.providers import ModelRequest, get_provider
 
 KEYS = {"anthropic": "sk-ant-test-KEY-5b1d7e", "openai": "sk-test-KEY-93a0c4",

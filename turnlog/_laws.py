@@ -11,8 +11,8 @@ import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.duplicates import DuplicatePredicate, check_duplicate
-from turnlog.engine.events import (
+from turnlog.engine.tools.duplicates import DuplicatePredicate, check_duplicate
+from turnlog.engine.model.events import (
     ConversationStarted,
     DuplicatePolicy,
     ModelRequested,
@@ -20,8 +20,8 @@ from turnlog.engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from turnlog.engine.messages import ToolCall
-from turnlog.engine.state import StateBuilder
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.model.state import StateBuilder
 
 from .testing import argument_dicts, changed_forms, equivalent_forms, same_arguments
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from ..events import Charge
-from ..messages import Usage
+from turnlog.engine.model.events import Charge
+from turnlog.engine.model.messages import Usage
 from turnlog.journal import Dialect, ReadConnection, dialect_of
 from .prices import Prices, add_cost
 

@@ -26,7 +26,7 @@ import msgspec
 from turnlog.journal import JournalProtocol, NewEvent, StoredEvent
 
 from ..errors import ConversationErasedError, ConversationNotFound, InvalidEventError
-from ..events import (
+from turnlog.engine.model.events import (
     MARKERS,
     ApprovalDecided,
     ApprovalRequested,
@@ -47,7 +47,7 @@ from ..events import (
     decode_event,
     encode_event,
 )
-from ..messages import Part, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Part, Text, ToolCall, ToolResult
 
 __all__ = [
     "ERASED",

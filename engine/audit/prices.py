@@ -28,7 +28,7 @@ of ``None`` with a reason), never zero.
 
 >>> table = PriceTable.parse('[[prices]]\\nprovider="p"\\nmodel="m"\\nsince=2025-01-01\\n'
 ...                          'input=1\\noutput=2', "example")
->>> from turnlog.engine.messages import Usage
+>>> from turnlog.engine.model.messages import Usage
 >>> table.cost("p", "m", "2025-06-01", Usage(input_tokens=1_000_000, output_tokens=500_000))
 2.0
 >>> table.cost("p", "m", "2024-12-31", Usage(input_tokens=10)) is None
@@ -51,8 +51,8 @@ from typing import Any
 import msgspec
 
 from ..errors import PriceTableError
-from ..events import Charge
-from ..messages import Usage
+from turnlog.engine.model.events import Charge
+from turnlog.engine.model.messages import Usage
 from ..providers.registry import by_key, price_key
 
 __all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version",

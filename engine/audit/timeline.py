@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from ..events import Charge
-from ..messages import USAGE_COUNTS, Usage
+from turnlog.engine.model.events import Charge
+from turnlog.engine.model.messages import USAGE_COUNTS, Usage
 from .costs import call_cost
 from .prices import Prices
 

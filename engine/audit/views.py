@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from turnlog import journal
 from turnlog.journal import Extension, ProjectionMismatch, shown_url
 
-from ..snapshots import check_snapshots
+from turnlog.engine.model.snapshots import check_snapshots
 from . import projections
 from turnlog.journal import POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection
 

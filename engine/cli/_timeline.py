@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from turnlog.engine.loop.texts import readable_result
 from turnlog.journal import ERASED_KEY
-from turnlog.engine.texts import readable_result
 
 from ._common import command_hint
 

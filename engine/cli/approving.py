@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from turnlog.engine.approvals import decide
-from turnlog.engine.conversation import load_state
-from turnlog.engine.nesting import load_json
+from turnlog.engine.tools.approvals import decide
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.nesting import load_json
 
 from ._common import (
     CLIError,

@@ -12,7 +12,7 @@ import os
 
 import click
 
-from turnlog.engine.conversation import require_conversation
+from turnlog.engine.model.conversation import require_conversation
 from turnlog.journal import (
     Checkpoint,
     CheckpointError,

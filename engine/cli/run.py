@@ -11,15 +11,15 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from turnlog.engine.approvals import check_approve
+from turnlog.engine.tools.approvals import check_approve
 from turnlog.engine.choices import PROVIDERS, make_provider, open_tools
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from turnlog.engine.loop import Loop, new_conversation_id
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.result import RunResult, result_of
-from turnlog.engine.resume import record_interruption
-from turnlog.engine.retry import RetryPolicy
+from turnlog.engine.loop.result import RunResult, result_of
+from turnlog.engine.loop.resume import record_interruption
+from turnlog.engine.loop.retry import RetryPolicy
 from turnlog.journal import JournalProtocol
 
 from ._common import (

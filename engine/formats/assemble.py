@@ -42,9 +42,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..calls import assign_call_ids
+from turnlog.engine.tools.calls import assign_call_ids
 from ..errors import InvalidTransition, TranscriptOrderError
-from ..events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
     Event,
@@ -53,10 +53,10 @@ from ..events import (
     ToolCompleted,
     UserMessage,
 )
-from ..machine import Lifecycle
-from ..messages import Part, ToolCall
-from ..state import StateBuilder
-from ..texts import UNANSWERED
+from turnlog.engine.model.machine import Lifecycle
+from turnlog.engine.model.messages import Part, ToolCall
+from turnlog.engine.model.state import StateBuilder
+from turnlog.engine.loop.texts import UNANSWERED
 
 __all__ = ["Item", "assemble"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import msgspec
 
-from ..events import Event, ModelResponded, UserMessage
-from ..messages import text_of
+from turnlog.engine.model.events import Event, ModelResponded, UserMessage
+from turnlog.engine.model.messages import text_of
 
 __all__ = ["ContextLimits", "build_context", "context_entries"]
 

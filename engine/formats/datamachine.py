@@ -37,9 +37,9 @@ from typing import Any
 
 import msgspec
 
-from ..canonical import canonical_json
+from turnlog.engine.model.canonical import canonical_json
 from ..errors import InvalidEventError
-from ..events import (
+from turnlog.engine.model.events import (
     ConversationStarted,
     Event,
     ModelResponded,
@@ -47,8 +47,8 @@ from ..events import (
     ToolCompleted,
     UserMessage,
 )
-from ..messages import ToolCall, text_of
-from ..texts import display_name, duplicate_message, json_data
+from turnlog.engine.model.messages import ToolCall, text_of
+from turnlog.engine.loop.texts import display_name, duplicate_message, json_data
 
 __all__ = [
     "TRUNCATE_AT",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import EVENT_TYPES
+from turnlog.engine.model.events import EVENT_TYPES
 from ..providers._responses_items import ITEM_TYPES as RESPONSES_ITEMS
 from ..providers.registry import WIRES, wires
 from .datamachine import duplicate_tool_name, extract_tool_call, extract_tool_response

@@ -43,8 +43,8 @@ from typing import Any
 
 from turnlog.journal import JournalProtocol
 
-from ..conversation import load_state
-from ..events import ConversationStarted, Event, decode_event
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.events import ConversationStarted, Event, decode_event
 from ..providers.registry import WIRES, wire
 from .datamachine import render_events
 from .markdown import render_markdown

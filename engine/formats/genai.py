@@ -45,8 +45,8 @@ conventions' JSON shapes (span attributes hold no nested maps). An imported
 conversation recorded no requests and no tool starts: its model spans carry
 the history before each answer, its tool spans the pending call's arguments.
 
-    >>> from turnlog.engine.events import ConversationStarted, UserMessage, ModelRequested, ModelResponded
-    >>> from turnlog.engine.messages import Text
+    >>> from turnlog.engine.model.events import ConversationStarted, UserMessage, ModelRequested, ModelResponded
+    >>> from turnlog.engine.model.messages import Text
     >>> spans = GenAISpans("c1")
     >>> for at, e in enumerate([ConversationStarted(conversation_id="c1", provider="openai", model="m"),
     ...                         UserMessage.of("hi"),
@@ -64,7 +64,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -80,9 +80,9 @@ from ..events import (
     ToolStarted,
     TurnLimitReached,
 )
-from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult
+from turnlog.engine.model.messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult
 from ..providers.registry import WIRES, by_key, genai_name, wire
-from ..state import StateBuilder
+from turnlog.engine.model.state import StateBuilder
 
 __all__ = ["DEFAULT_SEMCONV", "FINISH_REASONS", "PROVIDER_NAMES", "SCHEMA_URLS", "SEMCONVS",
            "SEMCONV_VERSION", "GenAISpans", "SpanRecord", "ends_run", "message_json", "schema_url"]

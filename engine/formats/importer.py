@@ -41,8 +41,8 @@ import msgspec
 
 from turnlog.journal import JournalProtocol, StreamNotFoundError
 
-from ..conversation import Conversation
-from ..canonical import valid_unicode
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.canonical import valid_unicode
 from ..errors import (
     ConversationExistsError,
     CorruptEventError,
@@ -50,7 +50,7 @@ from ..errors import (
     NestingError,
     UnknownEntryError,
 )
-from ..events import (
+from turnlog.engine.model.events import (
     EVENT_TYPES,
     ConversationStarted,
     Event,
@@ -59,8 +59,8 @@ from ..events import (
     decode_event,
     with_valid_unicode,
 )
-from ..messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
-from ..nesting import check_depth, too_deep
+from turnlog.engine.model.messages import EXTRA, Message, Opaque, Text, ToolCall, ToolResult, Usage
+from turnlog.engine.model.nesting import check_depth, too_deep
 from ..providers.registry import WIRES, wire
 from .assemble import Item, assemble
 from .cassette import split_document

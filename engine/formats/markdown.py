@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationHalted,
@@ -18,7 +18,7 @@ from ..events import (
     TurnLimitReached,
     UserMessage,
 )
-from ..messages import Image, Text, Thinking, ToolCall
+from turnlog.engine.model.messages import Image, Text, Thinking, ToolCall
 
 __all__ = ["render_markdown"]
 

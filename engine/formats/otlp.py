@@ -36,7 +36,7 @@ import msgspec
 from turnlog.journal import JournalProtocol, StoredEvent, shown_url
 
 from ..errors import EngineError
-from ..events import Event
+from turnlog.engine.model.events import Event
 from .genai import DEFAULT_SEMCONV, GenAISpans, SpanRecord, schema_url
 
 if TYPE_CHECKING:

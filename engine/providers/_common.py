@@ -55,7 +55,7 @@ from ..errors import (
     RateLimitError,
     ServerError,
 )
-from ..messages import (
+from turnlog.engine.model.messages import (
     EXTRA,
     Image,
     Message,
@@ -67,8 +67,8 @@ from ..messages import (
     ToolResult,
     render_opaque,
 )
-from ..nesting import check_depth, load_json
-from ..texts import UNANSWERED
+from turnlog.engine.model.nesting import check_depth, load_json
+from turnlog.engine.loop.texts import UNANSWERED
 from ._redact import Redactor, _refuse_constant, read_body
 
 __all__ = [

@@ -36,7 +36,7 @@ import urllib.parse
 from typing import Any
 
 from ..errors import MalformedResponseError
-from ..nesting import MAX_DEPTH, too_deep
+from turnlog.engine.model.nesting import MAX_DEPTH, too_deep
 
 __all__ = ["MASK", "MAX_DEPTH", "Redactor", "read_body"]
 

@@ -23,7 +23,7 @@ import httpx
 import msgspec
 
 from ..errors import MalformedResponseError, ProviderConnectionError, ProviderError, StreamInterrupted
-from ..messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from .base import ModelResponse
 
 #: Why a tool call of a broken stream is invalid (it may lack the end of its arguments).

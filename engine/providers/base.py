@@ -12,9 +12,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from ..canonical import digest
-from ..events import StopReason, ToolSpec
-from ..messages import Message, Part, Usage
+from turnlog.engine.model.canonical import digest
+from turnlog.engine.model.events import StopReason, ToolSpec
+from turnlog.engine.model.messages import Message, Part, Usage
 
 __all__ = ["ModelRequest", "ModelResponse", "Provider"]
 

@@ -2,7 +2,7 @@
 
 The pure functions map in both directions and are reused by import/export:
 
->>> from turnlog.engine.messages import Message, Text
+>>> from turnlog.engine.model.messages import Message, Text
 >>> body = map_request(ModelRequest(model="amazon.nova-pro-v1:0", system="Be brief.",
 ...     messages=(Message(role="user", parts=(Text(text="hi"),)),)))
 >>> body["system"], body["messages"]
@@ -50,8 +50,8 @@ from ..errors import (
     ProviderError,
     ProviderTimeout,
 )
-from ..events import StopReason, ToolSpec
-from ..messages import (
+from turnlog.engine.model.events import StopReason, ToolSpec
+from turnlog.engine.model.messages import (
     EXTRA,
     Image,
     Message,

@@ -4,7 +4,7 @@
 in the ``x-goog-api-key`` header (never in the URL, so it cannot leak into
 logs or error messages).
 
->>> from turnlog.engine.messages import Message, Text
+>>> from turnlog.engine.model.messages import Message, Text
 >>> map_messages("Be brief.", [Message(role="user", parts=(Text(text="hi"),))])
 ({'parts': [{'text': 'Be brief.'}]}, [{'role': 'user', 'parts': [{'text': 'hi'}]}])
 
@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from ..canonical import valid_unicode
+from turnlog.engine.model.canonical import valid_unicode
 from ..errors import (
     FormatError,
     MalformedResponseError,
@@ -53,9 +53,9 @@ from ..errors import (
     ProviderError,
     ProviderTimeout,
 )
-from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
-from ..nesting import load_json
+from turnlog.engine.model.events import StopReason, ToolSpec
+from turnlog.engine.model.messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from turnlog.engine.model.nesting import load_json
 from ._common import (
     count,
     error_for_status,

@@ -1,6 +1,6 @@
 """OpenAI Chat Completions adapter (official ``openai`` SDK).
 
->>> from turnlog.engine.messages import Message, ToolCall
+>>> from turnlog.engine.model.messages import Message, ToolCall
 >>> _, messages = map_messages("", [Message(role="assistant", parts=(
 ...     ToolCall(id="c1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}'),))])
 >>> msg = messages[0]
@@ -35,8 +35,8 @@ from ..errors import (
     ProviderError,
     ProviderTimeout,
 )
-from ..events import StopReason, ToolSpec
-from ..messages import (
+from turnlog.engine.model.events import StopReason, ToolSpec
+from turnlog.engine.model.messages import (
     EXTRA,
     Image,
     Message,

@@ -5,7 +5,7 @@ items: user and assistant ``message`` items, ``function_call`` items and
 ``function_call_output`` items. Unlike Chat Completions, this wire keeps the
 order of an assistant's text and calls.
 
->>> from turnlog.engine.messages import Message, Text, ToolCall
+>>> from turnlog.engine.model.messages import Message, Text, ToolCall
 >>> [i.get("type", i.get("role")) for i in map_messages("", [
 ...     Message(role="user", parts=(Text(text="hi"),)),
 ...     Message(role="assistant", parts=(Text(text="Let me add."),
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, MalformedResponseError, ServerError
-from ..events import StopReason, ToolSpec
-from ..messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
+from turnlog.engine.model.events import StopReason, ToolSpec
+from turnlog.engine.model.messages import Image, Message, Opaque, Part, Text, Thinking, ToolCall, ToolResult, Usage
 from ._common import (
     EMPTY_TEXT,
     Entry,

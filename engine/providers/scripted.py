@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from ..canonical import canonical_json
+from turnlog.engine.model.canonical import canonical_json
 from ..errors import (
     AuthenticationError,
     BadRequestError,
@@ -44,8 +44,8 @@ from ..errors import (
     ScriptExhaustedError,
     ServerError,
 )
-from ..messages import Message, Part, Text, Thinking, ToolCall, Usage
-from ..nesting import check_depth, load_json
+from turnlog.engine.model.messages import Message, Part, Text, Thinking, ToolCall, Usage
+from turnlog.engine.model.nesting import check_depth, load_json
 from ._common import parse_arguments
 from .base import ModelRequest, ModelResponse
 
@@ -122,7 +122,7 @@ def load_script(source: str | Path | dict[str, Any] | list[dict[str, Any]]) -> l
 class ScriptedProvider:
     """A provider that plays back a script. ``name`` is ``scripted``.
 
-    >>> from turnlog.engine.messages import Message
+    >>> from turnlog.engine.model.messages import Message
     >>> p = ScriptedProvider([{"text": "hello"}])
     >>> p.complete(ModelRequest(model="m", messages=(Message(role="user"),))).parts
     (Text(text='hello'),)

@@ -36,14 +36,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.errors import (
     InvalidTransition,
     MalformedResponseError,
     ProviderError,
     TurnlogError,
 )
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -56,13 +56,13 @@ from turnlog.engine.events import (
     UserMessage,
     with_valid_unicode,
 )
-from turnlog.engine.machine import Lifecycle
-from turnlog.engine.messages import Message, Part, ToolCall, ToolResult, text_of
+from turnlog.engine.model.machine import Lifecycle
+from turnlog.engine.model.messages import Message, Part, ToolCall, ToolResult, text_of
 from turnlog.engine.providers import ModelRequest, ModelResponse
 from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
 from turnlog.engine.providers._stream import CUT_BY_STREAM
 from turnlog.engine.providers._redact import Redactor
-from turnlog.engine.state import StateBuilder
+from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError
 
 from ..fork import fork_started
@@ -197,7 +197,7 @@ def proxied(started: ConversationStarted) -> dict[str, Any] | None:
 
 def rebuild_index(journal: Journal, index: ThreadIndex) -> None:
     """Load every proxied conversation of ``journal`` into ``index`` (oldest first)."""
-    from turnlog.engine.events import decode_event
+    from turnlog.engine.model.events import decode_event
 
     streams = sorted(journal.streams(), key=lambda s: s.first_recorded_at)
     for info in streams:
@@ -342,7 +342,7 @@ class Recorder:
                 started = self._started(exchange, conv_id, match)
                 builder = StateBuilder()
                 if match is not None:
-                    from turnlog.engine.conversation import load_state
+                    from turnlog.engine.model.conversation import load_state
 
                     builder = StateBuilder(load_state(journal, *match.at))
                 builder.apply(started, builder.seq + 1)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnlog.engine.errors import TurnlogError
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelFailed,
     ModelRequested,
@@ -26,7 +26,7 @@ from turnlog.engine.events import (
     UserMessage,
     decode_event,
 )
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 from turnlog.journal import JournalProtocol
 
 from .recorder import proxied

@@ -9,7 +9,7 @@ tool result by its content. A conversation's keys are chained (each hash
 covers all before it), so the longest recorded prefix of a request is found
 with one dictionary lookup per item, however many conversations there are.
 
->>> from turnlog.engine.messages import Message, Text
+>>> from turnlog.engine.model.messages import Message, Text
 >>> index = ThreadIndex()
 >>> keys = history_keys("openai", "sys", [Message(role="user", parts=(Text(text="hi"),))])
 >>> index.add("c1", keys, [("c1", 1), ("c1", 2)])
@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.engine.messages import Message, Part, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Part, Text, ToolCall, ToolResult
 
 __all__ = ["Match", "ThreadIndex", "chain", "history_keys", "item_key", "message_items",
            "message_keys"]

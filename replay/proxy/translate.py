@@ -9,7 +9,7 @@ the client's wire would have sent it, through that wire's own
 the client's SDK expects). The target's key comes from the proxy's
 environment (``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``, ``OPENAI_API_KEY``).
 
->>> from turnlog.engine.messages import Text
+>>> from turnlog.engine.model.messages import Text
 >>> body = response_body("anthropic", ModelResponse(parts=(Text(text="hi"),), model="m"), "m")
 >>> body["content"], body["stop_reason"]
 ([{'type': 'text', 'text': 'hi'}], 'end_turn')
@@ -22,7 +22,7 @@ import uuid
 from typing import Any
 
 from turnlog.engine.errors import FormatError
-from turnlog.engine.messages import Message
+from turnlog.engine.model.messages import Message
 from turnlog.engine.providers import ModelRequest, ModelResponse, registry
 
 from .wires import ParsedRequest

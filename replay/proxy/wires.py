@@ -21,9 +21,9 @@ from types import ModuleType
 from typing import Any
 
 from turnlog.engine.errors import TurnlogError
-from turnlog.engine.events import ToolSpec
-from turnlog.engine.messages import Message
-from turnlog.engine.nesting import load_json
+from turnlog.engine.model.events import ToolSpec
+from turnlog.engine.model.messages import Message
+from turnlog.engine.model.nesting import load_json
 from turnlog.engine.providers import ModelResponse, registry
 from turnlog.engine.providers._stream import Assembler
 

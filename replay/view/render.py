@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from turnlog.engine.audit.display import milliseconds, model_label, money
-from turnlog.engine.texts import readable_result
+from turnlog.engine.loop.texts import readable_result
 
 __all__ = ["CSP", "asset", "environment", "href", "money", "script_hash", "when"]
 

@@ -153,7 +153,7 @@ def test_approve_refuses_arguments_that_are_not_json(tmp_path, db, arguments):
 
 
 def test_decide_refuses_non_finite_arguments_in_python(tmp_path, db):
-    from turnlog.engine.approvals import ApprovalError, decide
+    from turnlog.engine.tools.approvals import ApprovalError, decide
     from turnlog.journal import Journal
 
     _paused(tmp_path, db)

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 
 from turnlog.engine.audit import EXTENSIONS
-from turnlog.engine.events import ApprovalDecided, ToolStarted, encode_event
-from turnlog.engine.snapshots import (
+from turnlog.engine.model.events import ApprovalDecided, ToolStarted, encode_event
+from turnlog.engine.model.snapshots import (
     decode_state,
     encode_state,
     inflate,

@@ -83,10 +83,10 @@ def test_ls_show_and_audit_say_interrupted_until_resume_finishes_it(tmp_path, db
 
 
 def test_the_view_and_the_state_agree_on_interrupted_also_for_a_fork(tmp_path):
-    from turnlog.engine.conversation import Conversation, load_state
-    from turnlog.engine.events import ConversationStarted, UserMessage
+    from turnlog.engine.model.conversation import Conversation, load_state
+    from turnlog.engine.model.events import ConversationStarted, UserMessage
     from turnlog.engine.audit.listing import list_conversations
-    from turnlog.engine.resume import record_interruption
+    from turnlog.engine.loop.resume import record_interruption
     from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
     from turnlog.journal import Journal
     from turnlog.replay import fork

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from turnlog.engine.nesting import MAX_DEPTH
+from turnlog.engine.model.nesting import MAX_DEPTH
 from turnlog.journal import Journal
 from tests.fakeapi import Reply, reply
 

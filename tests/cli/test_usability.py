@@ -143,7 +143,7 @@ def test_the_scripted_provider_encodes_each_message_once_per_run_not_per_turn(mo
 
 def _recorded_events():
     from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-    from turnlog.engine.events import decode_event
+    from turnlog.engine.model.events import decode_event
     from turnlog.engine.loop import Loop
     from turnlog.engine.providers.scripted import ScriptedProvider
     from turnlog.journal import Journal
@@ -158,8 +158,8 @@ EVENTS = _recorded_events()
 
 @given(st.sets(st.integers(min_value=1, max_value=len(EVENTS) - 1)))
 def test_run_interrupted_markers_leave_the_folded_state_unchanged(positions):
-    from turnlog.engine.events import RunInterrupted
-    from turnlog.engine.state import StateBuilder
+    from turnlog.engine.model.events import RunInterrupted
+    from turnlog.engine.model.state import StateBuilder
 
     plain, marked = StateBuilder(), StateBuilder()
     for i, event in enumerate(EVENTS):

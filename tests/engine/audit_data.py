@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from turnlog.journal import Journal
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -24,7 +24,7 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.model.messages import Text, ToolCall, Usage
 
 PRICES = """
 currency = "USD"

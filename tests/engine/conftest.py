@@ -15,7 +15,7 @@ import pytest
 
 import turnlog.engine.loop
 from turnlog import engine
-from turnlog.engine.aloop import AsyncLoop
+from turnlog.engine.loop.aloop import AsyncLoop
 
 
 class BlockingAsyncLoop(AsyncLoop):

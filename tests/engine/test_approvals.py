@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.approvals import (
+from turnlog.engine.tools.approvals import (
     AlreadyDecidedError,
     ApprovalMismatchError,
     NotAwaitingApprovalError,
@@ -19,7 +19,7 @@ from turnlog.engine.approvals import (
     arguments_hash,
     decide,
 )
-from turnlog.engine.events import ToolStarted
+from turnlog.engine.model.events import ToolStarted
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.engine.tools import tool
@@ -126,12 +126,12 @@ def test_a_call_not_awaiting_approval_is_refused(journal):
 def test_a_changed_call_is_refused(journal):
     loop, _, _ = paused(journal, 500)
     conv_row = rows(journal, "approval_requested")[0]
-    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.model.conversation import Conversation
 
     conv = Conversation.open(journal, "c1")
     conv.builder.approvals["call_1_1"] = conv.builder.approvals["call_1_1"].__class__(
         call_id="call_1_1", name="pay", arguments_hash="0" * 64, spec_hash=conv_row["spec_hash"])
-    import turnlog.engine.conversation as conversation_module
+    import turnlog.engine.model.conversation as conversation_module
 
     real_open = conversation_module.Conversation.open
     conversation_module.Conversation.open = classmethod(lambda cls, j, cid: conv)
@@ -149,7 +149,7 @@ def test_crash_between_decision_and_execution_runs_once(journal):
     loop.decide("c1", "call_1_1", True, "ann")
     # a resume that died after tool_started: the side-effecting call is not run again
     conv_loop = Loop(journal, ScriptedProvider(script(500)), [make_pay(ran)])
-    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.model.conversation import Conversation
 
     conv = Conversation.open(journal, "c1")
     conv.append(ToolStarted(call_id="call_1_1", name="pay", arguments={"amount": 500}))
@@ -203,7 +203,7 @@ def test_approve_from_another_process_then_resume(tmp_path):
     ran = []
     loop = Loop(journal, ScriptedProvider(script(500)), [make_pay(ran)])
     loop.start("pay", conversation_id="c1")
-    code = (f"import sys; from turnlog.journal import Journal; from turnlog.engine.approvals import decide; "
+    code = (f"import sys; from turnlog.journal import Journal; from turnlog.engine.tools.approvals import decide; "
             f"decide(Journal({str(path)!r}), 'c1', 'call_1_1', True, 'ann')")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert loop.resume("c1").status == "completed" and ran == [500]

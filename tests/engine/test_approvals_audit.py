@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from turnlog.engine.approvals import decide
+from turnlog.engine.tools.approvals import decide
 from turnlog.engine.audit import AuditQuery, audit
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.engine.tools import tool
@@ -185,10 +185,10 @@ def test_the_viewer_shows_each_calls_approval_and_the_audit_page_the_figures(rec
 
 
 def test_a_call_answered_without_a_decision_no_longer_waits_in_the_view_or_the_state(tmp_path):
-    from turnlog.engine.conversation import Conversation
-    from turnlog.engine.events import (ApprovalRequested, ConversationStarted, ModelRequested,
+    from turnlog.engine.model.conversation import Conversation
+    from turnlog.engine.model.events import (ApprovalRequested, ConversationStarted, ModelRequested,
                                ModelResponded, ToolCompleted, UserMessage)
-    from turnlog.engine.messages import ToolCall
+    from turnlog.engine.model.messages import ToolCall
 
     db = str(tmp_path / "j.db")
     asked = ApprovalRequested(call_id="a", name="t", arguments_hash="h", spec_hash="s")

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from turnlog.engine.audit.sql import EVENTS
 from turnlog.engine.audit import AuditQuery, audit, parse_since
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.errors import BadFilterError, PriceTableError
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -35,7 +35,7 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.messages import Opaque, Text, ToolCall, Usage
+from turnlog.engine.model.messages import Opaque, Text, ToolCall, Usage
 from turnlog.engine.audit.prices import Prices, PriceTable
 from turnlog.engine.audit.views import EXTENSIONS, connect_readonly
 from turnlog.journal import Journal
@@ -438,7 +438,7 @@ def test_an_empty_journal_audits_to_zeros_not_an_error(db_path):
 
 def test_an_imported_cassette_and_a_responses_run_are_priced_as_their_vendor(tmp_path):
     from turnlog.engine.formats.importer import import_file
-    from turnlog.engine.messages import Usage
+    from turnlog.engine.model.messages import Usage
 
     prices = Prices.default()
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)

@@ -7,17 +7,17 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.calls import assign_call_ids
-from turnlog.engine.conversation import load_state
+from turnlog.engine.tools.calls import assign_call_ids
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.demo import demo_tools
-from turnlog.engine.duplicates import call_key
-from turnlog.engine.events import DuplicatePolicy, Refusal, RejectReason, ToolCallRejected
+from turnlog.engine.tools.duplicates import call_key
+from turnlog.engine.model.events import DuplicatePolicy, Refusal, RejectReason, ToolCallRejected
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 from turnlog.engine.providers import openai as openai_wire
 from turnlog.engine.providers._common import plan_history
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.state import fold_stored
+from turnlog.engine.model.state import fold_stored
 from turnlog.replay import replay
 from turnlog.testing import tool_call_lists
 
@@ -123,7 +123,7 @@ def test_no_other_module_compares_calls_its_own_way():
     root = pathlib.Path(__file__).resolve().parents[2]
     defs = [str(p.relative_to(root)) for folder in ("engine", "replay")
             for p in (root / folder).rglob("*.py") if "def call_key(" in p.read_text()]
-    assert defs == ["engine/duplicates.py"]
+    assert defs == ["engine/tools/duplicates.py"]
     for name in ("recorded.py", "swap.py", "swap_runner.py", "driver.py", "diff.py", "tools.py"):
         text = (root / "replay" / name).read_text()
         assert "canonical_json(" not in text and "canonical_value(" not in text, name

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from turnlog import testing as shipped
 
-from turnlog.engine.canonical import canonical_json
+from turnlog.engine.model.canonical import canonical_json
 from turnlog.engine.errors import InvalidEventError
 
 arguments = shipped.arguments(max_size=5)

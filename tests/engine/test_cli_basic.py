@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import ConversationStarted, UserMessage
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import ConversationStarted, UserMessage
 from turnlog.journal import Journal
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import ConversationStarted, ModelFailed, ModelRequested, UserMessage
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import ConversationStarted, ModelFailed, ModelRequested, UserMessage
 from turnlog.journal import ConcurrencyError, Journal, StoredEvent
 
 

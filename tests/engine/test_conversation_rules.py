@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from turnlog import testing as shipped
 
-from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.errors import InvalidTransition
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -25,9 +25,9 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.machine import Lifecycle
-from turnlog.engine.messages import Text, ToolCall
-from turnlog.engine.state import StateBuilder, fold_stored, reduce
+from turnlog.engine.model.machine import Lifecycle
+from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.state import StateBuilder, fold_stored, reduce
 from turnlog.journal import Journal
 
 arguments = shipped.arguments(max_size=5)

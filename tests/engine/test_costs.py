@@ -24,9 +24,9 @@ from turnlog.engine.audit.views import EXTENSIONS
 from turnlog.engine.cli import cli
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT
 from turnlog.engine.errors import FormatError, PriceTableError
-from turnlog.engine.events import ModelResponded, decode_event
+from turnlog.engine.model.events import ModelResponded, decode_event
 from turnlog.engine.formats.importer import import_file
-from turnlog.engine.messages import Usage
+from turnlog.engine.model.messages import Usage
 from turnlog.engine.providers import anthropic, gemini, openai
 from turnlog.journal import Journal
 
@@ -285,8 +285,8 @@ def test_refused_duplicates_retries_tool_turns_providers_and_days_are_costed(tmp
 
 
 def test_the_answer_to_a_retried_request_is_counted_under_retries(tmp_path):
-    from turnlog.engine.conversation import Conversation
-    from turnlog.engine.events import (
+    from turnlog.engine.model.conversation import Conversation
+    from turnlog.engine.model.events import (
         Charge,
         ConversationStarted,
         ModelFailed,
@@ -353,8 +353,8 @@ def test_the_viewers_dashboard_shows_the_cost_figures_and_why_a_model_is_unprice
     assert invoke("run", "hello", "--script", script, "--prices", prices, "--id", "s",
                   "--db", db).exit_code == 0
     with Journal(str(db), extensions=EXTENSIONS) as journal:
-        from turnlog.engine.conversation import Conversation
-        from turnlog.engine.events import ConversationStarted, ModelRequested, UserMessage
+        from turnlog.engine.model.conversation import Conversation
+        from turnlog.engine.model.events import ConversationStarted, ModelRequested, UserMessage
 
         conv = Conversation.start(journal, ConversationStarted(
             conversation_id="p", provider="openai", model="my-private-model"))

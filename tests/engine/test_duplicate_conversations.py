@@ -16,9 +16,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.model.events import DuplicatePolicy
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.model.messages import Text, ToolCall
 from turnlog.engine.providers.base import ModelResponse
 from turnlog.engine.tools import tool
 from turnlog.journal import Journal

@@ -8,9 +8,9 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.canonical import canonical_json
-from turnlog.engine.duplicates import call_key
-from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.model.canonical import canonical_json
+from turnlog.engine.tools.duplicates import call_key
+from turnlog.engine.model.events import DuplicatePolicy
 from turnlog.testing import (
     CANONICAL_TWINS,
     COMPATIBILITY_TWINS,

@@ -31,7 +31,7 @@ import json
 import unicodedata
 
 from turnlog import DuplicatePolicy, call_key
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from turnlog.testing import DuplicateRuleLaws
 
 

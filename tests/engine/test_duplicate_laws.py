@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.canonical import canonical_bytes, canonical_json, canonical_value, digest
-from turnlog.engine.duplicates import call_key, check_duplicate, is_duplicate
+from turnlog.engine.model.canonical import canonical_bytes, canonical_json, canonical_value, digest
+from turnlog.engine.tools.duplicates import call_key, check_duplicate, is_duplicate
 from turnlog.engine.errors import InvalidEventError
-from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.model.events import DuplicatePolicy
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.engine.tools import tool
@@ -196,7 +196,7 @@ def test_volatile_keys_are_left_out_under_any_rule(policy):
 
 
 def test_a_custom_rule_needs_its_predicate_and_off_refuses_nothing():
-    from turnlog.engine.duplicates import register_predicate, resolve_predicate
+    from turnlog.engine.tools.duplicates import register_predicate, resolve_predicate
 
     register_predicate("always", lambda n, a, s: 1)
     nameless = new_state(DuplicatePolicy(rule="custom"))
@@ -204,8 +204,8 @@ def test_a_custom_rule_needs_its_predicate_and_off_refuses_nothing():
         check_duplicate(nameless.duplicate_policy, nameless, "t", {})
     b = new_state(DuplicatePolicy(rule="custom", custom="always"))
     assert check_duplicate(b.duplicate_policy, b, "t", {}) is True
-    assert resolve_predicate("turnlog.engine.duplicates:call_key") is call_key
-    for ref in ("nowhere", "turnlog.engine.duplicates:nothing", "no.such.module:x", "turnlog.engine.duplicates"):
+    assert resolve_predicate("turnlog.engine.tools.duplicates:call_key") is call_key
+    for ref in ("nowhere", "turnlog.engine.tools.duplicates:nothing", "no.such.module:x", "turnlog.engine.tools.duplicates"):
         with pytest.raises(InvalidEventError, match="neither registered"):
             resolve_predicate(ref)
     off = new_state(DuplicatePolicy(rule="off"))

@@ -7,9 +7,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.canonical import canonical_json
+from turnlog.engine.model.canonical import canonical_json
 from turnlog.engine.demo import demo_tools
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationStarted,
     DuplicatePolicy,
     ModelRequested,
@@ -18,9 +18,9 @@ from turnlog.engine.events import (
     UserMessage,
 )
 from turnlog.engine.loop import run
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.state import StateBuilder
+from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal
 from turnlog import testing as shipped
 

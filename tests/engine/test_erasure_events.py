@@ -21,7 +21,7 @@ from turnlog.engine.audit.erasure import (
     refuse_erased,
 )
 from turnlog.engine.errors import ConversationErasedError, InvalidEventError
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
     ErasureRecorded,
@@ -33,8 +33,8 @@ from turnlog.engine.events import (
     UserMessage,
     encode_event,
 )
-from turnlog.engine.messages import Text, ToolCall
-from turnlog.engine.state import StateBuilder, fold
+from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.state import StateBuilder, fold
 from turnlog.journal import Journal
 
 TEXT = st.text(min_size=3, max_size=30).map(lambda t: f"Q{t}Z")

@@ -8,7 +8,7 @@ from hypothesis import given
 from turnlog import testing as shipped
 
 from turnlog.engine.errors import CorruptEventError
-from turnlog.engine.events import EVENT_TYPES, VERSIONS, UserMessage, decode_event, encode_event, register_upcaster
+from turnlog.engine.model.events import EVENT_TYPES, VERSIONS, UserMessage, decode_event, encode_event, register_upcaster
 
 events = shipped.events()
 

@@ -7,12 +7,12 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.canonical import canonical_value, valid_unicode
+from turnlog.engine.model.canonical import canonical_value, valid_unicode
 from turnlog.engine.errors import InvalidEventError, TurnlogError
-from turnlog.engine.events import UserMessage, encode_event, with_valid_unicode
+from turnlog.engine.model.events import UserMessage, encode_event, with_valid_unicode
 from turnlog.engine.formats.importer import import_entries
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import Text
+from turnlog.engine.model.messages import Text
 from turnlog.engine.providers.base import ModelResponse
 from turnlog.engine.tools import tool
 from turnlog.replay import replay
@@ -31,7 +31,7 @@ class Surrogates:
     def complete(self, request):
         self.turn += 1
         if self.turn == 1:
-            from turnlog.engine.messages import ToolCall
+            from turnlog.engine.model.messages import ToolCall
 
             return ModelResponse(parts=(Text(text=BAD), ToolCall(
                 id="c\ud800", name="echo", arguments={"k": "v\udd20"})), stop_reason="tool_use",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnlog.engine.errors import InvalidTransition
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
     ForkRef,
@@ -17,9 +17,9 @@ from turnlog.engine.events import (
     ToolStarted,
     UserMessage,
 )
-from turnlog.engine.machine import Lifecycle as L
-from turnlog.engine.messages import Text, ToolCall
-from turnlog.engine.state import StateBuilder, fold
+from turnlog.engine.model.machine import Lifecycle as L
+from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.state import StateBuilder, fold
 
 START = ConversationStarted(conversation_id="c", provider="p", model="m")
 
@@ -162,7 +162,7 @@ def test_each_pending_call_is_started_once_and_answered_once_the_last_one_ending
 
 
 def test_approval_is_asked_once_for_a_pending_call_that_has_not_started():
-    from turnlog.engine.events import ApprovalRequested
+    from turnlog.engine.model.events import ApprovalRequested
 
     def ask(call_id: str) -> ApprovalRequested:
         return ApprovalRequested(call_id=call_id, name="t", arguments_hash="a", spec_hash="s")
@@ -177,13 +177,13 @@ def test_approval_is_asked_once_for_a_pending_call_that_has_not_started():
 
 
 def _ask(call_id: str):
-    from turnlog.engine.events import ApprovalRequested
+    from turnlog.engine.model.events import ApprovalRequested
 
     return ApprovalRequested(call_id=call_id, name="t", arguments_hash="a", spec_hash="s")
 
 
 def _decide(call_id: str, decision: str = "approve"):
-    from turnlog.engine.events import ApprovalDecided
+    from turnlog.engine.model.events import ApprovalDecided
 
     return ApprovalDecided(call_id=call_id, decision=decision, approver="ann",
                            decided_at="2026-01-01T00:00:00Z", arguments_hash="a")

@@ -7,16 +7,16 @@ import logging
 
 import pytest
 
-from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from turnlog.engine.errors import ConversationNotFound, RunnerError, TranscriptLockContention
-from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ToolCompleted, UserMessage
-from turnlog.engine.executor import ToolExecution
+from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy, ToolCompleted, UserMessage
+from turnlog.engine.tools.executor import ToolExecution
 from turnlog.engine.loop import Loop, run
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.result import result_of
-from turnlog.engine.runners import RunnerResult
+from turnlog.engine.loop.result import result_of
+from turnlog.engine.loop.runners import RunnerResult
 from turnlog.engine.tools import ToolRegistry, tool
 from turnlog.journal import Journal
 
@@ -199,7 +199,7 @@ def test_an_unknown_tool_is_refused_naming_the_available_ones(journal):
 
 
 def test_a_cut_off_call_is_refused_as_cut_off():
-    from turnlog.engine.messages import ToolCall as TC
+    from turnlog.engine.model.messages import ToolCall as TC
     from turnlog.engine.providers.base import ModelResponse
     from turnlog.journal import Journal
 
@@ -290,7 +290,7 @@ def test_exempt_tools_and_volatile_keys_relax_the_rule(journal):
 
 
 def test_a_custom_predicate_decides_duplicates(journal):
-    from turnlog.engine.duplicates import register_predicate
+    from turnlog.engine.tools.duplicates import register_predicate
 
     register_predicate("no_paris", lambda name, args, state: args.get("city") == "Paris")
     script = [{"tool_calls": [call("get_weather", city="London"), call("get_weather", city="Paris")]},
@@ -310,7 +310,7 @@ def test_pipeline_duplicate_message_tells_the_model_to_use_the_handler(journal):
 
 
 def test_directives_are_rendered_once_into_conversation_started(journal):
-    from turnlog.engine.directives import Directives
+    from turnlog.engine.loop.directives import Directives
 
     d = Directives()
     d.register("global", "id", lambda ctx: "You are turnlog.")
@@ -457,7 +457,7 @@ def test_staged_steps_are_written_before_each_outside_action(journal):
 
 def test_conversation_stage_and_flush_write_staged_events_in_one_transaction(journal, db_path):
     from turnlog.engine.errors import ConcurrencyError, InvalidTransition
-    from turnlog.engine.events import ModelFailed, ModelRequested
+    from turnlog.engine.model.events import ModelFailed, ModelRequested
     from turnlog.journal import Journal
 
     conv = Conversation.start(journal, ConversationStarted(conversation_id="st", provider="p",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.demo import demo_tools
 from turnlog.engine.errors import (
     AuthenticationError,
@@ -20,12 +20,12 @@ from turnlog.engine.errors import (
     RateLimitError,
     ServerError,
 )
-from turnlog.engine.events import ModelFailed, ModelRequested
+from turnlog.engine.model.events import ModelFailed, ModelRequested
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers.base import ModelResponse
-from turnlog.engine.messages import Text
-from turnlog.engine.retry import NO_RETRY, RetryPolicy
-from turnlog.engine.state import StateBuilder
+from turnlog.engine.model.messages import Text
+from turnlog.engine.loop.retry import NO_RETRY, RetryPolicy
+from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal
 
 # the loop suite runs on Loop and on AsyncLoop (tests/engine/conftest.py)
@@ -216,7 +216,7 @@ def _requested(builder: StateBuilder, attempt: int = 1) -> None:
 
 
 def _failed_turn() -> StateBuilder:
-    from turnlog.engine.events import ConversationStarted, UserMessage
+    from turnlog.engine.model.events import ConversationStarted, UserMessage
 
     b = StateBuilder()
     b.apply(ConversationStarted(conversation_id="c", provider="p", model="m"))
@@ -245,7 +245,7 @@ def test_an_unnumbered_retry_from_an_older_journal_still_folds():
 
 
 def test_a_first_request_must_be_attempt_1():
-    from turnlog.engine.events import ConversationStarted, UserMessage
+    from turnlog.engine.model.events import ConversationStarted, UserMessage
 
     b = StateBuilder()
     b.apply(ConversationStarted(conversation_id="c", provider="p", model="m"))

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 from turnlog import testing as shipped
 from transitions import MachineError
 
-from turnlog.engine.events import EVENT_TYPES, ForkRef
-from turnlog.engine.machine import TABLE, TRANSITIONS, Lifecycle, build_machine, next_state
-from turnlog.engine.state import StateBuilder
+from turnlog.engine.model.events import EVENT_TYPES, ForkRef
+from turnlog.engine.model.machine import TABLE, TRANSITIONS, Lifecycle, build_machine, next_state
+from turnlog.engine.model.state import StateBuilder
 
 events = shipped.events()
 ids = shipped.identifiers()
@@ -68,7 +68,7 @@ def test_every_event_type_is_a_trigger_and_every_pair_is_compiled():
 def test_terminal_states_only_reopen_for_chat():
     b = StateBuilder()
     b.mode = "pipeline"
-    from turnlog.engine.events import UserMessage
+    from turnlog.engine.model.events import UserMessage
 
     for state in (Lifecycle.COMPLETED, Lifecycle.FAILED, Lifecycle.HALTED):
         assert next_state(state, "user_message", b, UserMessage.of("x")) is None

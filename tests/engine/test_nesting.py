@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from turnlog.engine.errors import FormatError, MalformedResponseError, NestingError
-from turnlog.engine.nesting import MAX_DEPTH, check_depth, load_json
+from turnlog.engine.model.nesting import MAX_DEPTH, check_depth, load_json
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
                     lambda inner: st.lists(inner, max_size=3)
@@ -62,5 +62,5 @@ def test_any_depth_is_refused_without_recursion_with_the_callers_error(levels):
 
 
 def test_the_modules_examples_hold():
-    module = importlib.import_module("turnlog.engine.nesting")
+    module = importlib.import_module("turnlog.engine.model.nesting")
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0

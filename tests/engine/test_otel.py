@@ -13,7 +13,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from turnlog.engine.formats.exporter import export_data
 from turnlog.engine.loop import Loop, run
-from turnlog.engine.otel import OTelObserver
+from turnlog.engine.loop.otel import OTelObserver
 from turnlog.engine.providers.scripted import ScriptedProvider
 
 

@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.demo import demo_tools
-from turnlog.engine.events import ConversationStarted, ModelRequested, ModelResponded, ToolStarted, UserMessage
+from turnlog.engine.model.events import ConversationStarted, ModelRequested, ModelResponded, ToolStarted, UserMessage
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.providers.scripted import ScriptedProvider
-from turnlog.engine.resume import INTERRUPTED, idempotency_key
+from turnlog.engine.loop.resume import INTERRUPTED, idempotency_key
 from turnlog.journal import Journal
 
 #: the in-process resume rules run on Loop and on AsyncLoop (tests/engine/conftest.py)
@@ -61,7 +61,7 @@ def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal
 
     class Spy:
         def execute(self, call, tool, context, validated):
-            from turnlog.engine.executor import LocalExecutor
+            from turnlog.engine.tools.executor import LocalExecutor
 
             keys.append(context.idempotency_key)
             return LocalExecutor().execute(call, tool, context, validated)
@@ -74,7 +74,7 @@ def test_an_interrupted_read_only_tool_is_rerun_with_its_idempotency_key(journal
 
 
 def _state(**kw):
-    from turnlog.engine.state import ConversationState
+    from turnlog.engine.model.state import ConversationState
 
     call = ToolCall(id=kw.pop("call_id", "call_1"), name="add", arguments=kw.pop("arguments",
                                                                                 {"a": 1, "b": 2}))
@@ -94,7 +94,7 @@ def test_idempotency_key_ignores_the_conversation_id_and_key_order():
 
 
 def test_two_equal_calls_in_one_response_get_different_keys():
-    from turnlog.engine.state import ConversationState
+    from turnlog.engine.model.state import ConversationState
 
     calls = (ToolCall(id="x", name="add", arguments={"a": 1}),
              ToolCall(id="x_2", name="add", arguments={"a": 1}))

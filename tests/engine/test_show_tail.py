@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import ConversationStarted, UserMessage
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import ConversationStarted, UserMessage
 from turnlog.journal import Journal
 from tests.engine.audit_data import build
 

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from turnlog import testing as shipped
 
-import turnlog.engine.snapshots as snapshots
+import turnlog.engine.model.snapshots as snapshots
 from turnlog.engine.audit.views import VIEWS_EXTENSION
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import (
     ApprovalDecided,
     ApprovalRequested,
     ConversationCompleted,
@@ -27,8 +27,8 @@ from turnlog.engine.events import (
     ToolStarted,
     UserMessage,
 )
-from turnlog.engine.messages import Text, ToolCall, Usage
-from turnlog.engine.snapshots import (
+from turnlog.engine.model.messages import Text, ToolCall, Usage
+from turnlog.engine.model.snapshots import (
     check_snapshots,
     decode_state,
     encode_state,
@@ -36,7 +36,7 @@ from turnlog.engine.snapshots import (
     save_snapshot,
     snapshot_kind,
 )
-from turnlog.engine.state import fold_stored
+from turnlog.engine.model.state import fold_stored
 from turnlog.journal import Journal
 from tests.pgcluster import fresh_url
 
@@ -421,7 +421,7 @@ def test_a_snapshot_copied_from_another_conversation_is_never_used(tmp_path):
 def test_a_forged_duplicate_rule_in_a_snapshot_is_neither_imported_nor_obeyed(tmp_path, monkeypatch):
     """The duplicate rule gates a side effect (a repeated call is refused): a writer's open
     takes it from the events; a forged snapshot naming any callable imports nothing."""
-    from turnlog.engine.events import DuplicatePolicy
+    from turnlog.engine.model.events import DuplicatePolicy
     from turnlog.engine.loop import Loop
     from turnlog.engine.providers.scripted import ScriptedProvider
     from turnlog.engine.tools import tool
@@ -453,7 +453,7 @@ def test_the_gates_read_from_events_are_the_folds_own(tmp_path):
     from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
     from turnlog.engine.loop import Loop
     from turnlog.engine.providers.scripted import ScriptedProvider
-    from turnlog.engine.snapshots import gates_from_events
+    from turnlog.engine.model.snapshots import gates_from_events
 
     with Journal(tmp_path / "j.db") as journal:
         Loop(journal, ScriptedProvider(DEMO_SCRIPT), demo_tools()).start(DEMO_PROMPT,

@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from turnlog.engine.conversation import Conversation, load_state
+from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.errors import ConversationNotFound, CorruptEventError, InvalidTransition
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelRequested,
     ModelResponded,
@@ -16,8 +16,8 @@ from turnlog.engine.events import (
     UserMessage,
     encode_event,
 )
-from turnlog.engine.messages import Text, ToolCall
-from turnlog.engine.state import ConversationState, fold, reduce
+from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.state import ConversationState, fold, reduce
 from turnlog.journal import GENESIS_HASH, event_hash
 
 START = ConversationStarted(conversation_id="c", provider="scripted", model="m")

@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 from sqlite_utils import Database
 
-from turnlog.engine.conversation import Conversation, load_state
-from turnlog.engine.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.conversation import Conversation, load_state
+from turnlog.engine.model.events import ModelFailed, ModelRequested, ModelResponded, ToolCallRejected
+from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.audit.projections import in_step, rebuild
 from turnlog.engine.audit import audit
 from turnlog.engine.audit.views import EXTENSIONS, VIEWS, VIEWS_EXTENSION, connect_readonly

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.events import ConversationStarted, ModelResponded, UserMessage
+from turnlog.engine.model.events import ConversationStarted, ModelResponded, UserMessage
 from turnlog.engine.formats.context import build_context, context_entries
-from turnlog.engine.messages import Text
+from turnlog.engine.model.messages import Text
 
 CLAIMS = "Generated Patent Claims:\n1. A method of carrier aggregation " + "x" * 1000
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.errors import FormatError
-from turnlog.engine.events import ModelResponded
+from turnlog.engine.model.events import ModelResponded
 from turnlog.engine.formats.cassette import split_document
 from turnlog.engine.formats.exporter import export_conversation, export_data, lineage_events
 from turnlog.engine.formats.importer import import_entries, import_file, read_transcript
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 from turnlog.journal import Journal
 from tests.fakeapi import FakeAPI, reply
 from tests.formats.test_export_fakeapi import post
@@ -151,7 +151,7 @@ def test_responses_server_tool_calls_are_counted_apart_by_the_audit(tmp_path):
 
 def _results(journal: Journal, cid: str) -> tuple[list[tuple[str, bool]], list[str], list[str]]:
     """(tool_completed (name, success)s, rejected call names, pending call names)."""
-    from turnlog.engine.events import ToolCallRejected, ToolCompleted
+    from turnlog.engine.model.events import ToolCallRejected, ToolCompleted
 
     events = lineage_events(journal, cid)
     done = [(e.name, e.success) for e in events if type(e) is ToolCompleted]
@@ -174,8 +174,8 @@ def test_an_export_never_invents_a_result_for_a_call_that_has_none(path):
 
 
 def test_a_placeholder_before_more_history_is_an_unrecorded_call_not_a_result():
-    from turnlog.engine.events import ToolCallRejected, ToolCompleted
-    from turnlog.engine.texts import UNANSWERED
+    from turnlog.engine.model.events import ToolCallRejected, ToolCompleted
+    from turnlog.engine.loop.texts import UNANSWERED
 
     journal = Journal(":memory:")
     import_entries(journal, [
@@ -196,7 +196,7 @@ def test_a_placeholder_before_more_history_is_an_unrecorded_call_not_a_result():
 def test_a_content_trace_of_an_imported_conversation_carries_arguments_and_inputs(path):
     """Issue 25, 19: an import records no model_requested and no tool_started; its --content
     trace still has each call's arguments and each answer's input messages."""
-    from turnlog.engine.events import ToolCallRejected, ToolCompleted, UserMessage
+    from turnlog.engine.model.events import ToolCallRejected, ToolCompleted, UserMessage
 
     journal = Journal(":memory:")
     import_file(journal, path, conversation_id="c")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelResponded,
     ToolCallRejected,
@@ -23,9 +23,9 @@ from turnlog.engine.formats.datamachine import (
     render_events,
     validate_tool_call,
 )
-from turnlog.engine.messages import Text, ToolCall
-from turnlog.engine.state import fold
-from turnlog.engine.texts import duplicate_message, result_content
+from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.state import fold
+from turnlog.engine.loop.texts import duplicate_message, result_content
 from turnlog import testing as shipped
 
 names = shipped.identifiers()

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.formats.exporter import export_data
 from turnlog.engine.formats.importer import import_entries
 from turnlog.journal import Journal

@@ -9,18 +9,18 @@ import pytest
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.errors import (
     ConversationExistsError,
     FormatError,
     TranscriptOrderError,
     UnknownEntryError,
 )
-from turnlog.engine.events import ModelResponded, ToolCallRejected, ToolCompleted, UserMessage
+from turnlog.engine.model.events import ModelResponded, ToolCallRejected, ToolCompleted, UserMessage
 from turnlog.engine.formats.exporter import lineage_events
 from turnlog.engine.formats.importer import import_entries, import_file
-from turnlog.engine.messages import Image, Text, Thinking, ToolCall, ToolResult
-from turnlog.engine.texts import duplicate_message
+from turnlog.engine.model.messages import Image, Text, Thinking, ToolCall, ToolResult
+from turnlog.engine.loop.texts import duplicate_message
 from tests.formats.test_context import MIXED
 
 
@@ -351,9 +351,9 @@ def test_cli_export_writes_every_format_and_refuses_an_unknown_conversation(tmp_
 
 
 def test_conversation_start_with_rest_writes_all_events_in_one_transaction_or_none(journal):
-    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.model.conversation import Conversation
     from turnlog.engine.errors import InvalidTransition
-    from turnlog.engine.events import ConversationStarted
+    from turnlog.engine.model.events import ConversationStarted
 
     started = ConversationStarted(conversation_id="s", provider="p", model="m")
     bad = ToolCompleted(call_id="x", name="f", success=True, content="ok")

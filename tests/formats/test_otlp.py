@@ -560,7 +560,7 @@ def test_semconv_on_the_command_line_and_an_unknown_one(sampled, db_path):
 
 @pytest.mark.parametrize("semconv", ["1.41", "genai-0.1"])
 def test_each_generation_imports_back_to_the_same_messages(demo, tmp_path, semconv):
-    from turnlog.engine.conversation import load_state
+    from turnlog.engine.model.conversation import load_state
     from turnlog.engine.formats.importer import import_file
 
     path = tmp_path / "trace.json"

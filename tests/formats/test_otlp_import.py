@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
 from turnlog.engine.errors import FormatError
 from turnlog.engine.formats.exporter import export_conversation
 from turnlog.engine.formats.importer import import_file
 from turnlog.engine.loop import run
-from turnlog.engine.messages import Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Text, ToolCall, ToolResult
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
 

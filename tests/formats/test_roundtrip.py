@@ -21,8 +21,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
     ModelResponded,
@@ -31,8 +31,8 @@ from turnlog.engine.events import (
 )
 from turnlog.engine.formats.exporter import export_conversation, lineage_events
 from turnlog.engine.formats.importer import import_entries, read_transcript
-from turnlog.engine.messages import Text, ToolCall, text_of
-from turnlog.engine.texts import result_content
+from turnlog.engine.model.messages import Text, ToolCall, text_of
+from turnlog.engine.loop.texts import result_content
 from turnlog.journal import Journal
 from turnlog import testing as shipped
 

@@ -31,7 +31,7 @@ from turnlog.engine.formats.detect import FORMATS
 from turnlog.engine.formats.importer import import_entries
 from turnlog.engine.loop import Loop
 from turnlog.engine.errors import NestingError
-from turnlog.engine.nesting import MAX_DEPTH, check_depth
+from turnlog.engine.model.nesting import MAX_DEPTH, check_depth
 from turnlog.engine.providers import anthropic, gemini, openai, openai_responses
 from turnlog.engine.providers._common import parse_body
 from turnlog.journal import Journal, TurnlogError

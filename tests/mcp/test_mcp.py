@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnlog.engine.cli import cli
-from turnlog.engine.conversation import load_state
-from turnlog.engine.events import ToolSpec
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.events import ToolSpec
 from turnlog.engine.formats.exporter import export_data
 from turnlog.engine.loop import Loop
-from turnlog.engine.mcp import MCPError, MCPToolset, effect_of, tools_from_mcp
+from turnlog.engine.tools.mcp import MCPError, MCPToolset, effect_of, tools_from_mcp
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
 from turnlog.replay.deterministic import replay

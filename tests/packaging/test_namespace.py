@@ -32,7 +32,7 @@ def test_the_wheel_installs_only_the_turnlog_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names}
     assert {top for top in tops if not top.endswith(".dist-info")} == {"turnlog"}
-    for module in ("turnlog/engine/loop.py", "turnlog/journal/_journal.py", "turnlog/replay/driver.py",
+    for module in ("turnlog/engine/loop/loop.py", "turnlog/journal/_journal.py", "turnlog/replay/driver.py",
                    "turnlog/engine/audit/prices.py", "turnlog/replay/view/templates/base.html"):
         assert module in names, module
     assert not any("/tests/" in name or name.startswith("tests/") for name in names)

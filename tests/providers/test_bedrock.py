@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.demo import demo_tools
 from turnlog.engine.errors import (
     AuthenticationError,
@@ -27,7 +27,7 @@ from turnlog.engine.formats.exporter import export_data
 from turnlog.engine.formats.otlp import otlp_request
 from turnlog.engine.formats.importer import import_entries, read_transcript
 from turnlog.engine.loop import run
-from turnlog.engine.messages import Message, Text, Thinking, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Text, Thinking, ToolCall, ToolResult
 from turnlog.engine.audit.prices import Prices
 from turnlog.engine.providers import bedrock
 from turnlog.engine.providers.registry import wire

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from turnlog.engine.errors import BadRequestError
-from turnlog.engine.messages import Message, Text
+from turnlog.engine.model.messages import Message, Text
 from tests.fakeapi import reply
 from tests.fakerules import check_anthropic, check_gemini, check_openai
 from tests.providerkit import make_provider, request

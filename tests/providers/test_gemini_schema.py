@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.events import ToolSpec
+from turnlog.engine.model.events import ToolSpec
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers import get_provider
 from turnlog.engine.providers._gemini_schema import gemini_schema, parameters_for

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from turnlog.engine.errors import ProviderError, RateLimitError
-from turnlog.engine.messages import Message, Text
+from turnlog.engine.model.messages import Message, Text
 from tests.fakeapi import error_reply, reply
 from tests.providerkit import make_provider, request
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from tests.providerkit import KEYS, make_provider, run_three_turns
 
-from turnlog.engine.messages import Text, Thinking, ToolCall, ToolResult, text_of, tool_calls_of
+from turnlog.engine.model.messages import Text, Thinking, ToolCall, ToolResult, text_of, tool_calls_of
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])

@@ -19,7 +19,7 @@ from turnlog.engine.errors import (
     ServerError,
     UnknownProviderError,
 )
-from turnlog.engine.messages import Message, Text
+from turnlog.engine.model.messages import Message, Text
 from turnlog.engine.providers import get_provider
 
 NAMES = ["anthropic", "openai", "gemini", "openai-responses"]

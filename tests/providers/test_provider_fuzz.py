@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turnlog.engine.errors import MalformedResponseError
-from turnlog.engine.messages import USAGE_COUNTS, Part, Usage
+from turnlog.engine.model.messages import USAGE_COUNTS, Part, Usage
 from turnlog.engine.providers import ModelResponse, anthropic, gemini, openai, openai_responses
 from tests.fakeapi import reply
 
@@ -97,7 +97,7 @@ def test_arbitrary_json_maps_or_fails_with_a_typed_error(name, body):
 @st.composite
 def mutated_transcripts(draw):
     """A valid wire conversation with a few values replaced or removed."""
-    from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+    from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 
     name = draw(st.sampled_from(sorted(MODULES)))
     neutral = [Message(role="user", parts=(Text(text="hi"),)),
@@ -121,7 +121,7 @@ def mutated_transcripts(draw):
 
 def _unmap(name, wire):
     from turnlog.engine.errors import FormatError
-    from turnlog.engine.messages import Message
+    from turnlog.engine.model.messages import Message
 
     try:
         system, messages = MODULES[name].unmap_messages(*wire)

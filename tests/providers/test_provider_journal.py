@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from turnlog.engine.conversation import Conversation
-from turnlog.engine.events import (
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import (
     ConversationStarted,
     ModelRequested,
     ModelResponded,
@@ -16,7 +16,7 @@ from turnlog.engine.events import (
     ToolStarted,
     UserMessage,
 )
-from turnlog.engine.messages import tool_calls_of
+from turnlog.engine.model.messages import tool_calls_of
 from tests.providerkit import KEYS, make_provider, request, run_tool, script_three_turns
 
 
@@ -56,7 +56,7 @@ def test_a_recorded_conversation_never_contains_the_api_key(fake_api, journal, d
 @pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])
 def test_a_failed_call_echoing_the_key_records_no_key(fake_api, journal, db_path, name):
     from turnlog.engine.errors import ProviderError
-    from turnlog.engine.events import ModelFailed
+    from turnlog.engine.model.events import ModelFailed
     from tests.fakeapi import error_reply
 
     key = KEYS[name]
@@ -79,7 +79,7 @@ def test_a_failed_call_echoing_the_key_records_no_key(fake_api, journal, db_path
 
 @pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "openai-responses"])
 def test_a_cut_off_call_is_refused_and_the_next_request_is_valid(fake_api, journal, name):
-    from turnlog.engine.events import ToolCallRejected
+    from turnlog.engine.model.events import ToolCallRejected
     from tests.fakeapi import reply
 
     stop = {"anthropic": "max_tokens", "openai": "length", "gemini": "MAX_TOKENS",

@@ -8,7 +8,7 @@ import pytest
 from tests.fakeapi import reply
 from tests.providerkit import make_provider, request, run_three_turns
 
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 
 NAMES = ["anthropic", "openai", "gemini", "openai-responses"]
 

@@ -14,7 +14,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
+from turnlog.engine.model.messages import Image, Message, Text, Thinking, ToolCall, ToolResult, text_of
 from turnlog.engine.providers import ModelRequest, anthropic, gemini, openai, openai_responses
 from turnlog.engine.providers.registry import wire
 from tests.fakerules import check_anthropic, check_gemini, check_openai, check_responses

@@ -18,7 +18,7 @@ from turnlog.engine.errors import MalformedResponseError, ProviderError
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers import _common, _redact, get_provider
 from turnlog.engine.providers._redact import MASK, MAX_DEPTH, Redactor, read_body
-from turnlog.engine.retry import RetryPolicy
+from turnlog.engine.loop.retry import RetryPolicy
 from tests.fakeapi import PROVIDERS, Reply, error_body, error_reply, reply
 
 KEY = "sk-live/echo+TEST_0123456789abcdefXYZ"
@@ -125,7 +125,7 @@ def test_the_cli_keeps_the_key_off_the_terminal_and_out_of_the_journal(fake_api,
 
 
 def _request():
-    from turnlog.engine.messages import Message, Text
+    from turnlog.engine.model.messages import Message, Text
     from turnlog.engine.providers.base import ModelRequest
 
     return ModelRequest(model="m", messages=(Message(role="user", parts=(Text(text="hi"),)),))

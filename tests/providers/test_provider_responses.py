@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnlog.engine.errors import MalformedResponseError
-from turnlog.engine.messages import Image, Message, Opaque, Text, ToolCall, Usage
+from turnlog.engine.model.messages import Image, Message, Opaque, Text, ToolCall, Usage
 from turnlog.engine.providers import anthropic, gemini, openai
 from tests.fakeapi import reply
 
@@ -168,7 +168,7 @@ PYDANTIC_SCHEMA = {  # what pydantic's model_json_schema() produces for a small 
 
 
 def test_gemini_tool_schemas_are_reduced_to_the_subset_gemini_accepts(fake_api):
-    from turnlog.engine.events import ToolSpec
+    from turnlog.engine.model.events import ToolSpec
     from turnlog.engine.providers import ModelRequest
     from tests.fakerules import check_gemini
     from tests.providerkit import make_provider
@@ -191,7 +191,7 @@ def test_gemini_tool_schemas_are_reduced_to_the_subset_gemini_accepts(fake_api):
 
 def test_responses_api_keeps_the_order_of_text_and_calls():
     from turnlog.engine.providers import openai_responses
-    from turnlog.engine.messages import ToolResult
+    from turnlog.engine.model.messages import ToolResult
 
     msgs = [Message(role="user", parts=(Text(text="go"),)),
             Message(role="assistant", parts=(

@@ -11,7 +11,7 @@ from turnlog.engine.cli import cli
 from turnlog.engine.demo import demo_tools
 from turnlog.engine.loop import Loop
 from turnlog.engine.providers import get_provider
-from turnlog.engine.retry import RetryPolicy
+from turnlog.engine.loop.retry import RetryPolicy
 from tests.fakeapi import PROVIDERS, Reply, error_body, error_reply, reply
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnlog.engine.errors import RateLimitError, StreamInterrupted
-from turnlog.engine.messages import Message, Text, Thinking, ToolCall
+from turnlog.engine.model.messages import Message, Text, Thinking, ToolCall
 from turnlog.engine.providers._stream import CUT_BY_STREAM, StreamDelta
 from turnlog.engine.providers.registry import wire
 from tests.fakeapi import Reply, error_reply, reply, sse_events

@@ -14,13 +14,13 @@ import json
 import msgspec
 import pytest
 
-from turnlog.engine.aloop import AsyncLoop
+from turnlog.engine.loop.aloop import AsyncLoop
 from turnlog.engine.audit import audit
 from turnlog.engine.demo import demo_tools
-from turnlog.engine.events import ModelFailed, decode_event
+from turnlog.engine.model.events import ModelFailed, decode_event
 from turnlog.engine.loop import Loop
-from turnlog.engine.messages import Text
-from turnlog.engine.retry import RetryPolicy
+from turnlog.engine.model.messages import Text
+from turnlog.engine.loop.retry import RetryPolicy
 from turnlog.engine.audit.views import connect_readonly
 from turnlog.journal import Journal
 from tests.fakeapi import Reply, reply

@@ -9,10 +9,10 @@ import pytest
 
 from turnlog.engine.choices import PROVIDERS
 from turnlog.engine.errors import AuthenticationError, UnknownProviderError
-from turnlog.engine.events import ToolSpec
+from turnlog.engine.model.events import ToolSpec
 from turnlog.engine.formats.detect import FORMATS, PROVIDER_FORMATS
 from turnlog.engine.formats.exporter import EXPORT_FORMATS
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 from turnlog.engine.providers import PROVIDER_NAMES, get_provider
 from turnlog.engine.providers._stream import Assembler
 from turnlog.engine.providers.registry import WIRES, by_key, genai_name, price_key, wire

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.events import ToolSpec
+from turnlog.engine.model.events import ToolSpec
 from turnlog.engine.providers import anthropic, openai, openai_responses
 from turnlog.engine.providers.base import ModelRequest
 from tests.providers.test_provider_properties import SETTINGS, messy_histories

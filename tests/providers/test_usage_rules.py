@@ -15,7 +15,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnlog.engine.messages import Usage
+from turnlog.engine.model.messages import Usage
 from turnlog.engine.providers import anthropic, gemini, openai, openai_responses
 from tests.fakeapi import reply
 

@@ -17,7 +17,7 @@ import openai
 
 from tests.providerkit import KEYS, SYSTEM, TOOLS, run_tool
 
-from turnlog.engine.messages import ToolCall
+from turnlog.engine.model.messages import ToolCall
 
 QUESTION = "What's the weather in Paris, and 2 + 3?"
 

@@ -12,8 +12,8 @@ import pytest
 from tests.fakeapi import reply
 from tests.providerkit import KEYS
 
-from turnlog.engine.conversation import load_state
-from turnlog.engine.messages import ToolCall, ToolResult
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.messages import ToolCall, ToolResult
 from turnlog.journal import Journal
 
 from .test_record import conversations, journal_bytes

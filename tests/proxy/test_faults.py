@@ -18,7 +18,7 @@ import pytest
 from tests.fakeapi import Reply, error_reply, reply, sse_events
 from tests.providerkit import KEYS, SYSTEM, script_three_turns
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.journal import Journal
 
 from .clients import QUESTION, run_openai

@@ -9,8 +9,8 @@ import pytest
 
 from tests.providerkit import KEYS, SYSTEM, script_three_turns
 
-from turnlog.engine.conversation import load_state
-from turnlog.engine.messages import ToolCall, ToolResult, text_of
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.messages import ToolCall, ToolResult, text_of
 from turnlog.journal import Journal
 from turnlog.replay import replay
 

@@ -12,7 +12,7 @@ import pytest
 from tests.fakeapi import error_reply
 from tests.providerkit import KEYS, script_three_turns
 
-from turnlog.engine.conversation import load_state
+from turnlog.engine.model.conversation import load_state
 from turnlog.journal import Journal
 
 from .clients import RUNNERS

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from turnlog.engine.messages import Text, ToolCall
+from turnlog.engine.model.messages import Text, ToolCall
 from turnlog.engine.providers import ModelResponse, registry
 from turnlog.replay.proxy.translate import TARGETS, response_body
 from turnlog.replay.proxy.wires import WIRES, UnparsedRequest, parse_request

@@ -8,7 +8,7 @@ import click
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli as engine_cli
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.journal import Journal
 from turnlog.replay.cli import COMMANDS
 

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.errors import ProviderError
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     ConversationStarted,
@@ -27,8 +27,8 @@ from turnlog.engine.events import (
     TurnLimitReached,
     UserMessage,
 )
-from turnlog.engine.messages import ToolCall
-from turnlog.engine.texts import duplicate_message, result_content
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.loop.texts import duplicate_message, result_content
 from turnlog.journal import Journal
 from turnlog.replay.recorded import RecordedTools, request_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.model.events import DuplicatePolicy
 from turnlog.engine.loop import run
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
@@ -30,7 +30,7 @@ def test_replay_of_a_recorded_run_exits_0_with_ok(db_path):
 
 
 def test_replay_divergence_exits_1_with_seq_expected_and_actual(db_path):
-    from turnlog.engine.duplicates import is_duplicate, register_predicate
+    from turnlog.engine.tools.duplicates import is_duplicate, register_predicate
 
     def previous(name, args, state):  # the default rule, as a user's custom predicate
         return is_duplicate(DuplicatePolicy(), state.call_index, state.call_count, name, args)
@@ -86,7 +86,7 @@ def test_replay_usage_errors_exit_2(db_path):
 
 
 def test_audit_reports_the_divergences_of_the_last_replay_all(db_path):
-    from turnlog.engine.duplicates import is_duplicate, register_predicate
+    from turnlog.engine.tools.duplicates import is_duplicate, register_predicate
 
     register_predicate("audit_rule", lambda name, args, state: is_duplicate(
         DuplicatePolicy(), state.call_index, state.call_count, name, args))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnlog.engine.events import (
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
     ModelRequested,
@@ -11,7 +11,7 @@ from turnlog.engine.events import (
     ToolCompleted,
     UserMessage,
 )
-from turnlog.engine.messages import Text, ToolCall, Usage
+from turnlog.engine.model.messages import Text, ToolCall, Usage
 from turnlog.journal import Journal
 from turnlog.replay import diff, fork
 from tests.conftest import FixedClock
@@ -82,7 +82,7 @@ def test_pricing_gives_cost_deltas(journal):
 def test_a_fork_that_continues_differently_differs_only_after_the_fork_point(journal):
     record(journal, conversation("a"))
     fid = fork(journal, "a", 5, new_id="f")  # after the tool result
-    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.model.conversation import Conversation
     conv = Conversation.open(journal, fid)
     conv.append(ModelRequested(turn=2, digest="x", provider="openai", model="gpt"),
                 ModelResponded(turn=2, parts=(Text(text="Sunny!"),), provider="openai",

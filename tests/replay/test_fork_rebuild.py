@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.conversation import Conversation
+from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.errors import ConversationExistsError, ConversationNotFound
-from turnlog.engine.events import ConversationStarted, ToolCompleted, UserMessage, encode_event
-from turnlog.engine.state import StateBuilder, fold
+from turnlog.engine.model.events import ConversationStarted, ToolCompleted, UserMessage, encode_event
+from turnlog.engine.model.state import StateBuilder, fold
 from turnlog.journal import Journal
 from turnlog.replay import ForkPointError, ReplayError, fork, rebuild
 from turnlog.replay.rebuild import own_events
@@ -94,8 +94,8 @@ def test_fork_point_outside_the_parent_is_refused_and_nothing_is_written(journal
 
 
 def test_fork_with_a_message_where_tools_are_pending_is_refused_atomically(journal, db_path):
-    from turnlog.engine.events import ModelRequested, ModelResponded
-    from turnlog.engine.messages import ToolCall
+    from turnlog.engine.model.events import ModelRequested, ModelResponded
+    from turnlog.engine.model.messages import ToolCall
     record(journal, [ConversationStarted(conversation_id="p", provider="s", model="m"),
                      UserMessage.of("hi"),
                      ModelRequested(turn=1, digest="d", provider="s", model="m"),

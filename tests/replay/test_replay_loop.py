@@ -8,9 +8,9 @@ import msgspec
 import pytest
 
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
-from turnlog.engine.directives import Directives
-from turnlog.engine.duplicates import register_predicate
-from turnlog.engine.events import DuplicatePolicy
+from turnlog.engine.loop.directives import Directives
+from turnlog.engine.tools.duplicates import register_predicate
+from turnlog.engine.model.events import DuplicatePolicy
 from turnlog.engine.loop import Loop, run
 from turnlog.engine.tools import tool
 from turnlog.engine.providers.scripted import ScriptedProvider

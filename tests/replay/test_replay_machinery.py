@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ToolSpec
+from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy, ToolSpec
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
 from turnlog.replay import Divergence, fork
@@ -73,7 +73,7 @@ def test_a_changed_duplicate_policy_diverges_where_the_duplicate_was_refused(rec
 
 
 def test_a_changed_duplicate_rule_in_code_diverges_at_the_refusal(recorded, monkeypatch):
-    from turnlog.engine.state import StateBuilder
+    from turnlog.engine.model.state import StateBuilder
     monkeypatch.setattr(StateBuilder, "is_duplicate", lambda self, name, args: False)
     seq = next(s for s, e in recorded_events(recorded) if e.type == "tool_call_rejected")
     result = replay(recorded, "c1", driver=miniloop.driver, collect=True)
@@ -104,7 +104,7 @@ def test_a_changed_directive_gives_a_digest_miss_with_a_request_diff(recorded):
 def test_a_fork_replays_over_its_parents_prefix(recorded):
     fork(recorded, "c1", 2, new_id="f1", message="And Lyon?")
     # the fork continues live with another script, then replays against its own recording
-    from turnlog.engine.conversation import Conversation
+    from turnlog.engine.model.conversation import Conversation
     conv = Conversation.open(recorded, "f1")
     miniloop.run(conv, ScriptedProvider([
         {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Lyon"}}]},
@@ -124,7 +124,7 @@ def test_an_unfinished_recording_replays_up_to_its_last_event(db_path):
 
 def test_a_rerun_that_stops_early_diverges_at_the_first_missing_event(recorded):
     def driver(scratch, rec, provider, tools):
-        from turnlog.engine.conversation import Conversation
+        from turnlog.engine.model.conversation import Conversation
         Conversation.start(scratch, rec.started)
 
     result = replay(recorded, "c1", driver=driver, collect=True)
@@ -155,7 +155,7 @@ def test_replay_all_reports_every_conversation_and_records_the_run(recorded, db_
 
 
 def test_replay_all_collects_divergences_and_the_latest_run_wins(recorded, db_path, monkeypatch):
-    from turnlog.engine.state import StateBuilder
+    from turnlog.engine.model.state import StateBuilder
     from turnlog.replay.reports import latest_report, replay_all
     replay_all(recorded, driver=miniloop.driver)
     monkeypatch.setattr(StateBuilder, "is_duplicate", lambda self, name, args: False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from turnlog.engine.events import ConversationStarted
+from turnlog.engine.model.events import ConversationStarted
 from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
 from turnlog.replay.reports import REPORTS_EXTENSION, REPORTS_TABLE, latest_report, replay_all

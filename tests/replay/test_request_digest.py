@@ -9,10 +9,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnlog.engine.events import ToolSpec
-from turnlog.engine.messages import Message, Text, ToolCall, ToolResult
+from turnlog.engine.model.events import ToolSpec
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult
 from turnlog.engine.providers.base import ModelRequest
-from turnlog.engine.request_digest import RequestDigest
+from turnlog.engine.loop.request_digest import RequestDigest
 from turnlog.testing import arguments
 
 values = st.sampled_from([1, 1.0, 1.5, -0.0, 0, None, True, False, "x", "e\u0301", "\u00e9"])

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
-from turnlog.engine.events import ConversationStarted, DuplicatePolicy, ToolCallRejected, ToolCompleted
-from turnlog.engine.state import fold
-from turnlog.engine.canonical import canonical_json
+from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy, ToolCallRejected, ToolCompleted
+from turnlog.engine.model.state import fold
+from turnlog.engine.model.canonical import canonical_json
 from turnlog.replay.testing import arguments, conversations, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,10 +18,10 @@ from typing import Any
 
 import msgspec
 
-from ._imports import import_object
-from .canonical import canonical_json
-from .errors import InvalidEventError
-from .events import DuplicatePolicy
+from turnlog.engine._imports import import_object
+from turnlog.engine.model.canonical import canonical_json
+from turnlog.engine.errors import InvalidEventError
+from turnlog.engine.model.events import DuplicatePolicy
 
 __all__ = ["call_key", "check_duplicate", "is_duplicate", "register_predicate", "resolve_predicate"]
 

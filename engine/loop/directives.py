@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import EngineError
-from .events import DirectiveLayer
+from turnlog.engine.errors import EngineError
+from turnlog.engine.model.events import DirectiveLayer
 
 __all__ = ["LAYERS", "Directives"]
 

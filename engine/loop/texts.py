@@ -22,8 +22,8 @@ import json
 import re
 from typing import Any
 
-from .canonical import canonical_json
-from .errors import InvalidEventError
+from turnlog.engine.model.canonical import canonical_json
+from turnlog.engine.errors import InvalidEventError
 
 __all__ = [
     "UNANSWERED",

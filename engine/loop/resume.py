@@ -20,8 +20,8 @@ tool name and canonical arguments). It never uses the conversation's id
 (an exported conversation imported under another id keeps its keys, so it
 replays) nor the provider's call id (it changes between attempts)::
 
-    >>> from turnlog.engine.messages import ToolCall
-    >>> from turnlog.engine.state import ConversationState
+    >>> from turnlog.engine.model.messages import ToolCall
+    >>> from turnlog.engine.model.state import ConversationState
     >>> s = ConversationState(request_digest="ab", response_id="r1", turn_count=2,
     ...                       last_tool_calls=(ToolCall(id="x", name="add", arguments={"a": 1}),))
     >>> idempotency_key(s, s.last_tool_calls[0]) == idempotency_key(
@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from turnlog.journal import JournalProtocol
 
-from .duplicates import call_key
-from .events import RunInterrupted
-from .messages import ToolCall
+from turnlog.engine.tools.duplicates import call_key
+from turnlog.engine.model.events import RunInterrupted
+from turnlog.engine.model.messages import ToolCall
 
 __all__ = ["INTERRUPTED", "idempotency_key", "record_interruption"]
 
@@ -55,7 +55,7 @@ def record_interruption(journal: JournalProtocol, conversation_id: str, *, reaso
     run resumes. Returns ``False`` (and writes nothing) when the conversation
     does not exist or has nothing unfinished to mark.
     """
-    from .conversation import Conversation
+    from turnlog.engine.model.conversation import Conversation
 
     if not journal.last_seq(conversation_id):
         return False

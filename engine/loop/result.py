@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from .messages import Message, ToolCall, Usage
-from .state import ConversationState, StateBuilder, ToolOutcome
+from turnlog.engine.model.messages import Message, ToolCall, Usage
+from turnlog.engine.model.state import ConversationState, StateBuilder, ToolOutcome
 
 __all__ = ["RunResult", "result_of"]
 

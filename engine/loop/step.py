@@ -46,7 +46,7 @@ from typing import Any
 
 import msgspec
 
-from .approvals import (
+from turnlog.engine.tools.approvals import (
     approved_call,
     arguments_hash,
     awaiting,
@@ -55,10 +55,10 @@ from .approvals import (
     request_for,
     spec_hash,
 )
-from .calls import assign_call_ids
-from .canonical import valid_unicode
-from .duplicates import check_duplicate, resolve_predicate
-from .errors import (
+from turnlog.engine.tools.calls import assign_call_ids
+from turnlog.engine.model.canonical import valid_unicode
+from turnlog.engine.tools.duplicates import check_duplicate, resolve_predicate
+from turnlog.engine.errors import (
     EngineError,
     InvalidTransition,
     NestingError,
@@ -68,7 +68,7 @@ from .errors import (
 )
 from datetime import UTC
 
-from .events import (
+from turnlog.engine.model.events import (
     Charge,
     ConversationCompleted,
     ConversationFailed,
@@ -86,16 +86,16 @@ from .events import (
     check_json_data,
     with_valid_unicode,
 )
-from .executor import ToolExecution
-from .machine import Lifecycle
-from .messages import ToolCall
-from .nesting import check_depth, too_deep
-from .providers.base import ModelRequest, ModelResponse
+from turnlog.engine.tools.executor import ToolExecution
+from turnlog.engine.model.machine import Lifecycle
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.model.nesting import check_depth, too_deep
+from turnlog.engine.providers.base import ModelRequest, ModelResponse
 from .resume import INTERRUPTED, idempotency_key
 from .runners import RunnerResult, RunRequest, runner_events
-from .state import StateBuilder
+from turnlog.engine.model.state import StateBuilder
 from .texts import refusal_message, tool_failed_message
-from .tools import Tool, ToolContext
+from turnlog.engine.tools.registry import Tool, ToolContext
 
 __all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "Stop", "ToolRun",
            "Wait", "concurrent", "context_of", "executor_failure", "ordered", "refusal_of",
@@ -369,7 +369,7 @@ class Step:
 
     def _charge(self, event: ModelResponded) -> Charge:
         """What the response cost, priced now by the loop's prices (genai-prices by default)."""
-        from .audit.prices import Prices  # the audit package imports the engine
+        from turnlog.engine.audit.prices import Prices  # the audit package imports the engine
 
         if self.loop.prices is None:
             self.loop.prices = Prices.default()

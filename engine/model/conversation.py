@@ -8,7 +8,7 @@ first (``ConcurrencyError``), nothing is written and the state is reloaded
 from the journal.
 
 >>> from turnlog.journal import Journal
->>> from turnlog.engine.events import ConversationStarted, UserMessage
+>>> from turnlog.engine.model.events import ConversationStarted, UserMessage
 >>> j = Journal(":memory:")
 >>> c = Conversation.start(j, ConversationStarted(conversation_id="c1", provider="scripted", model="m"))
 >>> _ = c.append(UserMessage.of("hi"))
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from turnlog.journal import JournalLockedError, JournalProtocol, StoredEvent
 
-from .errors import ConversationNotFound
+from turnlog.engine.errors import ConversationNotFound
 from .events import ConversationStarted, Event, ForkRef, encode_event
 from . import snapshots
 from .snapshots import open_builder, open_state

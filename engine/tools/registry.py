@@ -35,9 +35,9 @@ from typing import Any, get_args, get_type_hints
 
 import msgspec
 
-from .errors import ToolError
-from .events import ToolEffect, ToolSpec
-from .texts import result_content
+from turnlog.engine.errors import ToolError
+from turnlog.engine.model.events import ToolEffect, ToolSpec
+from turnlog.engine.loop.texts import result_content
 
 __all__ = ["INJECTED", "Tool", "ToolContext", "ToolRegistry", "tool"]
 

@@ -41,10 +41,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .conversation import Conversation
-from .events import ConversationStarted, DuplicatePolicy
-from .errors import ProviderError
-from .executor import ToolExecution
+from turnlog.engine.model.conversation import Conversation
+from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy
+from turnlog.engine.errors import ProviderError
+from turnlog.engine.tools.executor import ToolExecution
 from .loop import LoopBase
 from .request_digest import RequestDigest
 from .result import RunResult, result_of

@@ -28,11 +28,11 @@ from typing import Any
 
 from turnlog.journal import JournalProtocol, StoredEvent
 
-from .conversation import load_state
-from .events import ConversationStarted, decode_event
-from .formats.genai import DEFAULT_SEMCONV, GenAISpans, SpanRecord, ends_run, schema_url
-from .formats.otlp import unix_ns
-from .state import StateBuilder
+from turnlog.engine.model.conversation import load_state
+from turnlog.engine.model.events import ConversationStarted, decode_event
+from turnlog.engine.formats.genai import DEFAULT_SEMCONV, GenAISpans, SpanRecord, ends_run, schema_url
+from turnlog.engine.formats.otlp import unix_ns
+from turnlog.engine.model.state import StateBuilder
 
 __all__ = ["OTelObserver"]
 

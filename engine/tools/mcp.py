@@ -47,9 +47,9 @@ from typing import Any
 
 from turnlog.journal import shown_url
 
-from .errors import EngineError, ToolError
-from .events import ToolEffect, ToolSpec
-from .tools import Tool, ToolContext, ToolRegistry
+from turnlog.engine.errors import EngineError, ToolError
+from turnlog.engine.model.events import ToolEffect, ToolSpec
+from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
 __all__ = ["MCPError", "MCPTool", "MCPToolset", "effect_of", "tools_from_mcp"]
 

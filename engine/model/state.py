@@ -10,7 +10,7 @@ Each event is first checked against the lifecycle (``engine.machine``): an
 event the machine does not accept raises ``InvalidTransition`` naming the
 state, the event and the seq, and the builder is left as it was.
 
->>> from turnlog.engine.events import ConversationStarted, UserMessage
+>>> from turnlog.engine.model.events import ConversationStarted, UserMessage
 >>> s = fold([ConversationStarted(conversation_id="c1", provider="scripted", model="m"),
 ...           UserMessage.of("hi")])
 >>> s.lifecycle, s.messages[0].parts[0].text
@@ -26,8 +26,8 @@ import msgspec
 
 from turnlog.journal import StoredEvent
 
-from .duplicates import call_key, is_duplicate
-from .errors import InvalidTransition
+from turnlog.engine.tools.duplicates import call_key, is_duplicate
+from turnlog.engine.errors import InvalidTransition
 from .events import (
     DECODER,
     EVENT_TYPES,

@@ -30,11 +30,11 @@ import msgspec
 
 from turnlog.journal import ConcurrencyError, format_timestamp
 
-from .canonical import digest
+from turnlog.engine.model.canonical import digest
 from .duplicates import call_key
-from .errors import EngineError, InvalidEventError, TranscriptLockContention
-from .events import ApprovalDecided, ApprovalRequested, ToolSpec, check_json_data, encode_event
-from .messages import ToolCall
+from turnlog.engine.errors import EngineError, InvalidEventError, TranscriptLockContention
+from turnlog.engine.model.events import ApprovalDecided, ApprovalRequested, ToolSpec, check_json_data, encode_event
+from turnlog.engine.model.messages import ToolCall
 
 if TYPE_CHECKING:
     from turnlog.journal import JournalProtocol
@@ -163,8 +163,8 @@ def decide(journal: JournalProtocol, conversation_id: str, call_id: str, approve
     requested one) or ``ApprovalError`` (bad ``approver`` / ``arguments``);
     ``TranscriptLockContention`` when another writer appended at the same time.
     """
-    from .conversation import Conversation
-    from .errors import ConversationNotFound
+    from turnlog.engine.model.conversation import Conversation
+    from turnlog.engine.errors import ConversationNotFound
 
     if not isinstance(approver, str) or not approver.strip():
         raise ApprovalError("an approval needs the approver's name (approver / --as)")

@@ -52,18 +52,18 @@ from typing import Any
 
 from turnlog.journal import ConcurrencyError, JournalProtocol, StoredEvent
 
-from .approvals import check_approve, decide
-from .conversation import Conversation
+from turnlog.engine.tools.approvals import check_approve, decide
+from turnlog.engine.model.conversation import Conversation
 from .directives import Directives
-from .duplicates import DuplicatePredicate
-from .errors import (
+from turnlog.engine.tools.duplicates import DuplicatePredicate
+from turnlog.engine.errors import (
     ConversationExistsError,
     EngineError,
     ProviderError,
     StreamInterrupted,
     TranscriptLockContention,
 )
-from .events import (
+from turnlog.engine.model.events import (
     ApprovalDecided,
     ConversationStarted,
     DuplicatePolicy,
@@ -72,10 +72,10 @@ from .events import (
     UserMessage,
     with_valid_unicode,
 )
-from .executor import LocalExecutor, ToolExecution, ToolExecutor
-from .messages import ToolCall
+from turnlog.engine.tools.executor import LocalExecutor, ToolExecution, ToolExecutor
+from turnlog.engine.model.messages import ToolCall
 from .observers import Observer, Observers
-from .providers.base import ModelRequest, Provider
+from turnlog.engine.providers.base import ModelRequest, Provider
 from .request_digest import RequestDigest
 from .result import RunResult, result_of
 from .retry import NO_RETRY, RetryPolicy
@@ -93,7 +93,7 @@ from .step import (
     refusal_of,
     request_of,
 )
-from .tools import Tool, ToolRegistry
+from turnlog.engine.tools.registry import Tool, ToolRegistry
 
 __all__ = ["Loop", "LoopBase", "RefusalHook", "new_conversation_id", "run"]
 
@@ -181,7 +181,7 @@ class LoopBase:
         #: default, genai-prices), recorded with it as ``model_responded.charge``
         self.prices = prices
         if getattr(provider, "name", "") != "scripted" and getattr(prices, "database", True):
-            from .audit.prices import warm_up  # the audit package imports the engine
+            from turnlog.engine.audit.prices import warm_up  # the audit package imports the engine
 
             warm_up()
 

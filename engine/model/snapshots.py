@@ -31,8 +31,8 @@ events past the last one, on a writable journal: opening a long conversation
 twice folds it once.
 
 >>> from turnlog.journal import Journal
->>> from turnlog.engine.conversation import Conversation
->>> from turnlog.engine.events import ConversationStarted, UserMessage
+>>> from turnlog.engine.model.conversation import Conversation
+>>> from turnlog.engine.model.events import ConversationStarted, UserMessage
 >>> j = Journal(":memory:")
 >>> c = Conversation.start(j, ConversationStarted(conversation_id="c", provider="p", model="m"))
 >>> _ = c.append(UserMessage.of("hi"))
@@ -62,8 +62,8 @@ from turnlog.journal import (
     TurnlogError,
 )
 
-from .errors import ConversationNotFound, InvalidTransition
-from .duplicates import call_key
+from turnlog.engine.errors import ConversationNotFound, InvalidTransition
+from turnlog.engine.tools.duplicates import call_key
 from .events import ConversationStarted, ModelResponded, decode_event, tool_calls
 from .state import ConversationState, StateBuilder, fold_stored
 

@@ -27,7 +27,7 @@ import msgspec
 from turnlog.journal import NewEvent
 
 from .canonical import valid_unicode
-from .errors import CorruptEventError, InvalidEventError
+from turnlog.engine.errors import CorruptEventError, InvalidEventError
 from .messages import Part, Text, ToolCall, Usage
 from .nesting import too_deep
 

@@ -16,7 +16,7 @@ transcript importers; external runners):
   ``invalid``, so the loop refuses it as invalid arguments and tells the
   model, instead of one value being dropped::
 
-    >>> from turnlog.engine.messages import ToolCall
+    >>> from turnlog.engine.model.messages import ToolCall
     >>> parts = assign_call_ids((ToolCall(id="x", name="add"), ToolCall(id="x", name="add")))
     >>> [(p.id, p.provider_id) for p in parts]
     [('x', None), ('x_2', 'x')]
@@ -28,9 +28,9 @@ from collections.abc import Container, Iterable
 
 import msgspec
 
-from .canonical import canonical_value
-from .errors import InvalidEventError
-from .messages import Part, ToolCall
+from turnlog.engine.model.canonical import canonical_value
+from turnlog.engine.errors import InvalidEventError
+from turnlog.engine.model.messages import Part, ToolCall
 
 __all__ = ["assign_call_ids", "comparable_call"]
 

@@ -47,8 +47,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from .messages import ToolCall
-from .tools import Tool, ToolContext
+from turnlog.engine.model.messages import ToolCall
+from turnlog.engine.tools.registry import Tool, ToolContext
 
 __all__ = ["LocalExecutor", "ToolExecution", "ToolExecutor"]
 

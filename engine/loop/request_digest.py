@@ -17,10 +17,10 @@ from typing import Any
 
 import msgspec
 
-from .canonical import canonical_bytes
-from .duplicates import _flat_and_plain
-from .messages import Text, ToolCall, ToolResult
-from .providers.base import ModelRequest
+from turnlog.engine.model.canonical import canonical_bytes
+from turnlog.engine.tools.duplicates import _flat_and_plain
+from turnlog.engine.model.messages import Text, ToolCall, ToolResult
+from turnlog.engine.providers.base import ModelRequest
 
 __all__ = ["RequestDigest"]
 
@@ -56,7 +56,7 @@ def _message_bytes(message: Any) -> bytes:
 class RequestDigest:
     """Digests successive requests of one conversation, hashing each message once.
 
-    >>> from turnlog.engine.messages import Message, Text
+    >>> from turnlog.engine.model.messages import Message, Text
     >>> m = Message(role="user", parts=(Text(text="hi"),))
     >>> r = ModelRequest(model="x", messages=(m,))
     >>> RequestDigest().digest(r) == r.digest()

@@ -29,8 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from .errors import InvalidTransition, RunnerError
-from .events import (
+from turnlog.engine.errors import InvalidTransition, RunnerError
+from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationFailed,
     Event,
@@ -40,7 +40,7 @@ from .events import (
     ToolSpec,
     TurnLimitReached,
 )
-from .messages import Message, Text, ToolCall, ToolResult, Usage, text_of
+from turnlog.engine.model.messages import Message, Text, ToolCall, ToolResult, Usage, text_of
 from .texts import UNANSWERED
 
 __all__ = ["RunRequest", "Runner", "RunnerResult", "apply_runner_result", "normalise_message"]

@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .errors import NestingError
+from turnlog.engine.errors import NestingError
 
 __all__ = ["MAX_DEPTH", "check_depth", "load_json", "too_deep"]
 

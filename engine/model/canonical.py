@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import InvalidEventError
+from turnlog.engine.errors import InvalidEventError
 from .nesting import too_deep
 
 __all__ = ["REPLACEMENT", "canonical_bytes", "canonical_json", "canonical_value", "digest",
