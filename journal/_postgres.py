@@ -320,9 +320,9 @@ class PostgresJournal:
                     conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
                     for table, name in _ERASE_GUARDS:
                         conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
-                    head = conn.execute(_HEAD, (stream_id,)).fetchone()
+                    last = one_row(conn.execute(_HEAD, (stream_id,)).fetchone(), self.path)[0]
                     [rows] = self._chain(conn, [StreamAppend(
-                        stream_id, [record([s for s, _ in changes])], head[0])], self._now())
+                        stream_id, [record([s for s, _ in changes])], last)], self._now())
                     first, _, _ = one_row(conn.execute(
                         _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
                     edge = self._grow_tree(conn, first - 1, rows)

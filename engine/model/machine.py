@@ -91,6 +91,9 @@ GUARDS: dict[str, Guard] = {
                                and e.call_id not in s.decisions),
 }
 
+#: Every state after the start (where an annotation, an erasure or a hold, may come).
+_STARTED: list[Lifecycle] = [s for s in Lifecycle if s is not Lifecycle.NEW]
+
 # (trigger, sources, dest, conditions, unless) — order matters: the first match wins.
 TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[str]]] = [
     ("conversation_started", [L.NEW], L.READY, ["fresh_start"], []),
@@ -122,8 +125,9 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     ("run_interrupted", [L.READY, L.AWAITING_MODEL, L.REQUESTED, L.AWAITING_TOOLS, L.ANSWERED],
      None, [], []),
     # annotations (an erasure, a legal hold): any state after the start, and it stays
-    *((marker, [s for s in L if s is not L.NEW], None, [], [])
-      for marker in ("erasure_recorded", "hold_placed", "hold_released")),
+    ("erasure_recorded", _STARTED, None, [], []),
+    ("hold_placed", _STARTED, None, [], []),
+    ("hold_released", _STARTED, None, [], []),
 ]
 
 

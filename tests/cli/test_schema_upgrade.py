@@ -49,6 +49,6 @@ def test_an_engine_journal_of_schema_2_reads_the_same_before_and_after_it_migrat
     assert _stored(db) == ("2", [("text",)])
 
     Journal.open(str(db), extensions=EXTENSIONS).close()
-    assert _stored(db) == ("5", [("blob",)])
+    assert _stored(db) == ("6", [("blob",)])
     assert _outputs(db, conversation) == now
     assert json.loads(now[3])["ok"] is True
