@@ -213,3 +213,21 @@ def test_hold_blocks_prune_and_prune_erases_the_rest(tmp_path, db):
     assert b"ZQOLD" not in stored_bytes(db)
     bad = run("prune", "--before", "yesterday-ish", "--db", db, cwd=tmp_path)
     assert bad.returncode == 2 and "--before" in bad.stderr
+
+
+def test_resume_of_an_unfinished_erased_conversation_is_refused(tmp_path, db):
+    script = write_script(
+        tmp_path / "s.json",
+        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "ZQPAUSED"}}]},
+        {"text": "done"})
+    paused = run("run", "ZQPAUSED-USER", "--script", str(script), "--tools", "demo",
+                 "--approve", "get_weather", "--id", "p1", "--db", db, "--json", cwd=tmp_path)
+    assert json.loads(paused.stdout)["status"] == "awaiting_approval", paused.stderr
+    assert run("erase", "p1", "--reason", "asked", "--db", db, cwd=tmp_path).returncode == 0
+    with Journal.open(db, readonly=True) as journal:
+        before = list(journal.read_all())
+    resumed = run("resume", "p1", "--script", str(script), "--tools", "demo", "--db", db,
+                  cwd=tmp_path)
+    assert resumed.returncode == 2 and "cannot resume conversation 'p1'" in resumed.stderr
+    with Journal.open(db, readonly=True) as journal:
+        assert list(journal.read_all()) == before
