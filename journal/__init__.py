@@ -14,6 +14,7 @@ from turnlog._lazy import export
 
 #: What this package re-exports, by the module that defines it (imported on first use).
 _EXPORTS = {
+    "._blobs": ("DEFAULT_BLOB_THRESHOLD", "whole_payload"),
     "._copy": ("CopyResult", "check_source", "copy_streams"),
     "._dialect": (
         "POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "connect_sql",
@@ -53,6 +54,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_types.py
     # checks that they are _EXPORTS, exactly)
+    from ._blobs import DEFAULT_BLOB_THRESHOLD, whole_payload
     from ._copy import CopyResult, check_source, copy_streams
     from ._dialect import (
         POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection, connect_sql, dialect_for,

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from hashlib import sha256
 
+from ._blobs import refs
 from ._hashing import erased_digest, erased_payload
 from ._types import NewEvent
 from .errors import EventNotFoundError, InvalidAppendError, NotErasableError
 
-__all__ = ["DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "erasures"]
+__all__ = ["DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "erasures", "parts_of"]
 
 ERASURE_TYPE = "erasure_recorded"
 """The event type of an erasure's record; its payload's ``seqs`` lists the erased seqs."""
@@ -69,3 +70,11 @@ def erasures(path: str, stream_id: str, stored: Iterable[tuple[int, str, str]],
             raise InvalidAppendError(f"erase conversation {stream_id!r} seq {seq}: {exc}") from None
         changes.append((seq, new))
     return changes
+
+
+def parts_of(stored: Iterable[tuple[int, str, str]], seqs: Iterable[int]) -> set[str]:
+    """The digests of the parts (``blobs``) the payloads at ``seqs`` reference: once those
+    payloads are erased, each part no other event references is deleted with them."""
+    wanted = set(seqs)
+    return {digest for seq, _type, payload in stored if seq in wanted
+            for digest, _size, _b64 in refs(payload)}

@@ -14,7 +14,19 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures
+from ._blobs import (
+    BLOBS_FROM,
+    DEFAULT_BLOB_THRESHOLD,
+    INSERT_BLOB,
+    READ_BLOB,
+    REFERENCING,
+    BlobStore,
+    check_blob_threshold,
+    check_refs,
+    join,
+    split_events,
+)
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
@@ -101,7 +113,11 @@ class Journal:
     ``clock`` returns an aware datetime (default: now, UTC); ``synchronous`` is
     ``"FULL"`` (every commit durable, the default) or ``"NORMAL"`` (a power loss may
     lose the last commits, never corrupt the file). ``extensions`` are higher layers'
-    own versioned schemas, migrated on open.
+    own versioned schemas, migrated on open. ``blob_threshold`` (bytes, default 4 KiB):
+    each part of an appended payload larger than it (an image, a document, a long tool
+    result or text) is stored once in the ``blobs`` table, keyed by its SHA-256, and the
+    payload the chain hashes holds its digest and size (``journal._blobs``); reads give
+    the payload back whole.
 
     ``readonly=True`` opens an existing journal for reading only: nothing is ever
     created, migrated or written, not even SQLite's ``-wal``/``-shm`` files left
@@ -132,8 +148,10 @@ class Journal:
         synchronous: str = "FULL",
         extensions: Sequence[Extension] = (),
         readonly: bool = False,
+        blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
     ) -> None:
         self.path = os.fspath(path)
+        self.blob_threshold = check_blob_threshold(blob_threshold)
         self.readonly = bool(readonly)
         synchronous = str(synchronous).upper()
         if synchronous not in ("FULL", "NORMAL"):
@@ -153,6 +171,7 @@ class Journal:
             self._conn, version = _open_readonly(self.path, extensions, True)
             self._version = version
             self._has_tree = version >= LOG_TREE_FROM
+            self._blobs = self._blob_store() if version >= BLOBS_FROM else None
             self._sql = statements(version >= COMPACT_HASHES_FROM)
             self.chain_version = chain_version(self._conn)
             self._cursor = self._conn.cursor()
@@ -176,8 +195,15 @@ class Journal:
         self._sql = statements(True)  # opened to write: migrated to the current schema
         self._has_tree = True
         self.chain_version = chain_version(self._conn)
+        self._blobs = self._blob_store()
         self._cursor = self._conn.cursor()
         self._thread = threading.get_ident()
+
+    def _blob_store(self) -> BlobStore:
+        def read(digest: str) -> bytes | None:
+            row = self._conn.execute(READ_BLOB, (digest,)).fetchone()
+            return None if row is None else row[0]
+        return BlobStore(read)
 
     def __repr__(self) -> str:
         return f"Journal({self.path!r})"
@@ -317,7 +343,8 @@ class Journal:
                     (stream_id, *seqs)).fetchall()
                 changes = erasures(self.path, stream_id, stored, kept)
                 if changes:
-                    self._erase_rows(stream_id, changes)
+                    self._erase_rows(stream_id, changes,
+                                     parts_of(stored, [seq for seq, _ in changes]))
                     last = cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
                     written = [self._write(StreamAppend(stream_id, [record([s for s, _ in changes])],
                                                         last), self._now())]
@@ -342,19 +369,26 @@ class Journal:
                 "still in the WAL file; run the erase again once the readers have closed")
         return [seq for seq, _ in changes]
 
-    def _erase_rows(self, stream_id: str, changes: list[tuple[int, str]]) -> None:
-        """Rewrite the payloads and drop the stream's (and its forks') snapshots, inside the
-        transaction: the append-only guards are lifted for these statements only (a
-        rollback puts them back with the rest)."""
+    def _erase_rows(self, stream_id: str, changes: list[tuple[int, str]],
+                    parts: set[str]) -> None:
+        """Rewrite the payloads, drop the stream's (and its forks') snapshots and the parts
+        (``blobs``) no other event references, inside the transaction: the append-only
+        guards are lifted for these statements only (a rollback puts them back)."""
         cursor = self._cursor
         guards = core_guards(self._version)
-        for name in ("events_refuse_update", "snapshots_refuse_delete"):
+        lifted = ("events_refuse_update", "snapshots_refuse_delete", "blobs_refuse_delete")
+        for name in lifted:
             cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
         cursor.executemany("UPDATE events SET payload = ? WHERE stream_id = ? AND seq = ?",
                            [(payload, stream_id, seq) for seq, payload in changes])
         cursor.execute(DROP_SNAPSHOTS.format(p="?"), (stream_id,))
-        for name in ("events_refuse_update", "snapshots_refuse_delete"):
-            cursor.execute(guards[name])
+        for digest in sorted(parts):
+            if cursor.execute("SELECT 1 FROM events WHERE instr(payload, ?) > 0 LIMIT 1",
+                              (f'{{"$blob":"{digest}"',)).fetchone() is None:
+                cursor.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
+        for name in lifted:
+            if name in guards:
+                cursor.execute(guards[name])
 
     def _grow_tree(self, written: list[list[StoredEvent]]
                    ) -> tuple[int, dict[tuple[int, int], bytes]]:
@@ -380,13 +414,21 @@ class Journal:
     def _write(self, batch: StreamAppend, now: str) -> list[StoredEvent]:
         """Chain and insert one stream's events inside the open transaction."""
         stream_id, events, expected_seq, parent = batch
+        parts: dict[str, bytes] = {}
         try:
             prev_hash = self._prev_hash(stream_id, expected_seq, self._heads.get(stream_id), parent)
-            rows = chain_rows(prev_hash, stream_id, expected_seq, events, now, self.chain_version)
+            stored = split_events(events, self.blob_threshold, parts)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, stored, now,
+                              self.chain_version)
             last_position = self._insert(rows, stream_id, parent)
+            if parts:
+                self._cursor.executemany(INSERT_BLOB, parts.items())
         except sqlite3.Error as exc:
             raise self._append_error(exc, stream_id, expected_seq, events) from exc
         first_position = last_position - len(rows) + 1
+        if parts:  # the caller gets the payloads it gave, as every read does
+            return [StoredEvent(first_position + i, *row[:5], event.payload, *row[6:])
+                    for i, (row, event) in enumerate(zip(rows, events))]
         return [StoredEvent(first_position + i, *row) for i, row in enumerate(rows)]
 
     def _run_hooks(self, written: list[list[StoredEvent]]) -> None:
@@ -508,7 +550,7 @@ class Journal:
     def last_event(self, stream_id: str) -> StoredEvent | None:
         """The stream's newest event, or ``None`` when it has none (as :meth:`read` is empty)."""
         row = self._fetchone(self._sql.last_event, (stream_id,), f"reading stream {stream_id!r}")
-        return None if row is None else next(stored_events((row,), self._sql.compact))
+        return None if row is None else next(self._whole(stored_events((row,), self._sql.compact)))
 
     def read_all(
         self,
@@ -568,9 +610,25 @@ class Journal:
 
     def _events(self, sql: str, params: tuple[Any, ...], action: str) -> Iterator[StoredEvent]:
         try:
-            yield from stored_events(self._conn.execute(sql, params), self._sql.compact)
+            yield from self._whole(stored_events(self._conn.execute(sql, params), self._sql.compact))
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
+
+    def _whole(self, events: Iterator[StoredEvent]) -> Iterator[StoredEvent]:
+        """``events`` with the parts their payloads reference put back (``_blobs.join``)."""
+        blobs = self._blobs
+        if blobs is None:
+            yield from events
+            return
+        for event in events:
+            if '$blob"' in event.payload:
+                payload = join(event.payload, blobs.fetch,
+                               f"stream {event.stream_id!r} seq {event.seq}")
+                if payload is not event.payload:
+                    event = StoredEvent(event.position, event.stream_id, event.seq, event.type,
+                                        event.version, event.recorded_at, payload,
+                                        event.prev_hash, event.hash)
+            yield event
 
     def streams(self) -> Iterator[StreamInfo]:
         """Iterate over every stream's summary, the most recently appended first."""
@@ -684,6 +742,8 @@ class Journal:
                                    chain=self.chain_version)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            if report.first_bad is None and self._blobs is not None:
+                report = self._verify_blobs(report, stream_id)
             guards = tuple(missing_guards(sqlite_database(self._conn), self._version,
                                           self._extensions))
             try:
@@ -704,6 +764,20 @@ class Journal:
             return report
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
+
+    def _verify_blobs(self, report: VerifyReport, stream_id: str | None) -> VerifyReport:
+        """``report``, failed at the first event whose part is missing or edited."""
+        where, params = ("", ()) if stream_id is None else ("AND stream_id = ?", (stream_id,))
+        rows = self._conn.execute(REFERENCING.replace("{where}", where), params)
+
+        def read(digest: str) -> bytes | None:
+            row = self._conn.execute(READ_BLOB, (digest,)).fetchone()
+            return None if row is None or type(row[0]) is not bytes else row[0]
+        bad = check_refs(rows, read)
+        if bad is None:
+            return report
+        return VerifyReport(False, report.checked_events, bad, report.projections,
+                            report.missing_guards)
 
     def _verify_journal(self, stream_id: str | None) -> tuple[ProjectionMismatch, ...]:
         return tuple(mismatch for ext in self._extensions if ext.verify_journal is not None

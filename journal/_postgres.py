@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow
@@ -44,6 +44,18 @@ from ._pg import Pool
 from ._pg_tree import PgTreeStore
 from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema, pg_chain_version
 from ._journal import _sql_limit
+from ._blobs import (
+    BLOBS_FROM,
+    DEFAULT_BLOB_THRESHOLD,
+    INSERT_BLOB_POSTGRES,
+    READ_BLOB_POSTGRES,
+    REFERENCING_POSTGRES,
+    BlobStore,
+    check_blob_threshold,
+    check_refs,
+    join,
+    split_events,
+)
 from ._rows import Row, chain_rows, check_appends, clock_stamp, stale_error, system_stamp
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension, check_extensions
 from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
@@ -91,7 +103,8 @@ SELECT min(position), max(position), pg_notify(%s, max(position)::text) FROM ins
 """
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (%s, %s, %s)"
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
-_ERASE_GUARDS = (("events", "events_refuse_update"), ("snapshots", "snapshots_refuse_delete"))
+_ERASE_GUARDS = (("events", "events_refuse_update"), ("snapshots", "snapshots_refuse_delete"),
+                 ("blobs", "blobs_refuse_delete"))
 _INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (%s, %s)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
@@ -158,7 +171,8 @@ class PostgresJournal:
     :class:`~journal.JournalConnectionError`: an append then either committed
     completely or not at all, and retrying it with the same ``expected_seq`` is safe.
 
-    ``clock`` and ``extensions`` are those of :class:`~journal.Journal`; only extensions
+    ``clock``, ``blob_threshold`` and ``extensions`` are those of :class:`~journal.Journal`
+    (parts are kept in the same database's ``blobs`` table); only extensions
     that carry a PostgreSQL schema (a ``migrate_postgres(conn, from_version)``) are
     installed here, the others' objects are absent (as on a read-only SQLite open).
     """
@@ -175,8 +189,10 @@ class PostgresJournal:
         readonly: bool = False,
         max_connections: int = 4,
         timeout: float = 10.0,
+        blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
     ) -> None:
         self.url = os.fspath(url)
+        self.blob_threshold = check_blob_threshold(blob_threshold)
         self.path = shown_url(self.url)
         self.readonly = bool(readonly)
         check_extensions(extensions)
@@ -204,12 +220,17 @@ class PostgresJournal:
         except BaseException:
             self._pool.close()
             raise
+        self._blobs = BlobStore(self._read_blob) if self._version >= BLOBS_FROM else None
         self._lock_key = (APPLICATION_ID << 32) | oid
         self.channel = f"turnlog_{oid}"
         """The ``LISTEN`` channel every append notifies with its last position."""
 
     def __repr__(self) -> str:
         return f"PostgresJournal({self.path!r})"
+
+    def _read_blob(self, digest: str) -> bytes | None:
+        with self._pool.connection("reading a part") as conn:
+            return _blob(conn, digest)
 
     def __enter__(self) -> PostgresJournal:
         return self
@@ -265,8 +286,11 @@ class PostgresJournal:
         with self._pool.connection(f"append to stream {batches[0].stream_id!r}") as conn:
             try:
                 with conn.transaction():
-                    chained = self._chain(conn, batches, now)
+                    parts: dict[str, bytes] = {}
+                    chained = self._chain(conn, batches, now, parts)
                     rows = [row for stream_rows in chained for row in stream_rows]
+                    if parts:
+                        conn.cursor().executemany(INSERT_BLOB_POSTGRES, list(parts.items()))
                     conn.execute(_LOCK, (self._lock_key,))
                     first, _, _ = one_row(conn.execute(
                         _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
@@ -285,8 +309,10 @@ class PostgresJournal:
                 raise self._bad_payload(conn, batches) from exc
         self._edge = edge
         written, position = [], first
-        for stream_rows in chained:
-            written.append([StoredEvent(position + i, *row) for i, row in enumerate(stream_rows)])
+        for stream_rows, batch in zip(chained, batches):
+            # the caller gets the payloads it gave, as every read does
+            written.append([StoredEvent(position + i, *row[:5], event.payload, *row[6:])
+                            for i, (row, event) in enumerate(zip(stream_rows, batch.events))])
             position += len(stream_rows)
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
@@ -318,18 +344,25 @@ class PostgresJournal:
                         "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
                         [(payload, stream_id, seq) for seq, payload in changes])
                     conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
+                    for digest in sorted(parts_of(stored, [seq for seq, _ in changes])):
+                        if conn.execute("SELECT 1 FROM events WHERE strpos(payload, %s) > 0 "
+                                        "LIMIT 1", (f'{{"$blob":"{digest}"',)).fetchone() is None:
+                            conn.execute("DELETE FROM blobs WHERE digest = %s", (digest,))
                     for table, name in _ERASE_GUARDS:
                         conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
                     last = one_row(conn.execute(_HEAD, (stream_id,)).fetchone(), self.path)[0]
+                    parts: dict[str, bytes] = {}
                     [rows] = self._chain(conn, [StreamAppend(
-                        stream_id, [record([s for s, _ in changes])], last)], self._now())
+                        stream_id, [record([s for s, _ in changes])], last)], self._now(), parts)
+                    if parts:
+                        conn.cursor().executemany(INSERT_BLOB_POSTGRES, list(parts.items()))
                     first, _, _ = one_row(conn.execute(
                         _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
                     edge = self._grow_tree(conn, first - 1, rows)
             if changes:
                 self._edge = edge
                 self._heads[stream_id] = (rows[-1][1], rows[-1][7])
-                conn.execute("VACUUM FULL events, snapshots")
+                conn.execute("VACUUM FULL events, snapshots, blobs")
                 try:
                     conn.execute("CHECKPOINT")
                 except pg_errors.InsufficientPrivilege:
@@ -378,13 +411,16 @@ class PostgresJournal:
             yield LogTree(PgTreeStore(conn, self.path))
 
     def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
-               now: str) -> list[list[Row]]:
-        """Each item's rows, chained to its stream's head (or its fork point)."""
+               now: str, parts: dict[str, bytes]) -> list[list[Row]]:
+        """Each item's rows, chained to its stream's head (or its fork point), their payloads
+        as stored (``_blobs.split``: the parts taken out are added to ``parts``)."""
         chained: list[list[Row]] = []
         hashes: dict[tuple[str, int], str] = {}  # what this append writes, for forks of it
         for stream_id, events, expected_seq, parent in batches:
             prev_hash = self._prev_hash(conn, stream_id, expected_seq, parent, hashes)
-            rows = chain_rows(prev_hash, stream_id, expected_seq, events, now, self.chain_version)
+            stored = split_events(events, self.blob_threshold, parts)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, stored, now,
+                              self.chain_version)
             hashes.update(((row[0], row[1]), row[7]) for row in rows)
             chained.append(rows)
         return chained
@@ -481,7 +517,10 @@ class PostgresJournal:
     def last_event(self, stream_id: str) -> StoredEvent | None:
         """The stream's newest event, or ``None`` when it has none."""
         row = self._one(_LAST_EVENT, (stream_id,), f"reading stream {stream_id!r}")
-        return None if row is None else StoredEvent(*row)
+        if row is None:
+            return None
+        with self._pool.connection(f"reading stream {stream_id!r}") as conn:
+            return self._whole(conn, [StoredEvent(*row)])[0]
 
     def read_all(
         self,
@@ -514,7 +553,22 @@ class PostgresJournal:
 
     def _fetch(self, sql: str, params: tuple[Any, ...], action: str) -> list[StoredEvent]:
         with self._pool.connection(action) as conn:
-            return list(starmap(StoredEvent, conn.execute(sql, params)))
+            return self._whole(conn, list(starmap(StoredEvent, conn.execute(sql, params))))
+
+    def _whole(self, conn: psycopg.Connection, events: list[StoredEvent]) -> list[StoredEvent]:
+        """``events`` with the parts their payloads reference put back (``_blobs.join``)."""
+        blobs = self._blobs
+        if blobs is None:
+            return events
+        read = partial(_blob, conn)
+        for index, event in enumerate(events):
+            if '$blob"' in event.payload:
+                payload = join(event.payload, partial(blobs.fetch, read=read),
+                               f"stream {event.stream_id!r} seq {event.seq}")
+                events[index] = StoredEvent(event.position, event.stream_id, event.seq,
+                                            event.type, event.version, event.recorded_at,
+                                            payload, event.prev_hash, event.hash)
+        return events
 
     def _one(self, sql: str, params: tuple[Any, ...], action: str) -> tuple[Any, ...] | None:
         with self._pool.connection(action) as conn:
@@ -622,6 +676,14 @@ class PostgresJournal:
             report = verify_source(_PgChains(conn, self.chain_version), stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
+            if report.first_bad is None and self._blobs is not None:
+                where, params = ("", ()) if stream_id is None else (
+                    "AND stream_id = %s", (stream_id,))
+                with conn.cursor(name="turnlog_verify_blobs") as cursor:
+                    cursor.execute(REFERENCING_POSTGRES.replace("{where}", where), params)
+                    bad = check_refs(cursor, partial(_blob, conn))
+                if bad is not None:
+                    report = VerifyReport(False, report.checked_events, bad)
             guards = tuple(missing_pg_guards(conn, self._version, self._extensions))
             try:
                 with conn.transaction():  # a savepoint: a failed check leaves the snapshot usable
@@ -695,6 +757,12 @@ class _PgChains:
         result: int | None = one_row(row, "reading the last seq")[0]
         return result
 
+
+
+def _blob(conn: psycopg.Connection, digest: str) -> bytes | None:
+    """A part's bytes by digest, read on ``conn`` (``None``: no such part)."""
+    row = conn.execute(READ_BLOB_POSTGRES, (digest,)).fetchone()
+    return None if row is None else bytes(row[0])
 
 
 def _json_valid(conn: psycopg.Connection, text: str) -> bool:

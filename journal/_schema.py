@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import msgspec
 
 from ._hashing import CHAIN_VERSION
+from ._blobs import BLOBS_FROM, BLOBS_TABLE
 from ._logtree import LEAF_COLUMN, leaf_data
 from ._merkle import Frontier, node_id
 from ._types import ProjectionMismatch, StoredEvent
@@ -52,7 +53,7 @@ APPLICATION_ID = 0x544C4F47
 META_TABLE = "_turnlog_meta"
 _SCHEMA_KEY = "schema_version"
 CHAIN_KEY = "chain_version"
-"""The ``_turnlog_meta`` key of the journal's chain version (absent before schema 6: 1)."""
+"""The ``_turnlog_meta`` key of the journal's chain version (absent before schema 7: 1)."""
 
 
 class Extension(msgspec.Struct, frozen=True, kw_only=True):
@@ -315,6 +316,15 @@ def _create_v5(db: Database) -> None:
 
 
 def _create_v6(db: Database) -> None:
+    """Content-addressed parts (``_blobs``): large parts of new events are stored once, by
+    SHA-256, in ``blobs``, guarded like events. Events already written keep their parts
+    inline: their chain hashes commit to them as they are."""
+    db.execute(BLOBS_TABLE)
+    for operation in ("UPDATE", "DELETE"):
+        db.execute(_refusal("blobs", operation))
+
+
+def _create_v7(db: Database) -> None:
     """The chain's version (``chain_version`` in ``_turnlog_meta``, see ``_hashing``): 2,
     erasable, for a journal without events; 1 (as they were hashed) for one with events.
     Nothing else changes: no hash is recomputed."""
@@ -325,7 +335,7 @@ def _create_v6(db: Database) -> None:
 
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
     (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
-    (6, _create_v6)]
+    (6, _create_v6), (7, _create_v7)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -382,7 +392,7 @@ def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> in
 
 
 def chain_version(conn: Any) -> int:
-    """The chain version a SQLite journal records (1 when it records none: before schema 6)."""
+    """The chain version a SQLite journal records (1 when it records none: before schema 7)."""
     try:
         row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = ?", (CHAIN_KEY,)).fetchone()
     except Exception:  # noqa: BLE001 - no meta table: not a journal yet
@@ -393,7 +403,8 @@ def chain_version(conn: Any) -> int:
 def core_guards(version: int) -> dict[str, str]:
     """The triggers that keep a journal of schema ``version`` append-only, by name: their SQL."""
     tables = ("events", "stream_links", *(("tree", "checkpoints") if version >= 4 else ()),
-              *(("snapshots",) if version >= 5 else ()))
+              *(("snapshots",) if version >= 5 else ()),
+              *(("blobs",) if version >= BLOBS_FROM else ()))
     return {f"{table}_refuse_{op.lower()}": _refusal(table, op)
             for table in tables for op in ("UPDATE", "DELETE")}
 

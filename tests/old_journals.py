@@ -57,7 +57,8 @@ def write_old_journal(
 
 
 def as_schema_2(path: Path) -> None:
-    """Turn a current journal back into schema 2, in place: hashes as hex text, no log tree."""
+    """Turn a current journal back into schema 2, in place: hashes as hex text, no log tree,
+    no ``blobs`` table (the journal must have no part stored there)."""
     conn = sqlite3.connect(path)
     try:
         [trigger] = conn.execute(
@@ -65,7 +66,20 @@ def as_schema_2(path: Path) -> None:
         conn.execute("DROP TRIGGER events_refuse_update")
         conn.execute("UPDATE events SET prev_hash = lower(hex(prev_hash)), hash = lower(hex(hash))")
         conn.execute(trigger)
+        # schema 6's parts: a journal of schema 2 has every part inline in its payloads
+        assert conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 0, \
+            "as_schema_2 takes a journal without content-addressed parts"
+        views = conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' "
+                             "AND (sql LIKE '%blobs%' OR name = 'conversations')").fetchall()
+        if views:  # the engine's views of that time (v4) did not read blobs nor skip markers
+            from turnlog.engine.audit.views import _PREVIOUS
+
+            for (name,) in views:
+                conn.execute(f"DROP VIEW {name}")
+                conn.execute(_PREVIOUS[4][name])
+            conn.execute("UPDATE _turnlog_meta SET value = '4' WHERE key = 'ext:engine.views'")
         for statement in (  # schema 2's snapshots: one row per stream and kind, unguarded
+                "DROP TABLE blobs",
                 "DROP TABLE tree", "DROP TABLE checkpoints",  # schema 4's log tree
                 "DELETE FROM _turnlog_meta WHERE key = 'origin'",
                 "DROP TRIGGER snapshots_refuse_update", "DROP TRIGGER snapshots_refuse_delete",

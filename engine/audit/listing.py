@@ -16,7 +16,7 @@ from typing import Any
 from turnlog.journal import walk_ancestry
 
 from .figures import STATUSES
-from turnlog.journal import PgConnection, ReadConnection, dialect_of
+from turnlog.journal import PgConnection, ReadConnection, dialect_of, whole_payload
 from ..errors import BadFilterError, ConversationNotFound
 
 __all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
@@ -112,7 +112,8 @@ def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | Non
 
 def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict[str, Any]]:
     """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded)."""
-    return [{"seq": seq, "type": type_, "recorded_at": at, "payload": json.loads(payload)}
+    return [{"seq": seq, "type": type_, "recorded_at": at,
+             "payload": json.loads(whole_payload(conn, payload))}
             for seq, type_, at, payload in conn.execute(
                 "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
                 "ORDER BY seq", (conversation_id,))]
@@ -131,7 +132,8 @@ def events_after(conn: ReadConnection, position: int, *, conversation_id: str | 
     """
     sql = _AFTER.format(and_stream="AND stream_id = ?" if conversation_id else "")
     extra = (conversation_id,) if conversation_id else ()
-    return conn.execute(sql, (position, *extra, limit)).fetchall()
+    return [(*row[:5], whole_payload(conn, row[5]))
+            for row in conn.execute(sql, (position, *extra, limit)).fetchall()]
 
 
 #: The longest a PostgreSQL follower waits without reading (a notification lost with a

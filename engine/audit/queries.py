@@ -34,7 +34,7 @@ from turnlog.journal import Journal, JournalProtocol, last_signed, shown_url
 
 from .sql import SOURCES
 from .timeline import entries
-from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of
+from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of, whole_payload
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
@@ -112,12 +112,15 @@ def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
 
 def _prefilter(text: str, d: Dialect = SQLITE) -> str:
     """A cheap first pass for the text search: only messages whose raw payload holds the text
-    (JSON escapes nothing else in it) have their text extracted; ``""`` when it would."""
+    (JSON escapes nothing else in it), or references a part kept in ``blobs``, have their
+    text extracted; ``""`` when it would."""
     if any(c in text for c in '"\\') or any(ord(c) < 32 for c in text):
         return ""
+    part = ("instr(payload, '{\"$blob\":\"') > 0" if d.name == "sqlite"
+            else "strpos(payload, '{\"$blob\":\"') > 0")
     return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
             "'model_responded', 'tool_completed', 'tool_call_rejected') "
-            f"AND {d.contains('payload', '?')}) AND ")
+            f"AND ({d.contains('payload', '?')} OR {part})) AND ")
 
 
 class Reader:
@@ -306,7 +309,7 @@ class Reader:
         info = conversation_info(self.conn, conversation_id, shown_url(self.path))
         first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
                                   (conversation_id,)).fetchone()
-        info["started"] = json.loads(first[0])
+        info["started"] = json.loads(whole_payload(self.conn, first[0]))
         info["fork_seq"] = self.conn.execute(
             "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
             (conversation_id,)).fetchone()
@@ -368,10 +371,11 @@ class Reader:
         lo = 1 if page == 1 else starts[min((page - 1) * per_page, len(starts) - 1)]
         hi_index = page * per_page
         hi = starts[hi_index] - 1 if hi_index < len(starts) else None
-        started = json.loads(self.conn.execute(
+        started = json.loads(whole_payload(self.conn, self.conn.execute(
             "SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
-            (conversation_id,)).fetchone()[0])
-        events = [(seq, type_, at, json.loads(payload)) for seq, type_, at, payload in
+            (conversation_id,)).fetchone()[0]))
+        events = [(seq, type_, at, json.loads(whole_payload(self.conn, payload)))
+                  for seq, type_, at, payload in
                   self.conn.execute(
                       "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
                       "AND seq >= ? AND seq <= ? ORDER BY seq",

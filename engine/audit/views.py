@@ -170,7 +170,26 @@ FROM events AS e
 WHERE e.type IN ('model_responded', 'model_failed')"""
 
 
-def _tool_calls(d: Dialect) -> str:
+def _whole_text(d: Dialect, expr: str, path: str, parts: bool) -> str:
+    """SQL for the text at ``path`` of the JSON ``expr``, read from ``blobs`` when the journal
+    keeps it there (a part over the threshold: ``{"$blob": digest, "size": n}``; base64
+    parts, kept as their bytes, are left as that reference). ``parts`` False: version 4's
+    plain extraction."""
+    if not parts:
+        return d.json(expr, path)
+    key = path.removeprefix("$.")
+    if d.name == "sqlite":
+        ref = f"""json_extract({expr}, '$.{key}."$blob"')"""
+        stored = ("SELECT CAST(b.data AS TEXT) FROM blobs AS b WHERE b.digest = "
+                  f"""{ref} AND json_extract({expr}, '$.{key}."enc"') IS NULL""")
+    else:
+        ref = f"({expr}::json -> '{key}' ->> '$blob')"
+        stored = ("SELECT convert_from(b.data, 'UTF8') FROM blobs AS b WHERE b.digest = "
+                  f"{ref} AND ({expr}::json -> '{key}' ->> 'enc') IS NULL")
+    return f"coalesce(({stored}), {d.json(expr, path)})"
+
+
+def _tool_calls(d: Dialect, parts: bool = True) -> str:
     j = d.json
     return f"""CREATE VIEW tool_calls AS
 SELECT
@@ -183,7 +202,7 @@ SELECT
     {j('e.payload', '$.reason')} AS refused_reason,
     {j('e.payload', '$.duration_ms', 'number')} AS duration_ms,
     {j('e.payload', '$.error')} AS error,
-    {j('e.payload', '$.content')} AS content,
+    {_whole_text(d, 'e.payload', '$.content', parts)} AS content,
     CASE WHEN e.type = 'tool_completed'
          THEN coalesce({j('e.payload', '$.source')}, 'live') END AS source,
     CASE WHEN e.type = 'tool_call_rejected'
@@ -208,7 +227,7 @@ WHERE e.type = 'model_responded' AND {j('p.value', '$.type')} = 'tool_call'
       AND a.seq > e.seq AND {j('a.payload', '$.call_id')} = {j('p.value', '$.id')})"""
 
 
-def _messages(d: Dialect) -> str:
+def _messages(d: Dialect, parts: bool = True) -> str:
     j = d.json
     return f"""CREATE VIEW messages AS
 SELECT
@@ -216,10 +235,10 @@ SELECT
     CASE e.type WHEN 'user_message' THEN 'user' WHEN 'model_responded' THEN 'assistant'
          ELSE 'tool' END AS role,
     CASE WHEN e.type IN ('user_message', 'model_responded')
-         THEN (SELECT {d.concat(j('p.value', '$.text'), "''")}
+         THEN (SELECT {d.concat(_whole_text(d, 'p.value', '$.text', parts), "''")}
                FROM {d.each('e.payload', '$.parts', 'p')}
                WHERE {j('p.value', '$.type')} = 'text')
-         ELSE {j('e.payload', '$.content')} END AS text,
+         ELSE {_whole_text(d, 'e.payload', '$.content', parts)} END AS text,
     {j('e.payload', '$.turn', 'number')} AS turn,
     nullif({j('e.payload', '$.provider')}, '') AS provider,
     nullif({j('e.payload', '$.model')}, '') AS model,
@@ -303,11 +322,12 @@ FROM events AS e
 WHERE e.type = 'model_responded'"""
 
 
-def views(d: Dialect, markers: bool = True) -> dict[str, str]:
-    """View name -> its CREATE VIEW statement in dialect ``d`` (``markers``: version 5's
-    ``conversations``, whose status skips erasure and hold records)."""
-    return {"conversations": _conversations(d, markers), "messages": _messages(d),
-            "model_calls": _model_calls(d), "tool_calls": _tool_calls(d),
+def views(d: Dialect, parts: bool = True, markers: bool = True) -> dict[str, str]:
+    """View name -> its CREATE VIEW statement in dialect ``d`` (``parts``: version 5's
+    ``messages`` and ``tool_calls``, which read parts kept in blobs; ``markers``: version
+    6's ``conversations``, whose status skips erasure and hold records)."""
+    return {"conversations": _conversations(d, markers), "messages": _messages(d, parts),
+            "model_calls": _model_calls(d), "tool_calls": _tool_calls(d, parts),
             "approvals": _approvals(d), "events_hex": _events_hex(d), "costs": _costs(d)}
 
 
@@ -390,16 +410,20 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: ``tool_calls`` lists pending calls; the projections keep call ids and requested calls.
 #: 3: ``conversations.status`` says ``awaiting_approval``; the ``approvals`` view; the
 #: projections count the Responses API's server tool calls. 4: the ``events_hex`` and
-#: ``costs`` views. 5: ``conversations`` reads its status past erasure and hold records. Its ``verify_journal`` refolds the saved conversation states
+#: ``costs`` views. 5: ``tool_calls.content`` and ``messages.text`` read a part kept once
+#: in ``blobs`` (journal schema 6). 6: ``conversations`` reads its status past erasure and
+#: hold records. Its ``verify_journal`` refolds the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=5, migrate=_migrate, verify=_verify,
+VIEWS_EXTENSION = Extension(name="engine.views", version=6, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
-# Version 4's views: a conversation's last event, whatever it is, gave its status.
-_V4 = views(SQLITE, markers=False)
+# Version 5's views: a conversation's last event, whatever it is, gave its status.
+_V5 = views(SQLITE, markers=False)
+# Version 4's views: a part kept in blobs showed as its reference.
+_V4 = views(SQLITE, parts=False, markers=False)
 # Version 3's views: no events_hex, no costs.
 _V3 = {name: sql for name, sql in _V4.items() if name not in ("events_hex", "costs")}
 # Version 2's views: no 'awaiting_approval' status, no approvals view.
@@ -415,7 +439,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2, 3: _V3, 4: _V4}
+}, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)
@@ -438,7 +462,8 @@ def connect_readonly(path: str) -> ReadConnection:
         return _prepare_postgres(conn)
     try:
         installed = _views_of(conn)
-        for name, sql in VIEWS.items():
+        blobs = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'blobs'").fetchone()
+        for name, sql in (VIEWS if blobs else _V4).items():  # _V4: a journal before schema 6
             if name not in installed or not _same(installed[name], sql):
                 # a temporary view is found before the file's own view of the same name
                 conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
@@ -454,7 +479,8 @@ def _prepare_postgres(conn: PgConnection) -> PgConnection:
                            (f"ext:{VIEWS_EXTENSION.name}",)).fetchone()
         if row is None or row[0] != str(VIEWS_EXTENSION.version):
             # pg_temp comes first in every search path: these views hide older ones
-            for sql in views(POSTGRES).values():
+            blobs = conn.execute("SELECT to_regclass('blobs')").fetchone()[0] is not None
+            for sql in views(POSTGRES, parts=blobs).values():
                 conn.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
     except BaseException:
         conn.close()

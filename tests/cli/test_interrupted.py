@@ -117,6 +117,8 @@ def test_a_journal_with_the_older_views_reads_interrupted_and_verifies_until_mig
     conn.execute(_PREVIOUS[1]["conversations"])
     conn.execute("DROP VIEW tool_calls")
     conn.execute(_PREVIOUS[1]["tool_calls"])
+    conn.execute("DROP VIEW messages")
+    conn.execute(_PREVIOUS[1]["messages"])
     conn.execute("UPDATE _turnlog_meta SET value = '1' WHERE key = 'ext:engine.views'")
     conn.commit()
     conn.close()

@@ -226,3 +226,18 @@ def test_a_whole_copy_of_an_erased_journal_keeps_its_hashes_and_checkpoints(tmp_
             (e.stream_id, e.seq) for e in source.read_all()]
         copy_streams(source, target)  # again: nothing more
         assert target.last_position() == 8
+
+
+def test_a_large_part_kept_in_blobs_is_erased_with_its_event(journal_path):
+    big = "ZQBIG" + "y" * 6000  # above the 4 KiB threshold: stored once in blobs
+    with Journal(journal_path) as journal:
+        journal.append("a", [NewEvent("note", 1, json.dumps({"text": big})),
+                             NewEvent("note", 1, json.dumps({"text": big}))], 0)
+        journal.append("b", [NewEvent("note", 1, json.dumps({"text": "ZQSMALL" + "z" * 5000}))], 0)
+        journal.erase("a", {1: "{}"}, record)  # seq 2 still references the part: it stays
+        assert next(journal.read("a", 2)).payload == json.dumps({"text": big})
+        journal.erase("a", {2: "{}"}, record)
+        assert journal.verify().ok
+        blob = b"".join(p.read_bytes() for p in journal_path.parent.iterdir()
+                        if p.name.startswith(journal_path.name))
+    assert b"ZQBIG" not in blob and b"ZQSMALL" in blob

@@ -87,7 +87,7 @@ def test_a_journal_of_schema_3_gains_its_tree_when_opened_to_write(journal_path)
         _grow(journal, [(0, 5), (1, 2)])
         leaves = _leaves(journal)
     conn = sqlite3.connect(journal_path)
-    for name in ("tree", "checkpoints"):
+    for name in ("tree", "checkpoints", "blobs"):
         conn.execute(f"DROP TABLE {name}")
     conn.execute("DELETE FROM _turnlog_meta WHERE key = 'origin'")
     conn.execute("UPDATE _turnlog_meta SET value = '3' WHERE key = 'schema_version'")
@@ -316,7 +316,7 @@ def test_a_postgres_journal_of_schema_3_gains_its_tree_when_opened():
         _grow(journal, [(0, 5), (1, 2), (3, 3)])
         leaves = _leaves(journal)
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE tree, checkpoints")
+        conn.execute("DROP TABLE tree, checkpoints, blobs")
         conn.execute("DELETE FROM _turnlog_meta WHERE key = 'origin'")
         conn.execute("UPDATE _turnlog_meta SET value = '3' WHERE key = 'schema_version'")
     with Journal.open(url) as journal:
