@@ -131,7 +131,7 @@ class Journal:
 
     chain_version: int
     """The journal's hash chain version (``journal.CHAIN_VERSION`` for a journal created
-    by this turnlog; 1 for one that had events before schema 6): only version 2 and up
+    by this turnlog; 1 for one that had events before schema 7): only version 2 and up
     can erase content (:func:`journal.erase`)."""
 
     restored_guards: tuple[str, ...]

@@ -56,7 +56,7 @@ class JournalProtocol(Protocol):
 
     chain_version: int
     """The journal's hash chain version (``journal.CHAIN_VERSION`` for new journals; 1 for
-    one written before schema 6): what each event's hash covers, and whether it can erase."""
+    one written before schema 7): what each event's hash covers, and whether it can erase."""
 
     def __enter__(self) -> JournalProtocol: ...
 
