@@ -14,8 +14,12 @@ by request so drift on a shared machine hits both sides alike. Reported:
   difference (the proxy's added latency); the same for the time to the first
   byte of a streamed answer;
 - C concurrent conversations of T turns each (every request resends the
-  growing history, as agents do): requests per second direct and proxied,
-  and their ratio;
+  growing history, as agents do), each its own client with its own
+  connection, as C agents each with its SDK client: requests per second
+  direct and proxied, and their ratio. (One httpx client shared by all C
+  conversations measured that client's pool instead: with keep-alive
+  connections, as the proxy gives, it stalled at 30-60 requests per second
+  against a server answering at once, while the server's CPU idled);
 - the proxy process's peak RSS (``VmHWM``), and that every exchange was
   recorded (conversations and events in the journal).
 
@@ -118,11 +122,14 @@ async def conversations(base: str, clients: int, turns: int, tag: str) -> float:
             messages += [r.json()["choices"][0]["message"],
                          {"role": "user", "content": f"next {t}"}]
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(headers=KEY, timeout=60, limits=limits) as client:
+    agents = [httpx.AsyncClient(headers=KEY, timeout=60) for _ in range(clients)]
+    try:
         start = time.perf_counter()
-        await asyncio.gather(*(run(client, c) for c in range(clients)))
+        await asyncio.gather(*(run(agents[c], c) for c in range(clients)))
         return clients * turns / (time.perf_counter() - start)
+    finally:
+        for agent in agents:
+            await agent.aclose()
 
 
 def serve_fake() -> None:
@@ -144,6 +151,7 @@ def main() -> None:
     if args.serve_fake:
         serve_fake()
         return
+    load0 = os.getloadavg()[0]
     fake = subprocess.Popen([sys.executable, __file__, "--serve-fake"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     direct = fake.stdout.readline().strip()
@@ -185,6 +193,8 @@ def main() -> None:
         print(f"  {label:12} p50 direct {d50:7.2f} ms  proxy {p50:7.2f} ms  added {p50 - d50:6.2f} ms"
               f"  | p99 direct {d99:7.2f} ms  proxy {p99:7.2f} ms  added {p99 - d99:6.2f} ms")
     direct_rate, proxy_rate = statistics.median(rates["direct"]), statistics.median(rates["proxy"])
+    print(f"load average at the start {load0:.1f}, at the end {os.getloadavg()[0]:.1f} "
+          f"({os.cpu_count()} CPUs)")
     print(f"{args.clients} concurrent conversations x {args.turns} turns: direct "
           f"{direct_rate:7.1f} req/s, proxy {proxy_rate:7.1f} req/s, ratio "
           f"{proxy_rate / direct_rate:.2f} (runs: {rates})")

@@ -42,6 +42,7 @@ from turnlog.engine.model.events import (
     ModelResponded,
     ToolCallRejected,
     ToolCompleted,
+    ToolProgressed,
     ToolStarted,
     UserMessage,
     decode_event,
@@ -122,6 +123,9 @@ def redact(event: Event) -> Event:
             return replace(event, content=ERASED, arguments={}, details={})
         case ToolStarted():
             return replace(event, arguments={})
+        case ToolProgressed():  # the step's kind stays, what it said goes
+            kind = event.data.get("kind")
+            return replace(event, data={} if kind is None else {"kind": kind})
         case ToolCompleted():
             return replace(event, content=ERASED, data=None, error=_text(event.error))
         case ApprovalRequested():

@@ -75,11 +75,23 @@ def _variants(secret: str) -> list[str]:
 
 
 class Redactor:
-    """Masks one secret (and its encodings) in text and in parsed JSON data."""
+    """Masks secrets (and their encodings) in text and in parsed JSON data.
 
-    def __init__(self, secret: str | None) -> None:
+    ``Redactor(key)`` masks one key; ``Redactor(key, *more)`` every one given
+    (a request may carry several credentials: a header, a second header, a
+    query parameter); ``None`` and too-short values are ignored::
+
+        >>> Redactor("sk-first-0123456789", None, "other-secret-value").text(
+        ...     "sk-first-0123456789 and other-secret-value")
+        '[redacted key] and [redacted key]'
+    """
+
+    def __init__(self, secret: str | None = None, *more: str | None) -> None:
         self.secret = secret
-        variants = _variants(secret) if secret and len(secret) >= _MIN_SECRET else []
+        self.secrets = tuple(dict.fromkeys(s for s in (secret, *more) if s))
+        found = {v for s in self.secrets if len(s) >= _MIN_SECRET for v in _variants(s)}
+        # longest first: a key that contains another is masked whole
+        variants = sorted(found, key=lambda v: (-len(v), v))
         self._pattern = re.compile("|".join(map(re.escape, variants))) if variants else None
 
     def text(self, text: str) -> str:

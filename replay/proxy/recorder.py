@@ -27,7 +27,6 @@ through the providers' ``Redactor`` with the request's key.
 
 from __future__ import annotations
 
-import json
 import queue
 import sys
 import threading
@@ -61,7 +60,7 @@ from turnlog.engine.model.messages import Message, Part, ToolCall, ToolResult, t
 from turnlog.engine.providers import ModelRequest, ModelResponse
 from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
 from turnlog.engine.providers._stream import CUT_BY_STREAM
-from turnlog.engine.providers._redact import Redactor
+from turnlog.engine.providers._redact import Redactor, read_body
 from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError
 
@@ -70,11 +69,18 @@ from .threads import ThreadIndex, history_keys, item_key, message_items, message
 from .sse import SSEParser
 from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
 
-__all__ = ["BODY_LIMIT", "Exchange", "Recorder", "proxied", "rebuild_index", "settle",
-           "settle_request"]
+__all__ = ["BODY_LIMIT", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
+           "rebuild_index", "settle", "settle_request"]
 
 #: How much of an unparsed exchange's bodies is kept (characters each).
 BODY_LIMIT = 64_000
+#: A request body larger than this (bytes) is streamed upstream as it arrives, through a
+#: spool that keeps at most this much in memory (the rest in a temporary file).
+SPOOL_MEMORY = 1 << 20
+#: The largest request body recorded as events (bytes). A larger one (a 50 MB image) is
+#: forwarded whole but recorded as an unparsed exchange with its first ``BODY_LIMIT``
+#: characters, so that memory stays bounded whatever a client sends.
+RECORD_LIMIT = 16 << 20
 #: How long a locked journal is retried before the record is reported as lost.
 LOCK_RETRY_SECONDS = 30.0
 
@@ -86,7 +92,8 @@ class Exchange:
     wire: Wire
     path: str
     client: str
-    secret: str | None
+    #: every credential the request carried (masked wherever the exchange is recorded)
+    secrets: tuple[str, ...]
     #: when the request arrived (``time.monotonic``)
     started: float
     parsed: ParsedRequest | None = None
@@ -108,6 +115,8 @@ class Exchange:
     target: str | None = None
     target_model: str | None = None
     ended: float = field(default_factory=time.monotonic)
+    #: a large request body, streamed upstream: its bytes (``raw_request`` is then empty)
+    spool: Any = None
 
     @property
     def latency_ms(self) -> float:
@@ -115,15 +124,41 @@ class Exchange:
         return (self.ended - self.started) * 1000
 
 
+def _unspool(exchange: Exchange) -> None:
+    """Take a streamed body out of its spool: whole up to ``RECORD_LIMIT``, else its start."""
+    spool, exchange.spool = exchange.spool, None
+    with spool:
+        size = spool.seek(0, 2)
+        spool.seek(0)
+        if size <= RECORD_LIMIT:
+            exchange.raw_request = spool.read()
+        else:
+            exchange.raw_request = spool.read(BODY_LIMIT)
+            exchange.unparsed = (f"the request body ({size:,} bytes) is larger than the proxy "
+                                 f"records ({RECORD_LIMIT:,} bytes); it was forwarded whole")
+
+
 def settle_request(exchange: Exchange) -> None:
-    """Read the request in neutral form (``parsed``), or say why not (``unparsed``)."""
+    """Read the request in neutral form (``parsed``), or say why not (``unparsed``).
+
+    Credentials echoed inside the body (a history that quotes an answer
+    which held a key) are masked before it is read, as in every recorded answer.
+    """
+    if exchange.spool is not None:
+        _unspool(exchange)
     if exchange.parsed is not None or exchange.unparsed is not None:
         return
     if not exchange.known:
         exchange.unparsed = f"{exchange.path} is not a path the proxy reads"
         return
+    raw = exchange.raw_request
+    if exchange.secrets:
+        text = raw.decode(errors="surrogateescape")
+        masked = Redactor(*exchange.secrets).text(text)
+        if masked != text:
+            raw = masked.encode(errors="surrogateescape")
     try:
-        exchange.parsed = parse_request(exchange.wire, exchange.path, exchange.raw_request)
+        exchange.parsed = parse_request(exchange.wire, exchange.path, raw)
     except UnparsedRequest as exc:
         exchange.unparsed = str(exc)
 
@@ -132,34 +167,39 @@ def settle(exchange: Exchange) -> None:
     """Read what the proxy passed on: the request, and the answer as a response or failure.
 
     Done by the writer thread, after the client has its answer: parsing and
-    mapping never add latency.
+    mapping never add latency. The answer is read through a ``Redactor`` of
+    every credential the request carried, so a key the upstream echoes (in
+    its text, a field, an error) never reaches a recorded part.
     """
     settle_request(exchange)
     if exchange.parsed is None or exchange.response is not None or exchange.failure is not None:
         return
     wire = exchange.wire
+    redactor = Redactor(*exchange.secrets)
     if exchange.chunks is not None:
-        _settle_stream(exchange)
+        _settle_stream(exchange, redactor)
         return
+    text = exchange.raw_response.decode(errors="replace")
+    unreadable = MalformedResponseError("the answer is not a JSON object")
     try:
-        body = json.loads(exchange.raw_response)
-    except ValueError:
-        body = None
+        body = read_body(text, wire.name, redactor)
+    except MalformedResponseError as exc:
+        body, unreadable = None, exc
     if exchange.status == 200:
         try:
             if not isinstance(body, dict):
-                raise MalformedResponseError("the answer is not a JSON object")
+                raise unreadable
             exchange.response = wire.map_response(body)
         except ProviderError as exc:
             exchange.failure = (type(exc).__name__, str(exc), False, False, ())
         return
-    text = error_message(body, exchange.raw_response[:2000].decode(errors="replace"))
+    text = error_message(body, redactor.text(text[:2000]))
     exc = error_for_status(exchange.status or 0, text, wire.name)
     exchange.failure = (type(exc).__name__, str(exc), bool(getattr(
         exc, "retryable", exchange.status in (429, 500, 502, 503, 504, 529))), False, ())
 
 
-def _settle_stream(exchange: Exchange) -> None:
+def _settle_stream(exchange: Exchange, redactor: Redactor) -> None:
     wire = exchange.wire
     assembler = wire.assembler()
     broken = exchange.broken
@@ -171,7 +211,7 @@ def _settle_stream(exchange: Exchange) -> None:
     done = assembler.done or getattr(assembler, "finished", False)
     if exchange.complete and broken is None and done:
         try:
-            exchange.response = wire.map_response(assembler.body())
+            exchange.response = wire.map_response(redactor.data(assembler.body(), wire.name))
         except ProviderError as exc:
             exchange.failure = (type(exc).__name__, str(exc), False, False, ())
         return
@@ -181,7 +221,7 @@ def _settle_stream(exchange: Exchange) -> None:
             partial = tuple(
                 ToolCall(id=p.id, name=p.name, raw_arguments=p.raw_arguments,
                          invalid=CUT_BY_STREAM) if type(p) is ToolCall else p
-                for p in wire.map_response(assembler.body()).parts)
+                for p in wire.map_response(redactor.data(assembler.body(), wire.name)).parts)
         except ProviderError:
             partial = ()
     why = broken or ("the upstream ended the stream before its last event" if exchange.complete
@@ -318,7 +358,7 @@ class Recorder:
         journal = self._journal
         assert journal is not None, "start() first"
         settle(exchange)
-        redactor = Redactor(exchange.secret)
+        redactor = Redactor(*exchange.secrets)
         if exchange.parsed is None:
             return self._record_unparsed(exchange, exchange.unparsed or "unreadable", redactor)
         parsed = exchange.parsed

@@ -144,6 +144,18 @@ def test_every_form_of_the_secret_is_masked(secret, before, after):
     assert MASK in r.text(encoded)
 
 
+@given(secrets=st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\0"),
+                                min_size=8, max_size=30), min_size=1, max_size=4),
+       glue=st.text(max_size=10))
+def test_every_secret_of_several_is_masked_in_every_order(secrets, glue):
+    """A request's credentials are masked together: none survives, whichever comes first
+    and whether one contains another."""
+    text = glue.join(secrets + [json.dumps(s)[1:-1] for s in reversed(secrets)])
+    for order in (secrets, list(reversed(secrets))):
+        masked = Redactor(*order).text(text).replace(MASK, "\0")
+        assert [s for s in secrets if s in masked] == []
+
+
 def test_a_parsed_body_has_the_secret_masked_in_keys_values_and_escapes():
     text = _escaped(json.dumps({"a": [KEY, {KEY: 1}], "b": f"x{KEY}y"}))
     assert KEY not in text

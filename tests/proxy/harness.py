@@ -68,6 +68,13 @@ class ProxyServer:
         return f"{root}/v1" if wire.startswith("openai") else root
 
     def drain(self) -> None:
+        """Wait until every answered exchange is recorded: first until no request is in
+        flight (a streamed answer is submitted after its last chunk left, which the
+        client may have read already), then until the recorder's queue is empty."""
+        deadline = time.monotonic() + 10
+        while self._server is not None and self._server.server_state.tasks:
+            assert time.monotonic() < deadline, "requests still in flight"
+            time.sleep(0.005)
         if self.recorder is not None:
             self.recorder.drain()
 
