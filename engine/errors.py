@@ -13,6 +13,8 @@
         │   ├── UnknownEntryError       a transcript entry no format recognises (index, keys)
         │   └── TranscriptOrderError    entries the lifecycle refuses in that order (index)
         ├── ConversationExistsError     a new conversation's id is already taken
+        ├── ConversationErasedError     a replay, fork or run of a conversation whose content
+        │                               was erased (``seq``: the first erased event)
         ├── AuditError                  an audit that cannot be computed as asked
         │   ├── BadFilterError          a filter value turnlog cannot read (e.g. --since)
         │   └── PriceTableError         a price table file that is missing or malformed
@@ -51,6 +53,7 @@ __all__ = [
     "BadFilterError",
     "BadRequestError",
     "ConcurrencyError",
+    "ConversationErasedError",
     "ConversationExistsError",
     "ConversationNotFound",
     "CorruptEventError",
@@ -148,6 +151,17 @@ class TranscriptOrderError(FormatError):
 
 class ConversationExistsError(EngineError):
     """A new conversation was asked for under an id the journal already holds."""
+
+
+class ConversationErasedError(EngineError):
+    """A conversation whose content was erased cannot be replayed, forked or continued:
+    what the model would be sent is gone. ``conversation_id`` and ``seq`` name the first
+    erased event of its history."""
+
+    def __init__(self, message: str, *, conversation_id: str = "", seq: int = 0) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+        self.seq = seq
 
 
 class AuditError(EngineError):

@@ -20,7 +20,10 @@ _EXPORTS = {
         "POSTGRES", "SQLITE", "Dialect", "PgConnection", "ReadConnection", "connect_sql",
         "dialect_for", "dialect_of",
     ),
-    "._hashing": ("GENESIS_HASH", "event_hash"),
+    "._hashing": (
+        "CHAIN_VERSION", "ERASED_KEY", "GENESIS_HASH", "erased_digest", "erased_payload",
+        "event_hash",
+    ),
     "._heads": ("dump_heads", "load_heads"),
     "._journal": ("Journal", "connect_readonly", "sqlite_database"),
     "._lineage": ("walk_ancestry",),
@@ -43,7 +46,7 @@ _EXPORTS = {
     ".errors": (
         "CheckpointError", "ConcurrencyError", "CorruptEventError", "EventNotFoundError", "HeadsFileError",
         "InvalidAppendError", "InvalidReadError", "JournalConnectionError", "JournalError",
-        "JournalLockedError", "JournalNotFoundError", "NotAJournalError",
+        "JournalLockedError", "JournalNotFoundError", "NotAJournalError", "NotErasableError",
         "ReadOnlyJournalError", "SchemaTooNewError", "SeqGapError", "StreamNotFoundError",
         "TurnlogError",
     ),
@@ -57,7 +60,9 @@ if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_t
         POSTGRES, SQLITE, Dialect, PgConnection, ReadConnection, connect_sql, dialect_for,
         dialect_of,
     )
-    from ._hashing import GENESIS_HASH, event_hash
+    from ._hashing import (
+        CHAIN_VERSION, ERASED_KEY, GENESIS_HASH, erased_digest, erased_payload, event_hash,
+    )
     from ._heads import dump_heads, load_heads
     from ._journal import Journal, connect_readonly, sqlite_database
     from ._lineage import walk_ancestry
@@ -80,7 +85,8 @@ if TYPE_CHECKING:  # the names as type checkers see them (tests/packaging/test_t
     from .errors import (
         CheckpointError, ConcurrencyError, CorruptEventError, EventNotFoundError, HeadsFileError,
         InvalidAppendError, InvalidReadError, JournalConnectionError, JournalError,
-        JournalLockedError, JournalNotFoundError, NotAJournalError, ReadOnlyJournalError,
+        JournalLockedError, JournalNotFoundError, NotAJournalError, NotErasableError,
+        ReadOnlyJournalError,
         SchemaTooNewError, SeqGapError, StreamNotFoundError, TurnlogError,
     )
 

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import starmap
@@ -26,6 +26,7 @@ from ._blobs import (
     join,
     split_events,
 )
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
@@ -37,7 +38,9 @@ from ._schema import (
     LOG_TREE_FROM,
     SCHEMA_VERSION,
     Extension,
+    chain_version,
     check_extensions,
+    core_guards,
     check_schema,
     missing_guards,
     open_schema,
@@ -74,6 +77,7 @@ from .errors import (
     InvalidAppendError,
     InvalidReadError,
     JournalError,
+    JournalLockedError,
     NotAJournalError,
     ReadOnlyJournalError,
     SeqGapError,
@@ -94,6 +98,7 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
+_LAST_SEQ = "SELECT max(seq) FROM events WHERE stream_id = ?"
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (?, ?)"
 
@@ -123,6 +128,11 @@ class Journal:
 
     readonly: bool
     """Whether this handle refuses writes (opened with ``readonly=True``)."""
+
+    chain_version: int
+    """The journal's hash chain version (``journal.CHAIN_VERSION`` for a journal created
+    by this turnlog; 1 for one that had events before schema 7): only version 2 and up
+    can erase content (:func:`journal.erase`)."""
 
     restored_guards: tuple[str, ...]
     """The guards this (writable) open found missing and reinstalled: triggers that a tool
@@ -163,6 +173,7 @@ class Journal:
             self._has_tree = version >= LOG_TREE_FROM
             self._blobs = self._blob_store() if version >= BLOBS_FROM else None
             self._sql = statements(version >= COMPACT_HASHES_FROM)
+            self.chain_version = chain_version(self._conn)
             self._cursor = self._conn.cursor()
             self._thread = threading.get_ident()
             return
@@ -183,6 +194,7 @@ class Journal:
             raise
         self._sql = statements(True)  # opened to write: migrated to the current schema
         self._has_tree = True
+        self.chain_version = chain_version(self._conn)
         self._blobs = self._blob_store()
         self._cursor = self._conn.cursor()
         self._thread = threading.get_ident()
@@ -304,6 +316,85 @@ class Journal:
             self._heads[last.stream_id] = (last.seq, last.hash)
         return written
 
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+        """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``: all or nothing.
+
+        In one transaction, each payload not erased yet becomes an erased payload that
+        keeps its SHA-256 and ``kept[seq]`` (a JSON object: what the caller keeps of the
+        event, its structure without content), the snapshots of the stream and its forks
+        are dropped, and ``record(seqs)`` (an ``erasure_recorded`` event naming the seqs
+        erased) is appended. Every hash, the log tree and every checkpoint stay valid
+        (chain version 2; version 1 is refused with :class:`NotErasableError`). The
+        connection overwrites freed bytes (``secure_delete``) and, after the commit, the
+        WAL is checkpointed and truncated, so the old content is in neither file; readers
+        that keep the WAL busy make it a :class:`JournalLockedError` (the content is
+        erased everywhere readers look; running it again finishes the checkpoint).
+        Returns the seqs erased (empty: all were erased already, nothing was written).
+        """
+        if self.readonly:
+            raise ReadOnlyJournalError(f"erase in stream {stream_id!r}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
+        check_chain(self.path, self.chain_version, stream_id)
+        conn, cursor = self._conn, self._cursor
+        seqs = sorted(kept)
+        try:
+            cursor.execute("PRAGMA secure_delete = ON")
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                marks = ", ".join("?" * len(seqs))
+                stored = cursor.execute(
+                    f"SELECT seq, type, payload FROM events WHERE stream_id = ? AND seq IN ({marks})",
+                    (stream_id, *seqs)).fetchall()
+                changes = erasures(self.path, stream_id, stored, kept)
+                if changes:
+                    self._erase_rows(stream_id, changes,
+                                     parts_of(stored, [seq for seq, _ in changes]))
+                    last = cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
+                    written = [self._write(StreamAppend(stream_id, [record([s for s, _ in changes])],
+                                                        last), self._now())]
+                    edge = self._grow_tree(written)
+                    if self._hooks:
+                        self._run_hooks(written)
+                cursor.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if changes:
+                self._edge = edge
+                self._heads[stream_id] = (written[0][-1].seq, written[0][-1].hash)
+            busy = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, f"erase in stream {stream_id!r}") from exc
+        if busy is not None and busy[0]:
+            raise JournalLockedError(
+                f"erase in stream {stream_id!r}: the content is erased from the journal, but "
+                f"another connection is reading {self.path}, so older copies of its pages are "
+                "still in the WAL file; run the erase again once the readers have closed")
+        return [seq for seq, _ in changes]
+
+    def _erase_rows(self, stream_id: str, changes: list[tuple[int, str]],
+                    parts: set[str]) -> None:
+        """Rewrite the payloads, drop the stream's (and its forks') snapshots and the parts
+        (``blobs``) no other event references, inside the transaction: the append-only
+        guards are lifted for these statements only (a rollback puts them back)."""
+        cursor = self._cursor
+        guards = core_guards(self._version)
+        lifted = ("events_refuse_update", "snapshots_refuse_delete", "blobs_refuse_delete")
+        for name in lifted:
+            cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+        cursor.executemany("UPDATE events SET payload = ? WHERE stream_id = ? AND seq = ?",
+                           [(payload, stream_id, seq) for seq, payload in changes])
+        cursor.execute(DROP_SNAPSHOTS.format(p="?"), (stream_id,))
+        for digest in sorted(parts):
+            if cursor.execute("SELECT 1 FROM events WHERE instr(payload, ?) > 0 LIMIT 1",
+                              (f'{{"$blob":"{digest}"',)).fetchone() is None:
+                cursor.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
+        for name in lifted:
+            if name in guards:
+                cursor.execute(guards[name])
+
     def _grow_tree(self, written: list[list[StoredEvent]]
                    ) -> tuple[int, dict[tuple[int, int], bytes]]:
         """Add the appended events' leaves (and the subtrees they complete) to ``tree``,
@@ -332,7 +423,8 @@ class Journal:
         try:
             prev_hash = self._prev_hash(stream_id, expected_seq, self._heads.get(stream_id), parent)
             stored = split_events(events, self.blob_threshold, parts)
-            rows = chain_rows(prev_hash, stream_id, expected_seq, stored, now)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, stored, now,
+                              self.chain_version)
             last_position = self._insert(rows, stream_id, parent)
             if parts:
                 self._cursor.executemany(INSERT_BLOB, parts.items())
@@ -651,7 +743,8 @@ class Journal:
         """
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         try:
-            report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact)
+            report = verify_chains(self._conn, stream_id, progress, compact=self._sql.compact,
+                                   chain=self.chain_version)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
             if report.first_bad is None and self._blobs is not None:

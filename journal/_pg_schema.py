@@ -23,7 +23,10 @@ import psycopg
 from ._blobs import BLOBS_FROM, BLOBS_TABLE_POSTGRES
 from ._logtree import leaf_data
 from ._merkle import Frontier, node_id
-from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, lost_constraints, new_origin
+from ._hashing import CHAIN_VERSION
+from ._schema import (
+    CHAIN_KEY, READABLE_FROM, SCHEMA_VERSION, Extension, lost_constraints, new_origin,
+)
 from .errors import NotAJournalError, SchemaTooNewError
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "core_guards",
     "missing_pg_guards",
     "open_pg_schema",
+    "pg_chain_version",
     "restore_pg_guards",
 ]
 
@@ -147,9 +151,22 @@ def _create_v6(conn: psycopg.Connection) -> None:
         conn.execute(_refusal("blobs", op))
 
 
+def _create_v7(conn: psycopg.Connection) -> None:
+    """The chain's version, as SQLite's schema 7: 2 for a journal without events, else 1."""
+    has_events = conn.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
+    conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "
+                 "ON CONFLICT (key) DO NOTHING", (CHAIN_KEY, "1" if has_events else str(CHAIN_VERSION)))
+
+
+def pg_chain_version(conn: psycopg.Connection) -> int:
+    """The chain version a PostgreSQL journal records (1 when none: before schema 7)."""
+    row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = %s", (CHAIN_KEY,)).fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 1
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
     (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
-    (6, _create_v6)]
+    (6, _create_v6), (7, _create_v7)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import starmap
@@ -33,6 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow
@@ -40,7 +41,7 @@ from ._merkle import Frontier, Node
 from ._one import one_row
 from ._pg import Pool
 from ._pg_tree import PgTreeStore
-from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema
+from ._pg_schema import check_pg_schema, missing_pg_guards, open_pg_schema, pg_chain_version
 from ._blobs import (
     BLOBS_FROM,
     DEFAULT_BLOB_THRESHOLD,
@@ -101,6 +102,8 @@ SELECT min(position), max(position), pg_notify(%s, max(position)::text) FROM ins
 """
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (%s, %s, %s)"
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_ERASE_GUARDS = (("events", "events_refuse_update"), ("snapshots", "snapshots_refuse_delete"),
+                 ("blobs", "blobs_refuse_delete"))
 _INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (%s, %s)"
 _HEAD = "SELECT seq, hash FROM events WHERE stream_id = %s ORDER BY seq DESC LIMIT 1"
 _HASH_AT = "SELECT hash FROM events WHERE stream_id = %s AND seq = %s"
@@ -210,6 +213,7 @@ class PostgresJournal:
                     restored, self._unwritable = open_pg_schema(
                         conn, self.path, self._extensions)
                     self.restored_guards = tuple(restored)
+                self.chain_version = pg_chain_version(conn)  # as Journal.chain_version
                 oid = one_row(conn.execute("SELECT to_regclass('events')::oid::bigint").fetchone(),
                               self.path)[0]
         except BaseException:
@@ -312,6 +316,58 @@ class PostgresJournal:
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
 
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+        """As :meth:`journal.Journal.erase`, in one transaction under the position lock (the
+        append-only triggers disabled for its statements only). After the commit, ``VACUUM
+        FULL`` rewrites ``events`` and ``snapshots`` so the old row versions (and their
+        TOAST) leave the table files, and a ``CHECKPOINT`` is asked for where the role may
+        (the server's WAL segments, archives and backups keep the old content until they
+        age out: the operator's retention, see docs/erasure-design.md)."""
+        if self.readonly:
+            raise ReadOnlyJournalError(f"erase in stream {stream_id!r}: {self.path} is open read-only")
+        if self._unwritable:
+            raise NotAJournalError(self._unwritable)
+        check_chain(self.path, self.chain_version, stream_id)
+        seqs = sorted(kept)
+        with self._pool.connection(f"erase in stream {stream_id!r}") as conn:
+            with conn.transaction():
+                conn.execute(_LOCK, (self._lock_key,))
+                stored = conn.execute(
+                    "SELECT seq, type, payload FROM events WHERE stream_id = %s AND seq = ANY(%s)",
+                    (stream_id, seqs)).fetchall()
+                changes = erasures(self.path, stream_id, stored, kept)
+                if changes:
+                    for table, name in _ERASE_GUARDS:
+                        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {name}")
+                    conn.cursor().executemany(
+                        "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
+                        [(payload, stream_id, seq) for seq, payload in changes])
+                    conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
+                    for digest in sorted(parts_of(stored, [seq for seq, _ in changes])):
+                        if conn.execute("SELECT 1 FROM events WHERE strpos(payload, %s) > 0 "
+                                        "LIMIT 1", (f'{{"$blob":"{digest}"',)).fetchone() is None:
+                            conn.execute("DELETE FROM blobs WHERE digest = %s", (digest,))
+                    for table, name in _ERASE_GUARDS:
+                        conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
+                    last = one_row(conn.execute(_HEAD, (stream_id,)).fetchone(), self.path)[0]
+                    parts: dict[str, bytes] = {}
+                    [rows] = self._chain(conn, [StreamAppend(
+                        stream_id, [record([s for s, _ in changes])], last)], self._now(), parts)
+                    if parts:
+                        conn.cursor().executemany(INSERT_BLOB_POSTGRES, list(parts.items()))
+                    first, _, _ = one_row(conn.execute(
+                        _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
+                    edge = self._grow_tree(conn, first - 1, rows)
+            if changes:
+                self._edge = edge
+                self._heads[stream_id] = (rows[-1][1], rows[-1][7])
+                conn.execute("VACUUM FULL events, snapshots, blobs")
+                try:
+                    conn.execute("CHECKPOINT")
+                except pg_errors.InsufficientPrivilege:
+                    pass  # documented: the server's own checkpoint follows within minutes
+        return [seq for seq, _ in changes]
+
     def _lost_commit(self, batches: list[StreamAppend], exc: Exception) -> JournalConnectionError:
         """The connection broke while the append's COMMIT was under way: the server may or
         may not have committed it, and only reading the stream's last seq tells which."""
@@ -362,7 +418,8 @@ class PostgresJournal:
         for stream_id, events, expected_seq, parent in batches:
             prev_hash = self._prev_hash(conn, stream_id, expected_seq, parent, hashes)
             stored = split_events(events, self.blob_threshold, parts)
-            rows = chain_rows(prev_hash, stream_id, expected_seq, stored, now)
+            rows = chain_rows(prev_hash, stream_id, expected_seq, stored, now,
+                              self.chain_version)
             hashes.update(((row[0], row[1]), row[7]) for row in rows)
             chained.append(rows)
         return chained
@@ -615,7 +672,7 @@ class PostgresJournal:
         action = "verifying" if stream_id is None else f"verifying stream {stream_id!r}"
         with self._pool.connection(action) as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            report = verify_source(_PgChains(conn), stream_id, progress)
+            report = verify_source(_PgChains(conn, self.chain_version), stream_id, progress)
             if stream_id is not None and report.checked_events == 0 and report.ok:
                 raise StreamNotFoundError(f"{self.path} has no stream {stream_id!r}")
             if report.first_bad is None and self._blobs is not None:
@@ -655,8 +712,9 @@ class _PgChains:
 
     expected_types = TEXT_TYPES  # PostgreSQL keeps hashes as hex text
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection, chain: int = 1) -> None:
         self.conn = conn
+        self.chain_version = chain
         self._cursors = 0
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:

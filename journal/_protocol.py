@@ -10,7 +10,7 @@ Hash values are the same on every backend (:func:`journal.event_hash`).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
@@ -53,6 +53,10 @@ class JournalProtocol(Protocol):
 
     readonly: bool
     """Whether this handle refuses every write (:class:`~journal.ReadOnlyJournalError`)."""
+
+    chain_version: int
+    """The journal's hash chain version (``journal.CHAIN_VERSION`` for new journals; 1 for
+    one written before schema 7): what each event's hash covers, and whether it can erase."""
 
     def __enter__(self) -> JournalProtocol: ...
 
@@ -258,6 +262,16 @@ class JournalProtocol(Protocol):
 
     def check_heads(self, heads: Iterable[Head]) -> list[BadEvent]:
         """Saved heads that no longer hold (stream gone, shorter, or rewritten there)."""
+        ...
+
+    def erase(self, stream_id: str, kept: Mapping[int, str],
+              record: Callable[[Sequence[int]], NewEvent]) -> list[int]:
+        """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``, keeping each
+        one's SHA-256 and the JSON object ``kept[seq]``, and append ``record(seqs erased)``
+        (an ``erasure_recorded`` event) in the same transaction; every hash, the log tree
+        and every checkpoint stay valid. Then the old bytes are removed from the files.
+        Raises :class:`~journal.NotErasableError` under chain version 1. Returns the seqs
+        erased (those erased already are skipped; none: nothing written)."""
         ...
 
     def verify(

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from ._hashing import event_hash
+from ._hashing import CHAIN_VERSION, event_hash
 from ._types import NewEvent, StreamAppend
 from .errors import ConcurrencyError, InvalidAppendError, InvalidReadError, SeqGapError
 
@@ -146,9 +146,10 @@ def _check_parent(parent: object, expected_seq: int, stream_id: str) -> None:
 
 
 def chain_rows(
-    prev_hash: str, stream_id: str, expected_seq: int, events: Sequence[NewEvent], now: str
+    prev_hash: str, stream_id: str, expected_seq: int, events: Sequence[NewEvent], now: str,
+    chain: int = CHAIN_VERSION,
 ) -> list[Row]:
-    """Check each event and chain it to the one before.
+    """Check each event and chain it to the one before, under chain version ``chain``.
 
     Events without their own ``recorded_at`` get ``now``: one append, one moment.
     """
@@ -158,8 +159,8 @@ def chain_rows(
         seq = expected_seq + 1 + index
         try:
             digest = event_hash(
-                prev_hash, stream_id, seq, event.type, event.version, recorded_at, event.payload
-            )
+                prev_hash, stream_id, seq, event.type, event.version, recorded_at, event.payload,
+                chain=chain)
         except UnicodeEncodeError:
             raise _invalid(stream_id, index, "the payload is not valid Unicode text") from None
         rows.append(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
 
+from ._hashing import CHAIN_VERSION
 from ._blobs import BLOBS_FROM, BLOBS_TABLE
 from ._logtree import LEAF_COLUMN, leaf_data
 from ._merkle import Frontier, node_id
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPLICATION_ID",
+    "CHAIN_KEY",
     "COMPACT_HASHES_FROM",
     "LOG_TREE_FROM",
     "MIGRATIONS",
@@ -35,6 +37,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Extension",
     "check_extensions",
+    "chain_version",
     "check_schema",
     "core_guards",
     "lost_constraints",
@@ -49,6 +52,8 @@ APPLICATION_ID = 0x544C4F47
 
 META_TABLE = "_turnlog_meta"
 _SCHEMA_KEY = "schema_version"
+CHAIN_KEY = "chain_version"
+"""The ``_turnlog_meta`` key of the journal's chain version (absent before schema 7: 1)."""
 
 
 class Extension(msgspec.Struct, frozen=True, kw_only=True):
@@ -319,9 +324,18 @@ def _create_v6(db: Database) -> None:
         db.execute(_refusal("blobs", operation))
 
 
+def _create_v7(db: Database) -> None:
+    """The chain's version (``chain_version`` in ``_turnlog_meta``, see ``_hashing``): 2,
+    erasable, for a journal without events; 1 (as they were hashed) for one with events.
+    Nothing else changes: no hash is recomputed."""
+    has_events = db.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
+    db.execute(f"INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('{CHAIN_KEY}', ?)",
+               ("1" if has_events else str(CHAIN_VERSION),))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
     (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
-    (6, _create_v6)]
+    (6, _create_v6), (7, _create_v7)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -375,6 +389,15 @@ def check_schema(db: Database, path: str, extensions: Sequence[Extension]) -> in
             f"{SCHEMA_VERSION}: open it once for writing to migrate it, then read it"
         )
     return int(meta[_SCHEMA_KEY])
+
+
+def chain_version(conn: Any) -> int:
+    """The chain version a SQLite journal records (1 when it records none: before schema 7)."""
+    try:
+        row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = ?", (CHAIN_KEY,)).fetchone()
+    except Exception:  # noqa: BLE001 - no meta table: not a journal yet
+        return 1
+    return int(row[0]) if row is not None and _is_version(row[0]) else 1
 
 
 def core_guards(version: int) -> dict[str, str]:

@@ -64,6 +64,12 @@ class StoredEvent(msgspec.Struct, frozen=True):
     prev_hash: str
     hash: str
 
+    @property
+    def erased(self) -> bool:
+        """Whether this event's content was erased (:func:`journal.erase`): its payload
+        then keeps only the original's digest and what the erasure chose to keep."""
+        return self.payload.startswith('{"turnlog:erased":"')
+
 
 class StreamInfo(msgspec.Struct, frozen=True):
     """A summary of one stream. ``parent_*`` are set when the stream is a fork."""

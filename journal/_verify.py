@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
+from hashlib import sha256
 from typing import Any, Protocol
 
 import msgspec
 
-from ._hashing import GENESIS_HASH, hash_encoded
+from ._erase import ERASURE_TYPE
+from ._hashing import GENESIS_HASH, erased_digest, hash_encoded
 from ._lineage import find_loop
 from ._statements import hex_of, statements
 from ._types import BadEvent, Head, VerifyReport
@@ -29,6 +31,8 @@ __all__ = [
     "verify_chains",
     "verify_source",
 ]
+
+_ERASURE = ERASURE_TYPE.encode()  # the record whose ``seqs`` names the erased events
 
 _COLUMNS = ("stream_id", "seq", "type", "version", "recorded_at", "payload", "prev_hash", "hash")
 _TYPES = ("text", "integer", "text", "integer", "text", "text", "text", "text")
@@ -93,6 +97,8 @@ class ChainSource(Protocol):
     """
 
     expected_types: str
+    chain_version: int
+    """The journal's chain version (``_hashing``): what each event's hash covers."""
 
     def all_rows(self) -> Iterable[tuple[Any, ...]]:
         """Every stream's rows."""
@@ -126,8 +132,9 @@ class ChainSource(Protocol):
 class _SqliteChains:
     """A SQLite connection as a :class:`ChainSource` (``compact``: hashes stored as BLOBs)."""
 
-    def __init__(self, conn: sqlite3.Connection, compact: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, compact: bool, chain: int = 1) -> None:
         self.conn = conn
+        self.chain_version = chain
         self.expected_types = COMPACT_TYPES if compact else TEXT_TYPES
         columns = _chain_columns(compact)
         self._all = f"SELECT {columns} FROM events ORDER BY stream_id, seq"
@@ -178,9 +185,11 @@ def verify_chains(
     progress: Progress | None = None,
     *,
     compact: bool = True,
+    chain: int = 1,
 ) -> VerifyReport:
-    """:func:`verify_source` over a SQLite journal's connection (``compact``: schema 3 on)."""
-    return verify_source(_SqliteChains(conn, compact), stream_id, progress)
+    """:func:`verify_source` over a SQLite journal's connection (``compact``: schema 3 on;
+    ``chain``: its chain version)."""
+    return verify_source(_SqliteChains(conn, compact, chain), stream_id, progress)
 
 
 def verify_source(
@@ -193,7 +202,8 @@ def verify_source(
     ``progress(n)``, when given, hears every ~1,000 events how many more were checked.
     """
     if stream_id is None:
-        return _report(_check(source, _ticking(source.all_rows(), progress)), source, None)
+        return _report(_check(source, _ticking(source.all_rows(), progress), None),
+                       source, None)
     segments, loop = find_loop(source.link, stream_id)
     if loop is not None:
         bad = BadEvent(loop, 1, f"the fork link of {loop!r} closes a loop of fork links")
@@ -203,7 +213,8 @@ def verify_source(
         for sid, upto in segments:
             yield from source.segment_rows(sid, _MAX_SEQ if upto is None else upto)
 
-    return _report(_check(source, _ticking(rows(), progress)), source, stream_id)
+    whole = {sid for sid, upto in segments if upto is None}
+    return _report(_check(source, _ticking(rows(), progress), whole), source, stream_id)
 
 
 def bad_payload_in(conn: sqlite3.Connection, stream_id: str | None, *,
@@ -265,8 +276,16 @@ def _report(
     return VerifyReport(ok=bad is None, checked_events=checked, first_bad=bad)
 
 
-def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]]) -> tuple[int, BadEvent | None]:
-    """Walk rows ordered by stream then seq; return how many were checked and the first bad."""
+def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]],
+           whole: set[str] | None) -> tuple[int, BadEvent | None]:
+    """Walk rows ordered by stream then seq; return how many were checked and the first bad.
+
+    Under chain version 2 an erased event must be named by a later ``erasure_recorded``
+    event of its stream (checked for the streams walked to their end: all of them, or
+    those in ``whole``): a payload replaced without that record was tampered with.
+    """
+    chain = getattr(source, "chain_version", 1)
+    unlisted: dict[int, None] = {}
     checked = 0
     current: bytes | None = None
     name = ""
@@ -276,6 +295,9 @@ def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]]) -> tuple[int, B
     expected_types = source.expected_types
     for raw_sid, seq, type_, version, recorded_at, payload, prev_hash, stored, types in rows:
         if raw_sid != current:
+            if unlisted and (whole is None or name in whole):
+                return checked, _unlisted(name, unlisted)
+            unlisted = {}
             current, expected_seq = raw_sid, 1
             decoded = _name(raw_sid)
             if type(raw_sid) is not bytes or decoded is None:
@@ -295,14 +317,43 @@ def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]]) -> tuple[int, B
                 "(an event was removed, inserted or reordered)"
             )
             return checked, BadEvent(name, seq, reason)
-        fields = (prev_hash, raw_sid, b"%d" % seq, type_, b"%d" % version, recorded_at, payload)
+        if chain == 1:
+            field = payload
+        else:
+            kept = erased_digest(payload)
+            if kept is not None:
+                unlisted[seq] = None
+                field = kept.encode()
+            else:
+                field = sha256(payload).hexdigest().encode()
+                if type_ == _ERASURE:
+                    for listed in _listed(payload):
+                        unlisted.pop(listed, None)
+        fields = (prev_hash, raw_sid, b"%d" % seq, type_, b"%d" % version, recorded_at, field)
         if hash_encoded(fields).encode() != stored:
             return checked, BadEvent(
                 name, seq, "hash mismatch: the event's fields were edited after it was written"
             )
         prev = stored
         expected_seq += 1
+    if unlisted and (whole is None or name in whole):
+        return checked, _unlisted(name, unlisted)
     return checked, None
+
+
+def _unlisted(name: str, unlisted: dict[int, None]) -> BadEvent:
+    seq = min(unlisted)
+    return BadEvent(name, seq, "the payload was erased, but no later erasure_recorded event "
+                    "of the conversation names it (it was replaced outside turnlog)")
+
+
+def _listed(payload: bytes) -> list[int]:
+    """The seqs an ``erasure_recorded`` payload names (none when it is not as written)."""
+    try:
+        seqs = msgspec.json.decode(payload).get("seqs", [])
+    except (msgspec.DecodeError, AttributeError):
+        return []
+    return [s for s in seqs if type(s) is int] if isinstance(seqs, list) else []
 
 
 def _name(raw: object) -> str | None:

@@ -19,6 +19,8 @@
     │   │                       or fork links that loop
     │   ├── StreamNotFoundError no such stream / conversation
     │   ├── EventNotFoundError  no event at that (stream, seq), e.g. a fork point too far
+    │   ├── NotErasableError    an erasure refused: a chain that hashes payloads (version 1),
+    │   │                       an erasure record named, readers that kept the WAL
     │   ├── HeadsFileError      a saved heads file cannot be read or has the wrong shape
     │   └── CheckpointError     a key or signed checkpoint that is malformed (``tampered``
     │                           False) or does not hold (``tampered`` True)
@@ -42,6 +44,7 @@ __all__ = [
     "JournalLockedError",
     "JournalNotFoundError",
     "NotAJournalError",
+    "NotErasableError",
     "ReadOnlyJournalError",
     "SchemaTooNewError",
     "SeqGapError",
@@ -142,6 +145,11 @@ class StreamNotFoundError(JournalError):
 
 class EventNotFoundError(JournalError):
     """No event at that (stream, seq): the stream is missing or ends before that seq."""
+
+
+class NotErasableError(JournalError):
+    """An erasure refused before anything changed: the journal's chain hashes payloads
+    themselves (chain version 1), or an event named is an erasure's own record."""
 
 
 class HeadsFileError(JournalError):

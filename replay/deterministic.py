@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from turnlog.engine.audit.erasure import refuse_erased
 from turnlog.engine.errors import ConversationNotFound
 from turnlog.engine.model.events import (
     ConversationCompleted,
@@ -194,10 +195,12 @@ def replay(journal: JournalProtocol, conversation_id: str, *, collect: bool = Fa
     skips re-hashing each request in the provider (the loop's recorded
     ``model_requested`` digest is still compared). Raises
     ``ConversationNotFound`` for an unknown id, ``RecordingError`` for a
-    stream that is not a conversation.
+    stream that is not a conversation, ``ConversationErasedError`` for one whose
+    content (or its fork parent's) was erased.
     """
     if not journal.last_seq(conversation_id):
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
+    refuse_erased(journal, conversation_id, "replay")
     recording = Recording(journal, conversation_id)
     reason = _not_replayable(recording)
     if reason is not None:

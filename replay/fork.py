@@ -23,6 +23,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from turnlog.engine.audit.erasure import refuse_erased
 from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.errors import ConversationExistsError, InvalidTransition
 from turnlog.engine.model.events import ConversationStarted, DuplicatePolicy, ForkRef, ToolSpec, UserMessage
@@ -78,9 +79,12 @@ def fork(journal: JournalProtocol, conversation_id: str, at_seq: int, *, new_id:
 
     Raises ``ConversationNotFound``, ``ForkPointError`` (no such seq, or a
     user message where the parent was waiting for something else, e.g. tool
-    results) or ``ConversationExistsError`` (``new_id`` is taken); on any error the
-    journal is left as it was.
+    results), ``ConversationExistsError`` (``new_id`` is taken) or
+    ``ConversationErasedError`` (its content, or its parent's, was erased); on any error
+    the journal is left as it was.
     """
+    if journal.last_seq(conversation_id):
+        refuse_erased(journal, conversation_id, "fork")
     new_id = new_id or f"{conversation_id}.fork{at_seq}-{uuid.uuid4().hex[:8]}"
     if journal.last_seq(new_id):
         raise ConversationExistsError(f"cannot fork into {new_id!r}: conversation {new_id!r} "

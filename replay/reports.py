@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from turnlog.engine.audit.erasure import first_erased
 from turnlog.journal import (
     Extension,
     Journal,
@@ -109,8 +110,12 @@ def replay_all(journal: JournalProtocol, *, driver: Driver | None = None, record
     ids = sorted(info.stream_id for info in journal.streams())
     results = []
     for cid in ids:
-        results.append(replay(journal, cid, collect=True, driver=driver,
-                              check_digest=check_digest))
+        erased = first_erased(journal, cid)
+        results.append(
+            ReplayResult(conversation_id=cid, ok=True,
+                         skipped=f"its content was erased (seq {erased.seq} of {erased.stream_id})")
+            if erased is not None else
+            replay(journal, cid, collect=True, driver=driver, check_digest=check_digest))
         if on_result is not None:
             on_result(results[-1])
     report = ReplayReport(run_id=uuid.uuid4().hex,

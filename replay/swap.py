@@ -34,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from turnlog.engine.audit.erasure import refuse_erased
 from turnlog.engine.errors import ConversationExistsError
 from turnlog.engine.model.events import ConversationStarted, RejectReason, ReplayRef, UserMessage
 from turnlog.engine.loop.texts import refusal_message
@@ -111,6 +112,7 @@ def swap(journal: JournalProtocol, conversation_id: str, provider: Any, *, model
     without user input, ``ConversationExistsError`` for a taken ``new_id``.
     """
     source_state = rebuild(journal, conversation_id)
+    refuse_erased(journal, conversation_id, "replay")
     swap_tools = SwapTools(journal, conversation_id, tools)
     model = model or getattr(provider, "model", None) or source_state.model
     new_id = new_id or new_replay_id(conversation_id, provider.name)

@@ -48,7 +48,7 @@ def write_old_journal(
             prev = conn.execute("SELECT hash FROM events WHERE stream_id = ? AND seq = ?",
                                 parent).fetchone()[0]
             conn.execute("INSERT INTO stream_links VALUES (?, ?, ?)", (stream_id, *parent))
-        rows = chain_rows(prev, stream_id, 0, new, "2025-01-01T00:00:00.000000Z")
+        rows = chain_rows(prev, stream_id, 0, new, "2025-01-01T00:00:00.000000Z", 1)
         conn.executemany(
             "INSERT INTO events (stream_id, seq, type, version, recorded_at, payload, prev_hash, "
             "hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -70,12 +70,11 @@ def as_schema_2(path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 0, \
             "as_schema_2 takes a journal without content-addressed parts"
         views = conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' "
-                             "AND sql LIKE '%blobs%'").fetchall()
-        if views:  # the engine's views of that time (v4): not reading blobs, and the
-            # conversations view's one-level status
+                             "AND (sql LIKE '%blobs%' OR name = 'conversations')").fetchall()
+        if views:  # the engine's views of that time (v4) did not read blobs, skip markers
+            # nor walk forks of any depth
             from turnlog.engine.audit.views import _PREVIOUS
 
-            views += [("conversations",)]
             for (name,) in views:
                 conn.execute(f"DROP VIEW {name}")
                 conn.execute(_PREVIOUS[4][name])

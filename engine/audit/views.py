@@ -102,9 +102,8 @@ def _own_tokens(d: Dialect, column: str) -> str:
 # The status is generated from the Python rule (``engine.audit.status``), walking forks of
 # any depth. Each stream's last event is found by an index lookup per conversation, not by
 # grouping every event, so listing 10,000 conversations does not read a million index entries.
-def _conversations(d: Dialect) -> str:
-    return _conversations_v4(d).replace(
-        f"{_v4_status(d)} AS status", status_sql(d, "s.stream_id", "z.seq", "z.type") + " AS status")
+def _conversations(d: Dialect, markers: bool = True) -> str:
+    return _conversations_v4(d, status_sql(d, "s.stream_id", "z.seq", "z.type"), markers)
 
 
 # Version 4's conversations view (its status handled one level of forks), kept for
@@ -113,19 +112,27 @@ def _conversations(d: Dialect) -> str:
 # Each stream's last event is found by an index lookup per conversation, not by grouping
 # every event, so listing 10,000 conversations does not read a million index entries.
 # A fork's own start ends its parent's interruption (the fork was never interrupted).
-def _conversations_v4(d: Dialect) -> str:
+_MARKERS = "('erasure_recorded', 'hold_placed', 'hold_released')"
+
+
+def _conversations_v4(d: Dialect, status: str | None = None, markers: bool = False) -> str:
+    """``status``: the status expression (version 4's one-level rule by default);
+    ``markers``: an erasure's or a hold's record does not change the status (version 6)."""
     j = d.json
+    own = f" AND m.type NOT IN {_MARKERS}" if markers else ""
+    count = ("(SELECT max(c.seq) FROM events AS c WHERE c.stream_id = s.stream_id)" if markers
+             else "z.seq")
     return f"""CREATE VIEW conversations AS
 SELECT
     s.stream_id AS conversation_id,
     {j('s.payload', '$.provider')} AS provider,
     {j('s.payload', '$.model')} AS model,
     coalesce({j('s.payload', '$.mode')}, 'chat') AS mode,
-    {_v4_status(d)} AS status,
+    {status or _v4_status(d)} AS status,
     (SELECT count(*) FROM events r
      WHERE r.type = 'model_responded' AND r.stream_id = s.stream_id) AS turns,
     {", ".join(_own_tokens(d, c) for c in _TOKENS)},
-    z.seq AS events,
+    {count} AS events,
     s.recorded_at AS started_at,
     z.recorded_at AS updated_at,
     z.type AS last_event,
@@ -135,7 +142,7 @@ SELECT
     z.position AS last_position
 FROM events AS s
 JOIN events AS z ON z.stream_id = s.stream_id
-    AND z.seq = (SELECT max(m.seq) FROM events AS m WHERE m.stream_id = s.stream_id)
+    AND z.seq = (SELECT max(m.seq) FROM events AS m WHERE m.stream_id = s.stream_id{own})
 LEFT JOIN stream_links AS l ON l.stream_id = s.stream_id
 WHERE s.type = 'conversation_started' AND s.seq = 1"""
 
@@ -330,9 +337,11 @@ FROM events AS e
 WHERE e.type = 'model_responded'"""
 
 
-def views(d: Dialect, parts: bool = True) -> dict[str, str]:
-    """View name -> its CREATE VIEW statement in dialect ``d``."""
-    return {"conversations": _conversations(d), "messages": _messages(d, parts),
+def views(d: Dialect, parts: bool = True, markers: bool = True) -> dict[str, str]:
+    """View name -> its CREATE VIEW statement in dialect ``d`` (``parts``: version 5's
+    ``messages`` and ``tool_calls``, which read parts kept in blobs; ``markers``: version
+    6's ``conversations``, whose status skips erasure and hold records)."""
+    return {"conversations": _conversations(d, markers), "messages": _messages(d, parts),
             "model_calls": _model_calls(d), "tool_calls": _tool_calls(d, parts),
             "approvals": _approvals(d), "events_hex": _events_hex(d), "costs": _costs(d)}
 
@@ -418,8 +427,8 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: projections count the Responses API's server tool calls. 4: the ``events_hex`` and
 #: ``costs`` views. 5: ``tool_calls.content`` and ``messages.text`` read a part kept once
 #: in ``blobs`` (journal schema 6). 6: ``conversations.status`` is generated from
-#: ``ConversationState``'s rule and walks forks of any depth. Its ``verify_journal`` refolds
-#: the saved conversation states
+#: ``ConversationState``'s rule and walks forks of any depth, and reads past erasure and
+#: hold records. Its ``verify_journal`` refolds the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
 VIEWS_EXTENSION = Extension(name="engine.views", version=6, migrate=_migrate, verify=_verify,
@@ -427,7 +436,7 @@ VIEWS_EXTENSION = Extension(name="engine.views", version=6, migrate=_migrate, ve
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
-# Version 5's views: the status of one level of forks.
+# Version 5's views: the status of one level of forks, from the last event whatever it is.
 _V5 = {**VIEWS, "conversations": _conversations_v4(SQLITE)}
 # Version 4's views: a part kept in blobs showed as its reference.
 _V4 = {**views(SQLITE, parts=False), "conversations": _conversations_v4(SQLITE)}

@@ -15,6 +15,7 @@ from typing import Any
 
 from turnlog.engine.loop.texts import readable_result
 from turnlog.engine.model.events import payload_of
+from turnlog.journal import ERASED_KEY
 
 from ._common import command_hint
 
@@ -97,8 +98,16 @@ def _parts(parts: Iterable[dict[str, Any]], full: bool) -> list[str]:
 
 
 def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
-    at = f"{seq:>4}  "
+    at = f"{seq:>4}  " + ("[erased] " if ERASED_KEY in p else "")
     match type_:
+        case "erasure_recorded":
+            seqs = p.get("seqs", [])
+            return [f"{at}ERASED by {p.get('by', '?')} ({p.get('via', 'erase')}): the content of "
+                    f"{len(seqs)} event(s); reason: {_clip(p.get('reason', ''), full)}"]
+        case "hold_placed":
+            return [f"{at}LEGAL HOLD placed by {p.get('by', '?')}: {_clip(p.get('reason', ''), full)}"]
+        case "hold_released":
+            return [f"{at}legal hold released by {p.get('by', '?')}"]
         case "conversation_started":
             return [f"{at}started"]
         case "user_message":

@@ -16,6 +16,7 @@ from turnlog.engine.audit import (
     connect_readonly,
     parse_since,
 )
+from turnlog.engine.audit.erasure import erasure_summary
 from turnlog.engine.audit.display import milliseconds, model_label, money
 from turnlog.journal import last_signed
 
@@ -74,6 +75,7 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
     prices = Prices.load(prices_file)
     with journal_for(db_path, readonly=True) as journal:  # refuses a missing or foreign file first
         signed = last_signed(journal)
+        erasure = erasure_summary(journal)
     conn = connect_readonly(db_path)
     try:
         with progress(audit_steps(check), label="auditing", as_json=as_json) as bar:
@@ -82,9 +84,14 @@ def audit_command(since: str | None, provider: str | None, model: str | None,
     finally:
         conn.close()
     if as_json:
-        emit({**report, "last_checkpoint": signed})
+        emit({**report, "last_checkpoint": signed, "erasure": erasure})
     else:
         click.echo(render(report))
+        if erasure["erasures"] or erasure["held"]:
+            held = ", ".join(erasure["held"]) or "none"
+            click.echo(f"erased: {erasure['erased_events']:,} event(s) of "
+                       f"{len(erasure['erased_conversations']):,} conversation(s) "
+                       f"({erasure['erasures']:,} erasure(s) recorded)   legal holds: {held}")
         if signed is not None:
             click.echo(f"last signed checkpoint: {signed['size']} of {signed['events']} events "
                        "(turnlog verify --checkpoint checks it)")

@@ -11,6 +11,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from turnlog.engine.audit.erasure import refuse_erased
 from turnlog.engine.tools.approvals import check_approve
 from turnlog.engine.choices import PROVIDERS, make_provider, open_tools
 from turnlog.engine.model.conversation import load_state
@@ -330,6 +331,7 @@ def resume(conversation_id: str, provider: str | None, model: str | None, script
                            f"{colour(state.status, state.status)}; nothing to resume "
                            "(nothing was written)")
             return
+        refuse_erased(journal, conversation_id, "resume")  # the model would be sent "erased"
         chosen = make_provider(provider or state.provider, model, script)
         printer = StreamPrinter(as_json) if stream else None
         loop = _loop(journal, chosen, tools, model, retries, printer, approve, approve_reason, prices)

@@ -35,6 +35,7 @@ from .nesting import too_deep
 __all__ = [
     "DECODER",
     "EVENT_TYPES",
+    "MARKERS",
     "VERSIONS",
     "ApprovalDecided",
     "ApprovalRequested",
@@ -45,8 +46,11 @@ __all__ = [
     "ConversationStarted",
     "DirectiveLayer",
     "DuplicatePolicy",
+    "ErasureRecorded",
     "Event",
     "ForkRef",
+    "HoldPlaced",
+    "HoldReleased",
     "ModelFailed",
     "ModelRequested",
     "ModelResponded",
@@ -455,18 +459,51 @@ class RunInterrupted(Event, tag="run_interrupted", frozen=True):
     message: str = ""
 
 
+class ErasureRecorded(Event, tag="erasure_recorded", frozen=True):
+    """The content of events ``seqs`` of this conversation was erased (``turnlog erase``,
+    ``prune``): ``by`` whom and ``reason`` why; when is this event's ``recorded_at``.
+
+    A marker: the lifecycle stays as it was. The erased events keep their type, seq and
+    the SHA-256 of their payload (so every hash and proof still holds); ``verify``
+    requires each erased event to be named here.
+    """
+
+    by: str
+    reason: str
+    seqs: tuple[int, ...]
+    #: ``erase`` or ``prune`` (retention)
+    via: str = "erase"
+
+
+class HoldPlaced(Event, tag="hold_placed", frozen=True):
+    """A legal hold (``turnlog hold``): ``prune`` never erases this conversation while held."""
+
+    by: str
+    reason: str
+
+
+class HoldReleased(Event, tag="hold_released", frozen=True):
+    """The conversation's legal hold was lifted (``turnlog hold --release``)."""
+
+    by: str
+    reason: str = ""
+
+
 _ALL = (
     ConversationStarted, UserMessage, ModelRequested, ModelResponded, ModelFailed,
     ToolCallRejected, ToolStarted, ToolCompleted, TurnLimitReached, ConversationHalted,
     ConversationCompleted, ConversationFailed, RunInterrupted, ApprovalRequested,
-    ApprovalDecided, ToolProgressed,
+    ApprovalDecided, ToolProgressed, ErasureRecorded, HoldPlaced, HoldReleased,
 )
 AnyEvent = (
     ConversationStarted | UserMessage | ModelRequested | ModelResponded | ModelFailed
     | ToolCallRejected | ToolStarted | ToolCompleted | TurnLimitReached | ConversationHalted
     | ConversationCompleted | ConversationFailed | RunInterrupted | ApprovalRequested
-    | ApprovalDecided | ToolProgressed
+    | ApprovalDecided | ToolProgressed | ErasureRecorded | HoldPlaced | HoldReleased
 )
+#: Event types that only annotate a conversation (an erasure, a legal hold): the lifecycle,
+#: the status and the run stay exactly as they were.
+MARKERS: frozenset[str] = frozenset({"erasure_recorded", "hold_placed", "hold_released"})
 
 def _tag(event: Event | type[Event]) -> str:
     """The ``type`` an event (or event class) is stored under: its struct tag."""

@@ -93,6 +93,9 @@ GUARDS: dict[str, Guard] = {
                                and e.call_id not in s.decisions),
 }
 
+#: Every state after the start (where an annotation, an erasure or a hold, may come).
+_STARTED: list[Lifecycle] = [s for s in Lifecycle if s is not Lifecycle.NEW]
+
 # (trigger, sources, dest, conditions, unless) — order matters: the first match wins.
 TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[str]]] = [
     ("conversation_started", [L.NEW], L.READY, ["fresh_start"], []),
@@ -124,6 +127,10 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     # a marker on an unfinished run (Ctrl-C): the run resumes from exactly where it was
     ("run_interrupted", [L.READY, L.AWAITING_MODEL, L.REQUESTED, L.AWAITING_TOOLS, L.ANSWERED],
      None, [], []),
+    # annotations (an erasure, a legal hold): any state after the start, and it stays
+    ("erasure_recorded", _STARTED, None, [], []),
+    ("hold_placed", _STARTED, None, [], []),
+    ("hold_released", _STARTED, None, [], []),
 ]
 
 

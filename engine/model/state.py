@@ -39,9 +39,13 @@ from .events import (
     ConversationFailed,
     ConversationHalted,
     ConversationStarted,
+    MARKERS,
     DuplicatePolicy,
+    ErasureRecorded,
     Event,
     ForkRef,
+    HoldPlaced,
+    HoldReleased,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -355,7 +359,8 @@ class StateBuilder:
             raise InvalidTransition(self.lifecycle.value, tag, seq, _why(self, tag, event))
         _APPLY[kind](self, event)
         self.lifecycle = dest
-        self.interrupted = kind is RunInterrupted
+        if tag not in MARKERS:
+            self.interrupted = kind is RunInterrupted
         self.seq = self.seq + 1 if seq is None else seq
 
     def state(self) -> ConversationState:
@@ -497,6 +502,9 @@ class StateBuilder:
     def _interrupted(self, e: RunInterrupted) -> None:
         """A marker: the run continues from exactly the same state."""
 
+    def _marker(self, e: Event) -> None:
+        """An annotation (erasure, legal hold): nothing of the conversation changes."""
+
 
 #: Each event class's handler (the event is of that class).
 _APPLY: dict[type[Event], Callable[[StateBuilder, Any], None]] = {
@@ -513,6 +521,9 @@ _APPLY: dict[type[Event], Callable[[StateBuilder, Any], None]] = {
     ConversationCompleted: StateBuilder._completed,
     ConversationFailed: StateBuilder._failed,
     RunInterrupted: StateBuilder._interrupted,
+    ErasureRecorded: StateBuilder._marker,
+    HoldPlaced: StateBuilder._marker,
+    HoldReleased: StateBuilder._marker,
     ApprovalRequested: StateBuilder._approval_requested,
     ApprovalDecided: StateBuilder._approval_decided,
     ToolProgressed: StateBuilder._tool_progressed,

@@ -11,18 +11,43 @@ from turnlog.journal import GENESIS_HASH, event_hash
 FIELDS = ("0" * 64, "conv-1", 1, "user_message", 1, "2025-01-01T00:00:00.000000Z", '{"text":"hé"}')
 
 
+def _framed(parts: list[str]) -> str:
+    encoded = [part.encode("utf-8") for part in parts]
+    return hashlib.sha256(b"".join(len(b).to_bytes(8, "big") + b for b in encoded)).hexdigest()
+
+
 def test_event_hash_is_sha256_over_length_prefixed_utf8_fields():
     prev_hash, stream_id, seq, type_, version, recorded_at, payload = FIELDS
     parts = [prev_hash, stream_id, str(seq), type_, str(version), recorded_at, payload]
-    encoded = [part.encode("utf-8") for part in parts]
-    expected = hashlib.sha256(b"".join(len(b).to_bytes(8, "big") + b for b in encoded)).hexdigest()
 
-    assert event_hash(*FIELDS) == expected
+    assert event_hash(*FIELDS, chain=1) == _framed(parts)
+
+
+def test_chain_version_2_hashes_the_payloads_sha256_instead_of_the_payload():
+    prev_hash, stream_id, seq, type_, version, recorded_at, payload = FIELDS
+    digest = hashlib.sha256(payload.encode()).hexdigest()
+    parts = [prev_hash, stream_id, str(seq), type_, str(version), recorded_at, digest]
+
+    assert event_hash(*FIELDS) == event_hash(*FIELDS, chain=2) == _framed(parts)
+    assert journal.CHAIN_VERSION == 2
+
+
+def test_an_erased_payload_hashes_as_the_payload_it_replaced():
+    *fields, payload = FIELDS
+    erased = journal.erased_payload(hashlib.sha256(payload.encode()).hexdigest(),
+                                    '{"type":"user_message"}')
+
+    assert erased.startswith('{"turnlog:erased":"') and erased.endswith(',"type":"user_message"}')
+    assert journal.erased_digest(erased) == hashlib.sha256(payload.encode()).hexdigest()
+    assert event_hash(*fields, erased) == event_hash(*FIELDS)
+    assert journal.erased_digest(payload) is None
+    assert event_hash(*fields, erased, chain=1) != event_hash(*FIELDS, chain=1)
 
 
 def test_event_hash_matches_a_pinned_vector():
     # Computed outside Python (sha256sum over the framed bytes): other programs rely on it.
-    assert event_hash(*FIELDS) == "72d07dfdb89eb1625aa50c288677f6448768547bf51dcc105f873dde69aa1426"
+    assert event_hash(*FIELDS, chain=1) == (
+        "72d07dfdb89eb1625aa50c288677f6448768547bf51dcc105f873dde69aa1426")
 
 
 def test_length_prefixes_keep_field_boundaries_apart():
@@ -71,7 +96,7 @@ def test_the_protocol_names_every_public_method_of_the_sqlite_journal():
            if not name.startswith("_")
            and not isinstance(inspect.getattr_static(journal.Journal, name), staticmethod)}
     declared = {name for name in vars(journal.JournalProtocol) if not name.startswith("_")}
-    assert own == declared - {"path", "readonly"}
+    assert own == declared - {"path", "readonly", "chain_version"}
 
 
 def test_open_is_a_constructor_not_a_journal_operation():

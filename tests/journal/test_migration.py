@@ -92,7 +92,9 @@ def test_after_the_migration_appends_chain_on_and_every_kept_object_still_works(
         last = journal.hash_at("root", 4)
         [added] = journal.append("root", events(1, 99), 4)
         assert added.prev_hash == last
-        assert added.hash == event_hash(last, "root", 5, "note", 1, added.recorded_at, '{"n":99}')
+        assert added.hash == event_hash(last, "root", 5, "note", 1, added.recorded_at, '{"n":99}',
+                                     chain=1)  # an old journal stays on chain version 1
+        assert journal.chain_version == 1
         forked = journal.append("late", events(1), 0, parent=("child", 3))[0]
         assert forked.prev_hash == journal.hash_at("child", 3)
         assert journal.verify().ok

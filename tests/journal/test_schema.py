@@ -56,7 +56,7 @@ def test_a_missing_file_becomes_a_wal_journal_with_turnlogs_application_id(journ
     assert pragma(journal_path, "journal_mode") == "wal"
     found = meta(journal_path)
     assert found.pop("origin").startswith("turnlog.invalid/")
-    assert found == {"schema_version": str(SCHEMA_VERSION)}
+    assert found == {"schema_version": str(SCHEMA_VERSION), "chain_version": "2"}
 
 
 def test_an_empty_file_becomes_a_journal(journal_path):
@@ -182,7 +182,7 @@ def test_a_failing_extension_keeps_nothing_of_the_migration(journal_path):
         journal.append("conv", [event()], 0)
     found = meta(journal_path)
     assert found.pop("origin").startswith("turnlog.invalid/")
-    assert found == {"schema_version": str(SCHEMA_VERSION)}
+    assert found == {"schema_version": str(SCHEMA_VERSION), "chain_version": "2"}
     assert "half_done" not in schema_names(journal_path)
 
 
