@@ -40,6 +40,8 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
              "Run the offline demo: several turns, a failing tool, a prevented duplicate."),
     "diff": ("turnlog.replay.cli",
              "Compare conversations A and B turn by turn (exit 0 either way)."),
+    "erase": ("turnlog.engine.cli.erasing",
+              "Erase a conversation's content (messages, arguments, results); keep its proof."),
     "export": ("turnlog.engine.cli.transfer",
                "Export a conversation as provider messages, JSONL events, Data Machine text, "
                "Markdown or OTLP."),
@@ -47,6 +49,8 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
              "Start a new conversation sharing ID's first SEQ events (nothing is copied)."),
     "heads": ("turnlog.engine.cli.integrity",
               "Print each conversation's last seq and hash, to anchor outside the journal."),
+    "hold": ("turnlog.engine.cli.erasing",
+             "Place a legal hold on a conversation: prune never erases it while held."),
     "import": ("turnlog.engine.cli.transfer",
                "Import a transcript as one new conversation (atomic: all of it or nothing)."),
     "keygen": ("turnlog.engine.cli.proving",
@@ -55,6 +59,8 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "prices": ("turnlog.engine.cli.audit",
                "What a model call would be charged per token kind, per million tokens, and "
                "from which source and version."),
+    "prune": ("turnlog.engine.cli.erasing",
+              "Erase the content of conversations older than DATE (retention), except held ones."),
     "prove": ("turnlog.engine.cli.proving",
               "Print an RFC 6962 inclusion proof of an event, or a consistency proof."),
     "proxy": ("turnlog.replay.proxy.cli",
