@@ -22,7 +22,7 @@ import psycopg
 
 from ._blobs import BLOBS_FROM, BLOBS_TABLE_POSTGRES
 from ._logtree import leaf_data
-from ._merkle import Frontier, node_id
+from ._merkle import TILE_LEVEL, Frontier, node_at, node_id
 from ._schema import READABLE_FROM, SCHEMA_VERSION, Extension, lost_constraints, new_origin
 from .errors import NotAJournalError, SchemaTooNewError
 
@@ -147,9 +147,23 @@ def _create_v6(conn: psycopg.Connection) -> None:
         conn.execute(_refusal("blobs", op))
 
 
+def _create_v7(conn: psycopg.Connection) -> None:
+    """As SQLite's schema 7: ``tree`` keeps only its nodes of level ``TILE_LEVEL`` and up;
+    the rows below are deleted with the refusing trigger set aside, then put back."""
+    low: list[int] = []
+    with conn.cursor(name="turnlog_migrate_tiles") as cursor:
+        cursor.itersize = 10_000
+        cursor.execute("SELECT id FROM tree ORDER BY id")
+        low = [node for (node,) in cursor if node_at(node)[0] < TILE_LEVEL]
+    conn.execute("DROP TRIGGER IF EXISTS tree_refuse_delete ON tree")
+    for start in range(0, len(low), 10_000):
+        conn.execute("DELETE FROM tree WHERE id = ANY(%s)", (low[start:start + 10_000],))
+    conn.execute(_refusal("tree", "DELETE"))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
     (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
-    (6, _create_v6)]
+    (6, _create_v6), (7, _create_v7)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"
