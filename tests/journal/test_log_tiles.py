@@ -264,3 +264,37 @@ def test_a_tree_edited_past_its_last_tile_refuses_appends_and_proofs(journal_pat
             tree.root()
         with journal.log_tree() as tree:
             assert "beyond" in tree.check()[0].reason
+
+
+def test_a_postgres_journal_of_schema_6_loses_the_rows_below_a_tile_not_its_proofs():
+    import psycopg
+
+    from tests.pgcluster import fresh_url
+    from turnlog.journal._merkle import Frontier
+
+    url = fresh_url()
+    with Journal.open(url) as journal:
+        _fill(journal, 600)
+        leaves = _leaves(journal)
+    frontier = Frontier(0, lambda *_: b"")
+    every = [(node_id(level, index), h) for level, index, h in frontier.add(leaves)]
+    with psycopg.connect(url, autocommit=True) as conn:  # as schema 6 stored it: every node
+        conn.execute("ALTER TABLE tree DISABLE TRIGGER USER")
+        conn.execute("DELETE FROM tree")
+        conn.cursor().executemany("INSERT INTO tree (id, hash) VALUES (%s, %s)", every)
+        conn.execute("ALTER TABLE tree ENABLE TRIGGER USER")
+        conn.execute("UPDATE _turnlog_meta SET value = '6' WHERE key = 'schema_version'")
+    with Journal.open(url) as journal:
+        with journal.log_tree() as tree:
+            assert tree.check()[0] is None
+            for size in (255, 256, 257, 511, 512, 513, 600):
+                root = merkle_root(leaves[:size])
+                assert tree.root(size) == root
+                for index in (0, min(255, size - 1), size - 1):
+                    assert verify_inclusion(leaves[index], index, size,
+                                            tree.inclusion(index, size), root)
+    with psycopg.connect(url, autocommit=True) as conn:
+        ids = [i for (i,) in conn.execute("SELECT id FROM tree ORDER BY id")]
+        assert ids == _tiles(600)
+        with pytest.raises(psycopg.errors.IntegrityConstraintViolation):  # the guard is back
+            conn.execute("DELETE FROM tree")
