@@ -1,19 +1,22 @@
-"""Open a conversation's state from its snapshot: flat in length? Not a test.
+"""Open a conversation from its snapshot: flat in length? Not a test.
 
-Run: ``python bench/open_bench.py [--sizes 1000,10000,100000]``.
+Run: ``python bench/open_bench.py [--sizes 1000,100000]``.
 
 For each length, one conversation of that many events (turns of 4 events, as
 ``bench/fold_bench.py`` builds them), measured in the same run:
 - full fold: ``load_state`` on a read-only handle (no snapshot read or saved);
 - first open: ``Conversation.open`` on a writable handle with no snapshot yet
-  (the fold, then the snapshot saved);
-- open from snapshot: ``load_state`` again (median of 5): read the snapshot,
-  check it against the chain, decode it, fold the events after it (none here);
-- writer open: ``Conversation.open`` from the snapshot (median of 5), which also
-  reads what gates tool calls from the events (every row, parsing only the tool and
-  approval events' call ids: ``engine.snapshots.gates_from_events``);
-- after 100 more events: the same with 100 events to fold past the snapshot.
-Target (issue 16): open from snapshot <= 5 ms at 100,000 events, flat in length.
+  (the fold, then the snapshot of the state's head saved);
+- writer open: ``Conversation.open`` from the snapshot (median of 5): read the head,
+  check it against the chain, fold the events after it (none here). The bodies and
+  the gates stay unread (``engine.model.state.DEFERRED``);
+- first request: that open, then ``builder.message_list`` (what a request sends: every
+  message, folded from the events with every gate);
+- show: ``load_state`` from the snapshot (the whole state, every body read);
+- after 100 more events: a writer open with 100 events to fold past the snapshot
+  (they touch the messages and the calls, so the bodies are read too).
+Then the ratio of the writer open at the largest size to the smallest.
+Target (issue 28): writer open <= 5 ms at 100,000 events and <= 1.5x the 1,000-event one.
 """
 
 from __future__ import annotations
@@ -59,9 +62,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,10000,100000")
     args = parser.parse_args()
-    print(f"{'events':>8}{'full fold ms':>14}{'first open ms':>15}{'from snapshot ms':>18}"
-          f"{'writer open ms':>16}{'+100 events ms':>16}{'snapshot KiB':>14}"
-          f"{'fold/snapshot':>15}{'fold/writer':>13}")
+    print(f"{'events':>8}{'full fold ms':>14}{'first open ms':>15}{'writer open ms':>16}"
+          f"{'first request ms':>18}{'show ms':>10}{'+100 events ms':>16}{'snapshot B':>12}"
+          f"{'fold/open':>11}")
+    opens = {}
     for n in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "open.db"
@@ -73,16 +77,20 @@ def main() -> None:
                 Conversation.open(writer, "big")
                 first = (time.perf_counter() - start) * 1000
                 size = len(writer.read_snapshot("big", snapshot_kind()).data)
-            with Journal(str(path), readonly=True) as reader:
-                snap = median_ms(lambda: load_state(reader, "big"))
             with Journal(str(path)) as writer:
-                wopen = median_ms(lambda: Conversation.open(writer, "big"))
+                wopen = opens[n] = median_ms(lambda: Conversation.open(writer, "big"), repeat=9)
+                request = median_ms(lambda: Conversation.open(writer, "big").builder.message_list,
+                                    repeat=3)
+            with Journal(str(path), readonly=True) as reader:
+                show = median_ms(lambda: load_state(reader, "big"), repeat=3)
             grow(path, 25)
             with Journal(str(path), readonly=True) as reader:
-                after = median_ms(lambda: load_state(reader, "big"))
-            print(f"{n:>8,}{full:>14.1f}{first:>15.1f}{snap:>18.2f}{wopen:>16.2f}"
-                  f"{after:>16.2f}{size / 1024:>14,.0f}{full / snap:>15.1f}"
-                  f"{full / wopen:>13.1f}")
+                after = median_ms(lambda: Conversation.open(reader, "big"), repeat=3)
+            print(f"{n:>8,}{full:>14.1f}{first:>15.1f}{wopen:>16.3f}{request:>18.1f}"
+                  f"{show:>10.1f}{after:>16.1f}{size:>12,}{full / wopen:>11.0f}")
+    small, large = min(opens), max(opens)
+    print(f"\nwriter open, {large:,} events / {small:,} events: "
+          f"{opens[large] / opens[small]:.2f}x ({opens[large]:.3f} ms / {opens[small]:.3f} ms)")
 
 
 if __name__ == "__main__":

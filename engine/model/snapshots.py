@@ -2,27 +2,31 @@
 
 Opening a conversation (to continue it, resume it, show its state) used to fold
 its whole lineage. :func:`open_builder` reads the journal's snapshot of the
-conversation instead — the ``ConversationState`` at some seq, saved by an
-earlier open — and folds only the events after it. The snapshot is a cache and
-never trusted over the events:
+conversation instead — the head of its ``ConversationState`` at some seq, saved by
+an earlier open — and folds only the events after it: O(events since the snapshot),
+whatever the conversation's length. The snapshot holds no bodies and no gates:
 
+- it is the state's head (:meth:`~engine.model.state.StateBuilder.head`): lifecycle, turns,
+  usage, the run's counters, without the messages, the tool results and the facts that
+  gate a side effect (:data:`~engine.model.state.DEFERRED`: which tools need approval, the
+  duplicate rule and its record of calls, the approval requests and decisions, the
+  calls started and pending). Those stay unread in the opened builder until something
+  needs them (a request, a tool call, an approval, ``state()``), and are then folded
+  from the conversation's events up to the seq the open read — the messages are the
+  message events of its lineage, so the events are their only copy. A snapshot, forged
+  or not, can neither supply nor bypass a gate: it has nothing to say about one;
 - the journal returns it only while the conversation's event at its seq still
   has the hash recorded with it (:meth:`journal.JournalProtocol.read_snapshot`);
 - its ``kind`` names the state's shape (a digest of ``ConversationState``'s
-  schema), so a turnlog whose state has another shape ignores it;
+  schema), so a turnlog whose state has another shape ignores it (a journal saved
+  with whole states is re-snapshotted by its next long open);
 - bytes that do not decode (or that would inflate past :func:`inflate`'s cap: a
   zlib bomb), or decode to another conversation or seq, are ignored; in each
   case the state is folded from the events, as before;
-- what gates a side effect is never taken from it: for a writer's open
-  (:func:`open_builder`: runs, resumes, approvals) which tools need approval,
-  the approval requests and decisions, the calls started and the calls still
-  pending (so which ran already) are read from the events up to its seq
-  (:func:`gates_from_events`, reading every row but parsing only those events),
-  whatever the snapshot says; a reader (:func:`open_state`: show, export) shows
-  the saved state, which ``verify`` checks;
 - ``verify`` folds every conversation through the lifecycle, reporting an
-  illegal history at its seq, and compares each saved snapshot with the fold
-  of its events by canonical bytes (``true`` is not ``1``, nor ``1.0``)
+  illegal history at its seq, and compares each saved snapshot with the head of
+  the fold of its events by canonical bytes (``true`` is not ``1``, nor ``1.0``),
+  so a snapshot carrying any body or gate is reported
   (:func:`check_snapshots`, run by ``Journal.verify`` through the engine's
   journal extension).
 
@@ -47,9 +51,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
-from itertools import chain
 
 import msgspec
 
@@ -97,10 +100,10 @@ _DECODER = msgspec.msgpack.Decoder(ConversationState)
 
 @cache
 def snapshot_kind() -> str:
-    """``engine.state+zlib/`` and a digest of ``ConversationState``'s schema: a new shape
+    """``engine.state-head+zlib/`` and a digest of ``ConversationState``'s schema: a new shape
     (or encoding), a new kind."""
     schema = msgspec.json.encode(msgspec.json.schema(ConversationState), order="sorted")
-    return "engine.state+zlib/" + hashlib.sha256(schema).hexdigest()[:16]
+    return "engine.state-head+zlib/" + hashlib.sha256(schema).hexdigest()[:16]
 
 
 def encode_state(state: ConversationState) -> bytes:
@@ -148,10 +151,20 @@ def inflate(data: bytes) -> bytes | None:
     return raw
 
 
-def _counted(rows: Iterable[StoredEvent], counter: list[int]) -> Iterator[StoredEvent]:
-    for row in rows:
-        counter[0] += 1
-        yield row
+class _Tracked:
+    """Rows as they are folded: how many, and the seq the builder holds before each."""
+
+    __slots__ = ("count", "upto")
+
+    def __init__(self, upto: int) -> None:
+        self.count = 0
+        self.upto = upto
+
+    def rows(self, rows: Iterable[StoredEvent]) -> Iterator[StoredEvent]:
+        for row in rows:
+            self.count += 1
+            yield row
+            self.upto = row.seq
 
 
 def open_builder(journal: JournalProtocol, conversation_id: str,
@@ -166,19 +179,20 @@ def open_builder(journal: JournalProtocol, conversation_id: str,
     (:func:`save_snapshot`); one up to an earlier seq never replaces it with an
     older one. Raises ``ConversationNotFound``.
 
-    The builder is what writers act on (``Conversation.open``: runs, resumes,
-    decisions), so what gates a side effect comes from the events, never the
-    snapshot (:func:`gates_from_events`).
+    Opened from a snapshot, the builder holds its head only: the messages, results and
+    everything that gates a side effect (:data:`~engine.model.state.DEFERRED`) are folded from
+    the events when first read (a request, a tool call, an approval), never taken from
+    the snapshot, which holds none of them. The open itself costs the snapshot and the
+    events after it, whatever the conversation's length.
     """
-    opened = _open(journal, conversation_id, to_seq, gates=True)
-    return opened if isinstance(opened, StateBuilder) else StateBuilder(opened)
+    opened = _open(journal, conversation_id, to_seq)
+    return opened
 
 
 def open_state(journal: JournalProtocol, conversation_id: str,
                to_seq: int | None = None) -> ConversationState:
-    """As :func:`open_builder`, the frozen state (the snapshot's own when no event follows it)."""
-    opened = _open(journal, conversation_id, to_seq)
-    return opened.state() if isinstance(opened, StateBuilder) else opened
+    """As :func:`open_builder`, the frozen state: every message and fact read (O(events))."""
+    return _open(journal, conversation_id, to_seq).state()
 
 
 def refresh_snapshot(journal: JournalProtocol, conversation_id: str) -> Snapshot | None:
@@ -186,33 +200,47 @@ def refresh_snapshot(journal: JournalProtocol, conversation_id: str) -> Snapshot
     snapshot and the events after it): what any later open would fold, never a
     writer's in-memory state. ``None`` when nothing was saved (see :func:`save_snapshot`)
     or the snapshot already is at the last event."""
-    opened = _open(journal, conversation_id, None, save=False, gates=True)
-    if not isinstance(opened, StateBuilder):
+    saved = _from_snapshot(journal, conversation_id, None)
+    opened = _open(journal, conversation_id, None, save=False)
+    if saved is not None and opened.seq == saved.seq:
         return None
     return save_snapshot(journal, conversation_id, opened)
 
 
 def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
-          save: bool = True, gates: bool = False) -> StateBuilder | ConversationState:
-    folded = [0]
+          save: bool = True) -> StateBuilder:
     saved = _from_snapshot(journal, conversation_id, to_seq)
-    if saved is not None and gates:
-        saved = gates_from_events(journal, saved)
     if saved is None:
+        tracked = _Tracked(0)
+        builder = fold_stored(tracked.rows(journal.lineage(conversation_id, to_seq)))
         base = 0
-        builder = fold_stored(_counted(journal.lineage(conversation_id, to_seq), folded))
     else:
         base = saved.seq
-        rows = iter(journal.read(conversation_id, base + 1, to_seq))
-        first = next(rows, None)
-        if first is None:
-            return saved
-        builder = fold_stored(_counted(chain([first], rows), folded), StateBuilder(saved))
+        tracked = _Tracked(base)
+        builder = StateBuilder.deferred(saved, _loader(journal, conversation_id, tracked))
+        builder = fold_stored(tracked.rows(journal.read(conversation_id, base + 1, to_seq)),
+                              builder)
     if not builder.seq:
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
-    if save and to_seq is None and folded[0] >= SNAPSHOT_AFTER and builder.seq > base:
+    if save and to_seq is None and tracked.count >= SNAPSHOT_AFTER and builder.seq > base:
         save_snapshot(journal, conversation_id, builder)
     return builder
+
+
+def _loader(journal: JournalProtocol, conversation_id: str,
+            tracked: _Tracked) -> Callable[[StateBuilder], None]:
+    """Set a deferred builder's unread attributes from the fold of the events it holds.
+
+    The seq is the last row the open folded into it (``tracked.upto``: the one before
+    the row being applied, when a row of the open's fold first reads one), never the
+    builder's own seq, which a fork's or a writer's later events move on. Only the events
+    are read: a snapshot can neither supply nor bypass what gates a side effect.
+    """
+    def load(builder: StateBuilder) -> None:
+        full = fold_stored(journal.lineage(conversation_id, tracked.upto))
+        for name in builder.unset():
+            setattr(builder, name, getattr(full, name))
+    return load
 
 
 def _from_snapshot(journal: JournalProtocol, conversation_id: str,
@@ -331,7 +359,7 @@ def save_snapshot(journal: JournalProtocol, conversation_id: str,
     if journal.readonly:
         return None
     try:
-        raw = _ENCODER.encode(builder.state())
+        raw = _ENCODER.encode(builder.head())
     except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
         return None
     data = zlib.compress(raw, 1)
@@ -363,7 +391,7 @@ def check_snapshots(journal: JournalProtocol,
                 fold_stored(_tracked(journal.lineage(conversation_id), last))
                 continue
             builder = fold_stored(_tracked(journal.lineage(conversation_id, snapshot.seq), last))
-            problem = _snapshot_problem(snapshot, builder.state())
+            problem = _snapshot_problem(snapshot, builder.head())
             fold_stored(_tracked(journal.read(conversation_id, snapshot.seq + 1), last), builder)
         except TurnlogError as exc:
             row = last[0] if last else None

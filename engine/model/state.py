@@ -19,6 +19,7 @@ state, the event and the seq, and the builder is left as it was.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -49,6 +50,7 @@ from .events import (
     ToolCallRejected,
     ToolCompleted,
     ToolSpec,
+    ToolProgressed,
     ToolStarted,
     TurnLimitReached,
     UserMessage,
@@ -57,7 +59,8 @@ from .events import (
 from .machine import Lifecycle, next_state
 from .messages import Message, Text, ToolCall, ToolResult, Usage
 
-__all__ = ["ConversationState", "StateBuilder", "ToolOutcome", "fold", "fold_stored", "reduce"]
+__all__ = ["DEFERRED", "ConversationState", "StateBuilder", "ToolOutcome", "fold", "fold_stored",
+           "reduce"]
 
 _TERMINAL = (Lifecycle.COMPLETED, Lifecycle.FAILED, Lifecycle.HALTED)
 _RUN_START = (Lifecycle.READY, Lifecycle.ANSWERED) + _TERMINAL
@@ -182,6 +185,22 @@ class ConversationState(msgspec.Struct, frozen=True, kw_only=True):
 _STATE_FIELDS = ConversationState.__struct_fields__
 _NO_USAGE = Usage()
 
+#: The builder's attributes an open may leave unread (:meth:`StateBuilder.deferred`): the
+#: message and result bodies, and every fact that gates a tool call (which tools need
+#: approval, the duplicate rule and its record of calls, the approvals, decisions, started
+#: and pending calls). They are read from the events when first needed, never from a snapshot.
+DEFERRED = ("_messages", "_results", "approve", "approvals", "call_count", "call_ids",
+            "call_index", "decisions", "duplicate_policy", "pending", "started")
+_DEFERRED = frozenset(DEFERRED)
+#: ConversationState's fields a builder holds as a deferred attribute (by another name or
+#: shape for some), left at their defaults in a head state (:meth:`StateBuilder.head`).
+_HEAD_DEFAULTS: dict[str, Any] = {
+    "messages": (), "tool_execution_results": (), "approve": (), "approvals": {}, "call_count": 0,
+    "call_ids": frozenset(), "call_index": {}, "decisions": {},
+    "duplicate_policy": DuplicatePolicy(), "pending_calls": (), "started_calls": frozenset()}
+_HEAD_FIELDS = tuple(f for f in _STATE_FIELDS if f not in _HEAD_DEFAULTS)
+_LOADING = threading.RLock()
+
 
 class StateBuilder:
     """The mutable twin of ``ConversationState``: applies events in place, O(1) each.
@@ -192,7 +211,7 @@ class StateBuilder:
     <Lifecycle.READY: 'ready'>
     """
 
-    __slots__ = (*_STATE_FIELDS, "pending", "started", "_messages", "_results")
+    __slots__ = (*_STATE_FIELDS, "pending", "started", "_messages", "_results", "_loader")
     # ConversationState's fields, as the builder holds them (set in __init__ by name)
     conversation_id: str
     lifecycle: Lifecycle
@@ -246,6 +265,56 @@ class StateBuilder:
         self.call_index = dict(state.call_index)
         self.approvals = dict(state.approvals)
         self.decisions = dict(state.decisions)
+        self._loader: Callable[[StateBuilder], None] | None = None
+
+    @classmethod
+    def deferred(cls, head: ConversationState,
+                 loader: Callable[[StateBuilder], None]) -> StateBuilder:
+        """A builder with ``head``'s fields and every :data:`DEFERRED` attribute unread.
+
+        The first read of one calls ``loader(builder)`` once, which must set each deferred
+        attribute still unset to its value as of the events folded so far (one the
+        builder's own events replaced since, as ``_new_run`` replaces the results, it
+        keeps). Until then nothing of them is held: opening costs the head, not the
+        conversation's length. An event that changes a deferred attribute reads it first,
+        so a value the loader sets is the one the builder would have held.
+        """
+        builder = cls(head)
+        for name in DEFERRED:
+            delattr(builder, name)
+        builder._loader = loader
+        return builder
+
+    def __getattr__(self, name: str) -> Any:
+        """A deferred attribute, loaded on its first read (:meth:`deferred`); one load, even
+        when threads (parallel tools) read at once."""
+        if name in _DEFERRED:
+            with _LOADING:
+                loader = self._loader
+                if loader is not None:
+                    loader(self)
+                    self._loader = None
+            try:
+                return object.__getattribute__(self, name)
+            except AttributeError:
+                pass
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def unset(self) -> tuple[str, ...]:
+        """The deferred attributes not read yet (all set: ``()``)."""
+        missing = []
+        for name in DEFERRED:
+            try:
+                object.__getattribute__(self, name)
+            except AttributeError:
+                missing.append(name)
+        return tuple(missing)
+
+    def head(self) -> ConversationState:
+        """The state without reading what :data:`DEFERRED` holds: those fields at their
+        defaults (what a snapshot saves; O(1))."""
+        return ConversationState(**{name: getattr(self, name) for name in _HEAD_FIELDS},
+                                 **_HEAD_DEFAULTS)
 
     @property
     def message_list(self) -> list[Message]:
@@ -390,6 +459,9 @@ class StateBuilder:
             call_id=e.call_id, name=e.name, arguments=call.arguments, content=e.content,
             error=e.content, rejected=e.reason))
 
+    def _tool_progressed(self, e: ToolProgressed) -> None:
+        """News of a running call: the state is unchanged (resume reads it from the journal)."""
+
     def _approval_requested(self, e: ApprovalRequested) -> None:
         self.approvals[e.call_id] = e
 
@@ -432,6 +504,7 @@ _APPLY: dict[type[Event], Callable[[StateBuilder, Any], None]] = {
     RunInterrupted: StateBuilder._interrupted,
     ApprovalRequested: StateBuilder._approval_requested,
     ApprovalDecided: StateBuilder._approval_decided,
+    ToolProgressed: StateBuilder._tool_progressed,
 }
 
 

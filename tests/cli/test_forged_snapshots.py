@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from turnlog.engine.audit import EXTENSIONS
+from turnlog.engine.model.conversation import load_state
 from turnlog.engine.model.events import ApprovalDecided, ToolStarted, encode_event
 from turnlog.engine.model.snapshots import (
     decode_state,
@@ -52,8 +53,9 @@ def forged_approval(db: str) -> bytes:
     """The saved state with an approving decision the events do not hold."""
     with Journal.open(db, readonly=True) as journal:
         state = decode_state(journal.read_snapshot("c1", snapshot_kind()).data)
-    [call_id] = state.awaiting_approval
-    asked = state.approvals[call_id]
+        folded = load_state(journal, "c1")
+    [call_id] = folded.awaiting_approval
+    asked = folded.approvals[call_id]
     decided = ApprovalDecided(call_id=call_id, decision="approve", approver="mallory",
                               decided_at="2026-01-01T00:00:00Z",
                               arguments_hash=asked.arguments_hash)
@@ -108,10 +110,10 @@ def test_delete_from_snapshots_then_verify_reports_the_illegal_history(tmp_path,
     db, edit, _, unguard_delete = backends(tmp_path)[backend == "postgresql"]
     paused(tmp_path, db)
     with Journal.open(db) as journal:  # what the forged approval made a run write
-        call_id = decode_state(journal.read_snapshot("c1", snapshot_kind()).data
-                               ).awaiting_approval[0]
+        folded = load_state(journal, "c1")
+        call_id = folded.awaiting_approval[0]
         seq = journal.last_seq("c1") + 1
-        call = decode_state(journal.read_snapshot("c1", snapshot_kind()).data).pending_calls[0]
+        call = folded.pending_calls[0]
         journal.append("c1", [encode_event(ToolStarted(call_id=call_id, name=call.name,
                                                        arguments=call.arguments))], seq - 1)
     edit(db, (unguard_delete,), ("DELETE FROM snapshots",))
@@ -150,7 +152,7 @@ def test_a_snapshot_that_compares_equal_in_python_is_still_a_forgery(tmp_path):
                           {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
                           {"text": "3"})
     assert turnlog("run", "Add.", "--script", script, "--tools", "demo", "--id", "c1",
-                   "--db", db).returncode == 0
+                   "--max-turns", "1", "--db", db).returncode == 1  # halted: its call in the head
     with Journal.open(db, extensions=EXTENSIONS) as journal:
         saved = save_snapshot(journal, "c1", open_builder(journal, "c1"))
     raw = msgspec.msgpack.decode(inflate(saved.data))

@@ -27,6 +27,7 @@ from turnlog.engine.model.events import (
     ToolStarted,
     UserMessage,
 )
+from turnlog.engine.model.machine import Lifecycle
 from turnlog.engine.model.messages import Text, ToolCall, Usage
 from turnlog.engine.model.snapshots import (
     check_snapshots,
@@ -111,6 +112,11 @@ def _full_fold(journal, conversation_id="c", to_seq=None):
     return fold_stored(journal.lineage(conversation_id, to_seq)).state()
 
 
+def _full_head(journal, conversation_id="c", to_seq=None):
+    """What a snapshot holds: the fold's head, without bodies or gates."""
+    return fold_stored(journal.lineage(conversation_id, to_seq)).head()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(), st.data())
 def test_opening_from_a_snapshot_at_any_seq_equals_the_full_fold(events, data):
@@ -185,8 +191,10 @@ def test_an_open_that_folds_many_events_saves_a_snapshot_the_next_open_uses(tmp_
 
     with Journal(path) as journal:
         monkeypatch.setattr(snapshots, "fold_stored", _no_refold)
-        conv = Conversation.open(journal, "c")
-        assert conv.state == _full_fold(Journal(path, readonly=True))
+        conv = Conversation.open(journal, "c")  # the open folds nothing before the snapshot
+        assert conv.builder.lifecycle is Lifecycle.AWAITING_MODEL
+        monkeypatch.setattr(snapshots, "fold_stored", fold_stored)
+        assert conv.state == _full_fold(Journal(path, readonly=True))  # bodies read on demand
         conv.append(UserMessage.of("more"))  # a writer opened from a snapshot appends on
         assert conv.last_seq == len(events) + 1
 
@@ -225,7 +233,7 @@ def test_a_snapshot_of_another_state_shape_is_not_read():
 
 def _forge(journal, conversation_id="c"):
     """Save a well-formed state that the events do not give: its turn count and answer edited."""
-    real = _full_fold(journal, conversation_id)
+    real = _full_head(journal, conversation_id)
     forged = real.__class__(**{**{f: getattr(real, f) for f in real.__struct_fields__},
                                "final_content": "forged", "turn_count": 99})
     journal.write_snapshot(conversation_id, snapshot_kind(), real.seq, encode_state(forged))
@@ -242,7 +250,8 @@ def test_verify_refolds_saved_states_and_reports_a_forged_one(tmp_path):
         assert not report.ok and report.first_bad is None
         [found] = report.projections
         assert (found.extension, found.object, found.stream_id) == ("engine.state", "snapshots", "c")
-        assert "seq 14" in found.reason and "turn_count, final_content" in found.reason
+        assert found.reason.endswith("seq 14 differs from the fold of its events in "
+                                     "turn_count, final_content")
         assert journal.verify("c").projections == (found,)
 
 
@@ -314,11 +323,19 @@ def test_a_run_that_writes_many_events_ends_by_saving_a_snapshot(tmp_path, monke
         result = loop.send("c", "long")  # 15 + 50 events: due
         saved = journal.read_snapshot("c", snapshot_kind())
         assert saved.seq == journal.last_seq("c") and result.status == "completed"
-        assert decode_state(saved.data) == _full_fold(journal)
+        assert decode_state(saved.data) == _full_head(journal)
 
-        monkeypatch.setattr(snapshots, "fold_stored", _no_refold)
+        refolds = []
+
+        def counted(rows, builder=None):
+            if builder is None:
+                refolds.append(1)
+            return fold_stored(rows, builder)
+
+        monkeypatch.setattr(snapshots, "fold_stored", counted)
         loop.provider = ScriptedProvider([{"text": "again"}])
         assert loop.send("c", "more").final_content == "again"  # opened from the snapshot
+        assert refolds == [1]  # the request's messages read from the events, once
 
 
 def _tool_run(journal, result, turns: int = 12):
@@ -339,16 +356,23 @@ def _tool_run(journal, result, turns: int = 12):
 
 
 @pytest.mark.usefixtures("both_loops")
-def test_a_state_msgpack_cannot_hold_is_never_saved_and_never_fails_a_run_or_an_open(
+def test_a_result_msgpack_cannot_hold_stays_in_its_event_and_never_fails_a_run_or_an_open(
         tmp_path, monkeypatch):
     monkeypatch.setattr(snapshots, "SNAPSHOT_AFTER", 40)
     with Journal(tmp_path / "j.db", extensions=[VIEWS_EXTENSION]) as journal:
         assert _tool_run(journal, 2**64 + 1).status == "completed"  # beyond MessagePack's ints
-        assert journal.read_snapshot("c", snapshot_kind()) is None
+        # the snapshot holds no result, so it saves; the result is read from its event
+        assert journal.read_snapshot("c", snapshot_kind()).seq == journal.last_seq("c")
         assert Conversation.open(journal, "c").state == _full_fold(journal)
         assert load_state(journal, "c").tool_execution_results[-1].data == {"v": 2**64 + 1}
-        assert save_snapshot(journal, "c", open_builder(journal, "c")) is None
         assert journal.verify().ok
+
+
+def test_a_head_msgpack_cannot_hold_is_never_saved():
+    journal = _journal(_long(2))
+    builder = open_builder(journal, "c")
+    builder.metadata = {"n": 2**64 + 1}  # beyond MessagePack's ints
+    assert save_snapshot(journal, "c", builder) is None
 
 
 @pytest.mark.usefixtures("both_loops")
@@ -360,7 +384,7 @@ def test_a_run_ends_by_saving_the_fold_of_its_stored_events_not_its_live_state(
         assert _tool_run(journal, float("nan")).status == "completed"
         saved = journal.read_snapshot("c", snapshot_kind())
         assert saved.seq == journal.last_seq("c")
-        assert decode_state(saved.data) == _full_fold(journal)
+        assert decode_state(saved.data) == _full_head(journal)
         assert journal.verify().ok
 
 
