@@ -31,12 +31,13 @@ from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
 from ._rows import Row, chain_rows, check_appends, clock_stamp, sql_limit, stale_error, system_stamp
-from ._logtree import LogTree, SqliteTreeStore, grow
-from ._merkle import Frontier
+from ._logtree import LogTree, SqliteTreeStore, grow, last_node, resolve
+from ._merkle import TILE_LEVEL, Frontier
 from ._schema import (
     COMPACT_HASHES_FROM,
     LOG_TREE_FROM,
     SCHEMA_VERSION,
+    TILES_FROM,
     Extension,
     chain_version,
     check_extensions,
@@ -403,8 +404,9 @@ class Journal:
         cached_size, edge = self._edge
         keys = Frontier.edge(size)
         if cached_size != size:
-            edge = SqliteTreeStore(self._conn, self.path, True).nodes(keys)
-            if len(edge) != len(keys) or self._tree_size() != size:
+            store = SqliteTreeStore(self._conn, self.path, True)
+            edge = resolve(store, keys)
+            if len(edge) != len(keys) or store.last_id() != last_node(size):
                 raise JournalError(
                     f"{self.path}: the log tree does not end at event {size} (it was edited "
                     "outside turnlog); turnlog verify --checkpoint reports where")
@@ -412,9 +414,6 @@ class Journal:
                                            for stored in written for e in stored))
         self._cursor.executemany(_INSERT_NODE, rows)
         return size + sum(map(len, written)), new_edge
-
-    def _tree_size(self) -> int:
-        return SqliteTreeStore(self._conn, self.path, True).tree_size()
 
     def _write(self, batch: StreamAppend, now: str) -> list[StoredEvent]:
         """Chain and insert one stream's events inside the open transaction."""
@@ -802,7 +801,8 @@ class Journal:
         try:
             self._conn.execute("BEGIN")
             try:
-                yield LogTree(SqliteTreeStore(self._conn, self.path, self._has_tree))
+                yield LogTree(SqliteTreeStore(self._conn, self.path, self._has_tree,
+                                              TILE_LEVEL if self._version >= TILES_FROM else 0))
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:

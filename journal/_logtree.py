@@ -4,6 +4,11 @@ Every backend keeps a ``tree`` table of ``(id, hash)`` rows, ``id`` the node's
 :func:`~._merkle.node_id` (see :mod:`._merkle`), grown in the transaction of every append, and a ``checkpoints``
 table of signed notes. :class:`LogTree` reads them through a :class:`TreeStore`,
 which each backend supplies (SQLite's is here).
+
+Since schema 7 the table holds only the nodes of level :data:`~._merkle.TILE_LEVEL`
+and up (one row per 256 events, and their tree): :func:`resolve` recomputes a lower
+node from the leaves under it, at most one tile of events' stored hashes read by
+position. A journal of schema 4 to 6 read as it is stores every node (``low`` 0).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Protocol
 import msgspec
 
 from ._merkle import (
+    TILE_LEVEL,
     Frontier,
     Node,
     consistency_proof,
@@ -22,12 +28,13 @@ from ._merkle import (
     needed,
     node_id,
     root,
+    subtree,
     tree_size,
 )
 from .errors import JournalError
 
 __all__ = ["LEAF_COLUMN", "LogTree", "SqliteTreeStore", "StoredCheckpoint", "TreeMismatch", "TreeStore",
-           "grow", "leaf_data", "stored_size"]
+           "grow", "last_node", "leaf_data", "resolve", "stored_size", "tree_end"]
 
 
 class StoredCheckpoint(msgspec.Struct, frozen=True):
@@ -57,9 +64,19 @@ class TreeStore(Protocol):
     path: str
     has_tree: bool
     """False for an older journal read as it is: no stored tree, only the events."""
+    low: int
+    """The lowest level stored: :data:`~._merkle.TILE_LEVEL` (0 for a journal of schema
+    4 to 6 read as it is, which stores every node)."""
 
     def tree_size(self) -> int:
-        """How many leaves the stored tree has (its level-0 rows)."""
+        """How many leaves the stored tree has (:func:`tree_end`)."""
+
+    def last_id(self) -> int | None:
+        """The largest stored node id (``None``: no node stored)."""
+
+    def leaf_span(self, lo: int, hi: int) -> list[bytes]:
+        """The leaf data (:func:`leaf_data`) of leaves ``lo``..``hi - 1``: the stored hashes
+        of the events at positions ``lo + 1``..``hi`` (fewer when some are missing)."""
 
     def events(self) -> int:
         """How many events the journal has (its last position)."""
@@ -108,14 +125,61 @@ def leaf_data(stored: object) -> bytes:
 def grow(size: int, edge: dict[Node, bytes], hashes: Iterable[bytes]
          ) -> tuple[list[tuple[int, bytes]], dict[Node, bytes]]:
     """Append leaves with data ``hashes`` to a tree of ``size`` leaves whose right edge
-    (:meth:`Frontier.edge`) is ``edge``: the ``(id, hash)`` rows to store, and the
-    tree's new right edge."""
+    (:meth:`Frontier.edge`) is ``edge``: the ``(id, hash)`` rows to store (the nodes of
+    level :data:`TILE_LEVEL` and up), and the tree's new right edge (every level)."""
     frontier = Frontier(size, lambda level, index: edge[(level, index)])
     rows, known = [], dict(edge)
     for level, index, h in frontier.add(hashes):
-        rows.append((node_id(level, index), h))
+        if level >= TILE_LEVEL:
+            rows.append((node_id(level, index), h))
         known[(level, index)] = h
     return rows, {key: known[key] for key in Frontier.edge(frontier.size)}
+
+
+def resolve(store: TreeStore, keys: Sequence[Node]) -> dict[Node, bytes]:
+    """The hashes of nodes ``keys`` (missing ones left out): those of level
+    :data:`TILE_LEVEL` and up as stored, lower ones recomputed from the leaves under
+    them (one read of events per tile touched: a proof touches at most three)."""
+    found = store.nodes([key for key in keys if key[0] >= TILE_LEVEL])
+    spans: dict[int, tuple[int, int]] = {}
+    low = [key for key in keys if key[0] < TILE_LEVEL]
+    for level, index in low:
+        lo, hi = index << level, (index + 1) << level
+        a, b = spans.get(lo >> TILE_LEVEL, (lo, hi))
+        spans[lo >> TILE_LEVEL] = (min(a, lo), max(b, hi))
+    data = {tile: (a, store.leaf_span(a, b)) for tile, (a, b) in spans.items()}
+    for level, index in low:
+        lo, hi = index << level, (index + 1) << level
+        start, leaves = data[lo >> TILE_LEVEL]
+        if hi - start <= len(leaves):
+            found[(level, index)] = subtree(leaves[lo - start:hi - start])
+    return found
+
+
+def last_node(size: int) -> int | None:
+    """The id of the last node a tree of ``size`` leaves stores (``None``: none, under
+    one tile): the highest one completed by its last complete tile's last leaf."""
+    done = size >> TILE_LEVEL << TILE_LEVEL
+    if not done:
+        return None
+    level = (done & -done).bit_length() - 1
+    return node_id(level, (done >> level) - 1)
+
+
+def tree_end(store: TreeStore) -> int:
+    """How many leaves ``store``'s tree has: its events, once its stored nodes end where
+    they must (:class:`JournalError` if not: the table was edited outside turnlog).
+    A journal of schema 4 to 6 read as it is: its stored leaves (:func:`stored_size`)."""
+    last = store.last_id()
+    if store.low == 0:
+        return stored_size(last, store.path)
+    size = store.events()
+    if last != last_node(size):
+        raise JournalError(
+            f"{store.path}: the log tree ends at node #{last}, but the journal's {size} events "
+            f"end it at #{last_node(size)} (it was edited outside turnlog); turnlog verify "
+            "--checkpoint reports where")
+    return size
 
 
 class LogTree:
@@ -139,7 +203,7 @@ class LogTree:
 
     def _get(self, compute: Callable[[Callable[[int, int], bytes]], object]) -> object:
         keys = needed(compute)
-        found = self._store.nodes(keys)
+        found = resolve(self._store, keys)
         if len(found) != len(keys):
             missing = next(k for k in keys if k not in found)
             raise JournalError(
@@ -183,7 +247,8 @@ class LogTree:
         """Recompute the tree from the events' stored hashes; compare every stored node.
 
         Returns the first stored node that differs (``None``: the tree is the events'
-        tree, no node missing or extra) and the recomputed root at each size of
+        tree, no node missing or extra; a node below the stored levels, kept by an older
+        schema, must be the events' too) and the recomputed root at each size of
         ``roots_at`` that the journal reaches. Constant memory: one pass over the
         events and one ordered read per level.
         """
@@ -194,6 +259,7 @@ class LogTree:
             roots[0] = root(lambda *_: b"", 0)
         frontier = Frontier(0, lambda *_: b"")
         nodes = store.stored() if store.has_tree else iter(())
+        found = next(nodes, None)
         first: TreeMismatch | None = None
         count = 0
         for position, _stream, _seq, stored in store.leaves(2**63 - 1):
@@ -201,20 +267,22 @@ class LogTree:
             if progress is not None and count % 4096 == 0:
                 progress(4096)
             for level, index, h in frontier.add((leaf_data(stored),)):
-                if first is None and store.has_tree:
-                    found = next(nodes, None)
-                    if found != (node_id(level, index), h):
+                if first is not None or not store.has_tree:
+                    continue
+                if found is not None and found[0] == node_id(level, index):
+                    if found[1] != h:  # a stored node must be the events' node
                         first = _mismatch(position, level, index, found)
+                    found = next(nodes, None)
+                elif level >= store.low:  # one the layout stores is missing
+                    first = _mismatch(position, level, index, None)
             if frontier.size in wanted:
                 roots[frontier.size] = frontier.root()
         if progress is not None:
             progress(count % 4096)
-        if first is None and store.has_tree:
-            extra = next(nodes, None)
-            if extra is not None:
-                first = TreeMismatch(frontier.size + 1, -1, extra[0],
-                                     f"the log tree has a node (#{extra[0]}) beyond the "
-                                     f"journal's {frontier.size} events")
+        if first is None and found is not None:
+            first = TreeMismatch(frontier.size + 1, -1, found[0],
+                                 f"the log tree has a node (#{found[0]}) beyond the "
+                                 f"journal's {frontier.size} events")
         return first, roots
 
 
@@ -243,10 +311,12 @@ def stored_size(last_id: int | None, path: str) -> int:
 class SqliteTreeStore:
     """The log tree of a SQLite journal (schema 4: ``tree`` and ``checkpoints`` tables)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, has_tree: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, has_tree: bool,
+                 low: int = TILE_LEVEL) -> None:
         self._conn = conn
         self.path = path
         self.has_tree = has_tree
+        self.low = low
 
     def _require(self) -> None:
         if not self.has_tree:
@@ -263,8 +333,18 @@ class SqliteTreeStore:
         """How many leaves the stored tree has."""
         if not self.has_tree:
             return self.events()
-        row = self._conn.execute("SELECT max(id) FROM tree").fetchone()
-        return stored_size(row[0], self.path)
+        return tree_end(self)
+
+    def last_id(self) -> int | None:
+        """The largest stored node id."""
+        result: int | None = self._conn.execute("SELECT max(id) FROM tree").fetchone()[0]
+        return result
+
+    def leaf_span(self, lo: int, hi: int) -> list[bytes]:
+        """The leaf data of leaves ``lo``..``hi - 1`` (events ``lo + 1``..``hi``)."""
+        return [leaf_data(h) for (h,) in self._conn.execute(
+            f"SELECT {LEAF_COLUMN} FROM events WHERE position > ? AND position <= ? "
+            "ORDER BY position", (lo, hi))]
 
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys``."""

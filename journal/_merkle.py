@@ -11,6 +11,12 @@ Only complete subtrees are stored: every hash of the RFC's recursion (``MTH``) o
 a tree of any size is either one of them or is folded from at most ``log2(n)``
 of them, so roots and proofs need a handful of stored nodes, never the leaves.
 
+Only the nodes of level :data:`TILE_LEVEL` and up are stored (schema 7): one
+per 256-leaf *tile* and the tiles' own tree, about ``2 n / 256`` rows (cf. C2SP
+tlog-tiles, whose tiles are 256 hashes wide). A node below that level spans at most
+128 leaves inside one tile; it is recomputed from the leaves' data, which the
+journal already stores (the events' chain hashes, in position order).
+
 The functions here are pure: they take a ``get(level, index) -> bytes`` for the
 stored nodes. :func:`needed` runs one of them with a recording getter first, so a
 backend fetches every node it needs in one query.
@@ -18,11 +24,12 @@ backend fetches every node it needs in one query.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from hashlib import sha256
 
 __all__ = [
     "EMPTY_ROOT",
+    "TILE_LEVEL",
     "Frontier",
     "consistency_proof",
     "inclusion_proof",
@@ -30,8 +37,10 @@ __all__ = [
     "needed",
     "node_count",
     "node_hash",
+    "node_at",
     "node_id",
     "root",
+    "subtree",
     "tree_size",
 ]
 
@@ -40,6 +49,10 @@ Node = tuple[int, int]
 
 EMPTY_ROOT = sha256(b"").digest()
 """The root of the empty tree: SHA-256 of nothing (RFC 6962 §2.1)."""
+
+
+TILE_LEVEL = 8
+"""The lowest level of the nodes a journal stores: complete subtrees of 256 leaves and up."""
 
 
 def leaf_hash(data: bytes) -> bytes:
@@ -61,6 +74,25 @@ def node_id(level: int, index: int) -> int:
     """
     last = ((index + 1) << level) - 1
     return 2 * last - last.bit_count() + level
+
+
+def node_at(node: int) -> Node:
+    """The ``(level, index)`` whose :func:`node_id` is ``node`` (the inverse)."""
+    if node < 0:
+        raise ValueError(f"no node has id {node}")
+    size = node // 2  # the leaves completed before it: node_count(size) <= node
+    while node_count(size + 1) <= node:
+        size += 1
+    level = node - node_count(size)  # the size-th leaf completes levels 0..ctz(size + 1)
+    return level, (size + 1 >> level) - 1
+
+
+def subtree(leaves: Sequence[bytes]) -> bytes:
+    """The root of the complete subtree whose leaves' data are ``leaves`` (a power of two)."""
+    level = [leaf_hash(data) for data in leaves]
+    while len(level) > 1:
+        level = [node_hash(level[i], level[i + 1]) for i in range(0, len(level), 2)]
+    return level[0]
 
 
 def node_count(size: int) -> int:

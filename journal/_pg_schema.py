@@ -22,7 +22,7 @@ import psycopg
 
 from ._blobs import BLOBS_FROM, BLOBS_TABLE_POSTGRES
 from ._logtree import leaf_data
-from ._merkle import Frontier, node_id
+from ._merkle import TILE_LEVEL, Frontier, node_at, node_id
 from ._hashing import CHAIN_VERSION
 from ._schema import (
     CHAIN_KEY, READABLE_FROM, SCHEMA_VERSION, Extension, lost_constraints, new_origin,
@@ -164,9 +164,23 @@ def pg_chain_version(conn: psycopg.Connection) -> int:
     return int(row[0]) if row is not None and str(row[0]).isdigit() else 1
 
 
+def _create_v8(conn: psycopg.Connection) -> None:
+    """As SQLite's schema 8: ``tree`` keeps only its nodes of level ``TILE_LEVEL`` and up;
+    the rows below are deleted with the refusing trigger set aside, then put back."""
+    low: list[int] = []
+    with conn.cursor(name="turnlog_migrate_tiles") as cursor:
+        cursor.itersize = 10_000
+        cursor.execute("SELECT id FROM tree ORDER BY id")
+        low = [node for (node,) in cursor if node_at(node)[0] < TILE_LEVEL]
+    conn.execute("DROP TRIGGER IF EXISTS tree_refuse_delete ON tree")
+    for start in range(0, len(low), 10_000):
+        conn.execute("DELETE FROM tree WHERE id = ANY(%s)", (low[start:start + 10_000],))
+    conn.execute(_refusal("tree", "DELETE"))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[psycopg.Connection], None]]] = [
     (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
-    (6, _create_v6), (7, _create_v7)]
+    (6, _create_v6), (7, _create_v7), (8, _create_v8)]
 """The PostgreSQL schema's steps, oldest first, numbered as the SQLite schema's."""
 
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "both backends share one schema version"

@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
-from ._logtree import StoredCheckpoint, stored_size
-from ._merkle import Node, node_id
+from ._logtree import StoredCheckpoint, leaf_data, tree_end
+from ._merkle import TILE_LEVEL, Node, node_id
 from ._one import one_row
 from .errors import JournalError
 
@@ -25,9 +25,10 @@ class PgTreeStore:
 
     has_tree = True  # a writer migrates on open; schema 4 added the tree on both backends
 
-    def __init__(self, conn: psycopg.Connection, path: str) -> None:
+    def __init__(self, conn: psycopg.Connection, path: str, low: int = TILE_LEVEL) -> None:
         self.conn = conn
         self.path = path
+        self.low = low
         self._cursors = 0
 
     def _rows(self, sql: str, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
@@ -45,8 +46,19 @@ class PgTreeStore:
 
     def tree_size(self) -> int:
         """How many leaves the stored tree has."""
+        return tree_end(self)
+
+    def last_id(self) -> int | None:
+        """The largest stored node id."""
         row = self.conn.execute("SELECT max(id) FROM tree").fetchone()
-        return stored_size(one_row(row, self.path)[0], self.path)
+        result: int | None = one_row(row, self.path)[0]
+        return result
+
+    def leaf_span(self, lo: int, hi: int) -> list[bytes]:
+        """The leaf data of leaves ``lo``..``hi - 1`` (events ``lo + 1``..``hi``)."""
+        return [leaf_data(h) for (h,) in self.conn.execute(
+            "SELECT hash FROM events WHERE position > %s AND position <= %s ORDER BY position",
+            (lo, hi))]
 
     def nodes(self, keys: Sequence[Node]) -> dict[Node, bytes]:
         """The stored hashes of ``keys``, in one query."""

@@ -36,8 +36,8 @@ from psycopg import errors as pg_errors
 from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
-from ._logtree import LogTree, grow
-from ._merkle import Frontier, Node
+from ._logtree import LogTree, grow, last_node, resolve
+from ._merkle import TILE_LEVEL, Frontier, Node
 from ._one import one_row
 from ._pg import Pool
 from ._pg_tree import PgTreeStore
@@ -55,7 +55,7 @@ from ._blobs import (
     split_events,
 )
 from ._rows import Row, chain_rows, check_appends, clock_stamp, sql_limit, stale_error, system_stamp
-from ._schema import APPLICATION_ID, SCHEMA_VERSION, Extension, check_extensions
+from ._schema import APPLICATION_ID, SCHEMA_VERSION, TILES_FROM, Extension, check_extensions
 from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
 from ._types import (
     BadEvent,
@@ -392,8 +392,8 @@ class PostgresJournal:
         keys = Frontier.edge(size)
         if cached_size != size:
             store = PgTreeStore(conn, self.path)
-            edge = store.nodes(keys)
-            if len(edge) != len(keys) or store.tree_size() != size:
+            edge = resolve(store, keys)
+            if len(edge) != len(keys) or store.last_id() != last_node(size):
                 raise JournalError(
                     f"{self.path}: the log tree does not end at event {size} (it was edited "
                     "outside turnlog); turnlog verify --checkpoint reports where")
@@ -407,7 +407,8 @@ class PostgresJournal:
         (one connection, one transaction; a checkpoint added commits at the end)."""
         with self._pool.connection("reading the log tree") as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield LogTree(PgTreeStore(conn, self.path))
+            yield LogTree(PgTreeStore(conn, self.path,
+                                      TILE_LEVEL if self._version >= TILES_FROM else 0))
 
     def _chain(self, conn: psycopg.Connection, batches: list[StreamAppend],
                now: str, parts: dict[str, bytes]) -> list[list[Row]]:

@@ -20,7 +20,7 @@ import msgspec
 from ._hashing import CHAIN_VERSION
 from ._blobs import BLOBS_FROM, BLOBS_TABLE
 from ._logtree import LEAF_COLUMN, leaf_data
-from ._merkle import Frontier, node_id
+from ._merkle import TILE_LEVEL, Frontier, node_at, node_id
 from ._types import ProjectionMismatch, StoredEvent
 from .errors import NotAJournalError, SchemaTooNewError
 
@@ -35,6 +35,7 @@ __all__ = [
     "MIGRATIONS",
     "READABLE_FROM",
     "SCHEMA_VERSION",
+    "TILES_FROM",
     "Extension",
     "check_extensions",
     "chain_version",
@@ -333,9 +334,28 @@ def _create_v7(db: Database) -> None:
                ("1" if has_events else str(CHAIN_VERSION),))
 
 
+def _node_level(node: int) -> int:
+    """``turnlog_node_level``: the level of the tree node numbered ``node``."""
+    return node_at(node)[0]
+
+
+def _create_v8(db: Database) -> None:
+    """The log tree keeps only its nodes of level ``TILE_LEVEL`` and up (``_merkle``): one
+    per 256 events and their tree, instead of two per event; lower ones are recomputed
+    from the events' chain hashes. The rows below are deleted, the guard that refuses
+    it is set aside for that statement and put back as it was. Ids, roots and proofs
+    do not change; a row kept that was edited stays, so ``verify --checkpoint`` still
+    reports it."""
+    conn = db.conn
+    conn.create_function("turnlog_node_level", 1, _node_level, deterministic=True)
+    conn.execute("DROP TRIGGER IF EXISTS tree_refuse_delete")
+    conn.execute(f"DELETE FROM tree WHERE turnlog_node_level(id) < {TILE_LEVEL}")
+    conn.execute(_refusal("tree", "DELETE"))
+
+
 MIGRATIONS: Sequence[tuple[int, Callable[[Database], None]]] = [
     (1, _create_v1), (2, _create_v2), (3, _create_v3), (4, _create_v4), (5, _create_v5),
-    (6, _create_v6), (7, _create_v7)]
+    (6, _create_v6), (7, _create_v7), (8, _create_v8)]
 """The core schema's steps, oldest first. Append a step to change the schema; never edit one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -353,6 +373,10 @@ COMPACT_HASHES_FROM = 3
 
 LOG_TREE_FROM = 4
 """The first core schema with the log tree (``tree``, ``checkpoints``, the ``origin``)."""
+
+TILES_FROM = 8
+"""The first core schema whose ``tree`` keeps only nodes of level ``TILE_LEVEL`` and up
+(a reader of schema 4 to 7 reads every level stored, and checks them all)."""
 
 
 def open_schema(

@@ -104,8 +104,11 @@ def test_a_journal_of_schema_3_gains_its_tree_when_opened_to_write(journal_path)
 # -- tampering --------------------------------------------------------------------------
 
 
-def _signed(path: Path) -> str:
+def _signed(path: Path, tiles: int = 0) -> str:
+    """A journal of 12 events (after ``tiles`` * 256 + 88 others, if any), signed."""
     with Journal(path) as journal:
+        if tiles:  # so that the tree stores nodes (a 256-event tile and up)
+            _grow(journal, [(2, 256)] * tiles + [(2, 88)])
         _grow(journal, [(0, 4), (1, 3), (3, 2), (0, 2), (1, 1)])
         with journal.log_tree() as tree:
             return make_checkpoint(tree, KEY).note
@@ -183,12 +186,12 @@ TARGETS = ["payload", "recorded_at", "type", "hash", "tree", "checkpoint"]
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(target=st.sampled_from(TARGETS), row=st.integers(0, 500), at=st.integers(0, 500),
-       rechain=st.booleans(), retree=st.booleans())
+@given(target=st.sampled_from(TARGETS), row=st.integers(0, 5000), at=st.integers(0, 500),
+       rechain=st.booleans(), retree=st.booleans(), tiles=st.integers(0, 2))
 def test_any_single_byte_edit_is_found_even_with_the_chain_recomputed(
-        tmp_path_factory, target, row, at, rechain, retree):
+        tmp_path_factory, target, row, at, rechain, retree, tiles):
     path = tmp_path_factory.mktemp("j") / "j.db"
-    note = _signed(path)
+    note = _signed(path, max(tiles, target == "tree"))  # a tree node needs a tile
     conn = sqlite3.connect(path)
     table, key = {"tree": ("tree", "id"), "checkpoint": ("checkpoints", "id")}.get(
         target, ("events", "position"))
@@ -258,7 +261,9 @@ def test_a_malformed_or_unsigned_checkpoint_is_refused_with_one_line(
     assert caught.value.tampered is tampered and "\n" not in str(caught.value)
 
 
-def test_a_rewrite_with_the_chain_recomputed_names_the_first_event_that_differs(journal_path):
+def test_a_rewrite_with_the_chain_recomputed_names_the_events_that_differ(journal_path):
+    """The tree stores no leaf (only 256-event tiles and up): a rewrite whose chain was
+    recomputed is named by the signed root (no tile yet) or by the first tile that differs."""
     note = _signed(journal_path)
     conn = _edit(journal_path, "UPDATE events SET payload = '{\"n\":7}' WHERE position = 5", ())
     _rechain(conn)
@@ -267,7 +272,20 @@ def test_a_rewrite_with_the_chain_recomputed_names_the_first_event_that_differs(
     with Journal(journal_path, readonly=True) as journal, journal.log_tree() as tree:
         assert journal.verify().first_bad is None  # the guards the edit dropped aside
         report = check_checkpoint(tree, note, KEY.verifier())
-    assert not report.ok and report.position == 5 and "leaf" in report.problem
+    assert not report.ok and report.position is None and "among positions 1..12" in report.problem
+
+
+def test_a_rewrite_inside_a_stored_tile_names_that_tile(journal_path):
+    note = _signed(journal_path, tiles=2)  # 600 events: tiles 1..256, 257..512 and their parent
+    conn = _edit(journal_path, "UPDATE events SET payload = '{\"n\":7}' WHERE position = 300", ())
+    _rechain(conn)
+    conn.commit()
+    conn.close()
+    with Journal(journal_path, readonly=True) as journal, journal.log_tree() as tree:
+        assert journal.verify().first_bad is None
+        report = check_checkpoint(tree, note, KEY.verifier())
+    assert not report.ok and report.position == 257
+    assert "node (8, 1) over events 257..512 is not their hash" in report.problem
 
 
 def test_two_writers_taking_turns_keep_one_tree(journal_path):

@@ -146,7 +146,7 @@ def test_a_schema_1_journal_reads_as_it_is_and_migrates_when_opened_to_write(jou
     version = conn.execute(
         "SELECT value FROM _turnlog_meta WHERE key = 'schema_version'").fetchone()[0]
     conn.close()
-    assert version == str(SCHEMA_VERSION) == "7"
+    assert version == str(SCHEMA_VERSION) == "8"
 
 
 def test_a_fork_whose_parent_was_rewritten_at_the_fork_point_hides_its_snapshot(journal_path):
