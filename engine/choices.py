@@ -68,21 +68,25 @@ def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
     """``load_tools(specs)`` plus the tools of the MCP servers in ``mcp``, connected meanwhile.
 
     Each of ``mcp`` is a command line (stdio) or an ``http(s)://`` URL
-    (streamable HTTP); see ``engine.mcp``. The servers are closed when the
+    (streamable HTTP); see ``engine.tools.mcp``. The servers are closed when the
     block ends. ``timeout`` (default ``$TURNLOG_MCP_TIMEOUT`` or 60 s) bounds
     connecting and each call. A stdio server's stderr goes to a log file; when
     the block ends, ``report`` is given one line per server that wrote there.
+    ``$TURNLOG_MCP_ELICIT`` (``decline``, the default, ``cancel`` or ``ask``: a person
+    answers at the terminal) answers the servers' elicitations (``engine.tools.mcp.elicitor``).
     """
     registry = load_tools(specs)
     servers = list(mcp)
     if not servers:
         yield registry
         return
-    from turnlog.engine.tools.mcp import tools_from_mcp
+    from turnlog.engine.tools.mcp import elicitor, tools_from_mcp
 
     if timeout is None:
         timeout = float(os.environ.get("TURNLOG_MCP_TIMEOUT") or 60)
-    served = tools_from_mcp(servers, timeout=timeout)
+    policy = os.environ.get("TURNLOG_MCP_ELICIT") or "decline"
+    served = tools_from_mcp(servers, timeout=timeout,
+                            elicit=elicitor(policy, ask=_prompt if policy == "ask" else None))
     try:
         with served:
             for t in served:
@@ -91,6 +95,13 @@ def open_tools(specs: Iterable[str], mcp: Iterable[str] = (), *,
     finally:
         for note in served.notes() if report is not None else ():
             report(note)
+
+
+def _prompt(text: str) -> str:
+    """A person's answer at the terminal (``$TURNLOG_MCP_ELICIT=ask``)."""
+    import click
+
+    return str(click.prompt(text, default="", show_default=False, err=True))
 
 
 def make_provider(name: str, model: str | None = None, script: str | None = None) -> Any:

@@ -30,6 +30,7 @@ from turnlog.engine.model.events import (
     ConversationStarted,
     ToolCallRejected,
     ToolCompleted,
+    ToolProgressed,
     ToolStarted,
 )
 from turnlog.engine.tools.executor import ToolExecution
@@ -61,6 +62,8 @@ class RecordedExecutor:
 
     def __init__(self, tools: RecordedTools, *, rerender: bool = False) -> None:
         self.tools, self.rerender = tools, rerender
+        self._served: set[int] = set()  # the seqs of the recorded news written again
+        self._news: list[tuple[int, ToolProgressed]] | None = None
         self._index: tuple[dict[str, int], dict[str, int], dict[int, Any]] | None = None
 
     # --- the recorded schedule (the loop's scheduling hooks, engine.step) ---------------
@@ -77,7 +80,9 @@ class RecordedExecutor:
                     started[event.call_id] = seq
                 elif kind in (ToolCompleted, ToolCallRejected):
                     answered.setdefault(event.call_id, seq)
-            following = {seq: event for (seq, _), (_, event) in zip(events, events[1:])}
+            # news of a running call (tool_progressed) is not a step of the schedule
+            steps = [(seq, e) for seq, e in events if type(e) is not ToolProgressed]
+            following = {seq: event for (seq, _), (_, event) in zip(steps, steps[1:])}
             self._index = (started, answered, following)
         return self._index
 
@@ -109,8 +114,20 @@ class RecordedExecutor:
 
     def execute(self, call: ToolCall, tool: Tool, context: ToolContext,
                 validated: dict[str, Any]) -> ToolExecution:
-        """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none)."""
-        execution = execution_of(self.tools.result(call))
+        """The recorded outcome of ``call`` (a ``Divergence`` if the recording has none), after
+        the news the call recorded while it ran (``tool_progressed``: each round, each task
+        state), written again through the context's ``progress`` hook."""
+        completed = self.tools.result(call)
+        execution = execution_of(completed)
+        if context.progress is not None:
+            # in the recorded order: the news of calls that ran at once interleave
+            answered = self.tools.recording.results[call.id][0]
+            if self._news is None:
+                self._news = self.tools.news()
+            for seq, news in self._news:
+                if seq < answered and seq not in self._served:
+                    self._served.add(seq)
+                    context.progress(news.data, of=news if news.call_id != call.id else None)
         if self.rerender and execution.source == "live":
             return msgspec.structs.replace(execution, content=None)
         return execution

@@ -28,6 +28,7 @@ from turnlog.engine.model.events import (
     ModelResponded,
     RunInterrupted,
     ToolCompleted,
+    ToolProgressed,
 )
 from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.providers.base import ModelRequest, ModelResponse
@@ -244,6 +245,11 @@ class RecordedTools:
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
+
+    def news(self) -> list[tuple[int, ToolProgressed]]:
+        """The recorded ``tool_progressed`` events (news of running calls), with their seqs."""
+        return [(seq, event) for seq, event in self.recording.events
+                if type(event) is ToolProgressed]
 
     def result(self, call: ToolCall) -> ToolCompleted:
         """The recorded ``tool_completed`` for ``call`` (``Divergence`` when none fits)."""

@@ -20,7 +20,7 @@ from turnlog.engine.model.messages import Usage
 from turnlog.journal import ReadConnection
 from .prices import Prices, add_cost
 
-__all__ = ["call_cost", "cost_figures"]
+__all__ = ["call_cost", "conversation_costs", "cost_figures"]
 
 
 
@@ -194,6 +194,31 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
                                "today": _round(today_conv[c["conversation_id"]])}
                               for c in report["conversations"]]}
     return report
+
+
+def conversation_costs(conn: ReadConnection, prices: Prices,
+                       ids: Sequence[str]) -> dict[str, float | None]:
+    """Each of ``ids``' cost, as :func:`cost_figures` figures its ``conversations`` (each call
+    at its recorded charge, else at the prices of its time; ``None``: a call is unpriced),
+    reading only what a cost needs. Conversations without model calls are left out."""
+    if not ids:
+        return {}
+    j = dialect_of(conn).json
+    sql = f"""SELECT e.stream_id, e.recorded_at,
+    {j('s.payload', '$.provider')}, {j('s.payload', '$.model')},
+    nullif({j('e.payload', '$.provider')}, ''), nullif({j('e.payload', '$.model')}, ''),
+    {j('e.payload', '$.usage')}, {j('e.payload', '$.charge')}
+FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1
+WHERE e.type = 'model_responded' AND e.stream_id IN ({', '.join('?' * len(ids))})"""
+    per_conv: dict[str, float | None] = {}
+    for cid, at, provider, model, own_provider, own_model, usage_json, charge_json in \
+            conn.execute(sql, tuple(ids)):
+        recorded = _charge.decode(_text(charge_json)) if charge_json else None
+        usage = _usage.decode(_text(usage_json)) if usage_json else Usage()
+        cost = call_cost(prices, own_provider or provider or "", own_model or model or "", at,
+                         usage, recorded)
+        per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
+    return {cid: _round(v) for cid, v in per_conv.items()}
 
 
 def _text(value: Any) -> bytes | str:

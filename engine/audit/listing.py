@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from turnlog.journal import walk_ancestry
@@ -19,8 +19,8 @@ from .figures import STATUSES
 from turnlog.journal import PgConnection, ReadConnection, dialect_of, whole_payload
 from ..errors import BadFilterError, ConversationNotFound
 
-__all__ = ["appends_waiter", "conversation_events", "conversation_info", "events_after",
-           "last_position", "list_conversations"]
+__all__ = ["EVENTS_PER_READ", "appends_waiter", "conversation_events", "conversation_info",
+           "events_after", "iter_conversation_events", "last_position", "list_conversations"]
 
 _COLUMNS = ("conversation_id, status, provider, model, turns, events, parent, fork_seq, "
             "replay_of, started_at, updated_at")
@@ -89,11 +89,20 @@ def conversation_info(conn: ReadConnection, conversation_id: str,
         "ORDER BY stream_id", (conversation_id,))]
     info["replays"] = [c for (c,) in conn.execute(
         "SELECT stream_id FROM events WHERE type = 'conversation_started' AND seq = 1 "
+        # a substring test first: only start events that name a replay are parsed
+        f"AND {_has(conn, 'payload', '?')} "
         f"AND {dialect_of(conn).json('payload', '$.replay_of.conversation_id')} = ? "
         "ORDER BY stream_id",
-        (conversation_id,))]
+        ('"replay_of"', conversation_id))]
     info["proxy"] = _proxied(conn, conversation_id)
     return info
+
+
+def _has(conn: ReadConnection, haystack: str, needle: str) -> str:
+    """Whether ``needle`` occurs in ``haystack``, case and all (a condition)."""
+    if dialect_of(conn).name == "sqlite":
+        return f"instr({haystack}, {needle}) > 0"
+    return f"strpos({haystack}, {needle}) > 0"
 
 
 def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | None:
@@ -112,11 +121,28 @@ def _proxied(conn: ReadConnection, conversation_id: str) -> dict[str, Any] | Non
 
 def conversation_events(conn: ReadConnection, conversation_id: str) -> list[dict[str, Any]]:
     """The conversation's own events: ``seq``, ``type``, ``recorded_at``, ``payload`` (decoded)."""
-    return [{"seq": seq, "type": type_, "recorded_at": at,
-             "payload": json.loads(whole_payload(conn, payload))}
-            for seq, type_, at, payload in conn.execute(
-                "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? "
-                "ORDER BY seq", (conversation_id,))]
+    return list(iter_conversation_events(conn, conversation_id))
+
+
+#: how many events :func:`iter_conversation_events` reads per query
+EVENTS_PER_READ = 1000
+
+
+def iter_conversation_events(conn: ReadConnection, conversation_id: str, *,
+                             per_read: int = EVENTS_PER_READ) -> Iterator[dict[str, Any]]:
+    """:func:`conversation_events` one at a time, read ``per_read`` at a time (by seq, from
+    the index): memory holds one batch whatever the conversation's length."""
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT seq, type, recorded_at, payload FROM events WHERE stream_id = ? AND seq > ? "
+            "ORDER BY seq LIMIT ?", (conversation_id, after, per_read)).fetchall()
+        for seq, type_, at, payload in rows:
+            yield {"seq": seq, "type": type_, "recorded_at": at,
+                   "payload": json.loads(whole_payload(conn, payload))}
+        if len(rows) < per_read:
+            return
+        after = rows[-1][0]
 
 
 def last_position(conn: ReadConnection) -> int:

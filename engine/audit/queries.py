@@ -23,9 +23,11 @@ Nothing here writes; every figure comes from functions the CLI uses too
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -38,12 +40,18 @@ from turnlog.journal import SQLITE, Dialect, ReadConnection, dialect_of, whole_p
 from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from .listing import _turn_count, conversation_info, events_after, last_position
-from .costs import cost_figures
+from .costs import conversation_costs
 from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
-__all__ = ["SORTS", "ListQuery", "Reader", "chain_state"]
+__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "count_turns",
+           "deferred_chain"]
+
+#: The most events a page verifies before it answers (``Reader.conversations``,
+#: ``Reader.conversation``): chains beyond it are left to their own request
+#: (:meth:`Reader.chain`), so a page's time does not grow with a conversation's length.
+CHAIN_INLINE = 500
 
 #: Sort keys of the conversation list -> the ``conversations`` view's column (``turns`` and
 #: ``tokens`` come from the audit's projection table when it is in step: one narrow scan).
@@ -58,6 +66,8 @@ _COLUMNS = ("conversation_id, started_at, updated_at, status, provider, model, t
             "input_tokens, output_tokens, parent, replay_of, fork_seq")
 
 _MAX_PER_PAGE = 500
+#: the deepest the default list order is read from the journal's end (``Reader._recent_ids``)
+_RECENT_PAGES = 2_000
 
 
 class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,6 +109,12 @@ def chain_state(journal: JournalProtocol, conversation_id: str) -> dict[str, Any
     return {"ok": True, "checked": report.checked_events}
 
 
+def deferred_chain(events: int) -> dict[str, Any]:
+    """The chain state of a page that did not verify a chain of ``events`` events itself:
+    ``{"ok": None, "deferred": True, "events": N}`` (:meth:`Reader.chain` verifies it)."""
+    return {"ok": None, "deferred": True, "events": events}
+
+
 def _stamp(text: str, name: str, end_of_day: bool = False) -> str:
     try:
         stamp = parse_since(text)
@@ -121,6 +137,36 @@ def _prefilter(text: str, d: Dialect = SQLITE) -> str:
     return ("position IN (SELECT position FROM events WHERE type IN ('user_message', "
             "'model_responded', 'tool_completed', 'tool_call_rejected') "
             f"AND ({d.contains('payload', '?')} OR {part})) AND ")
+
+
+def count_turns(path: str, conversation_id: str) -> int:
+    """How many turns the conversation's own events hold (distinct ``model_requested`` turn
+    numbers), over a read connection of its own (a streamed page counts them after its
+    reader has closed)."""
+    conn = connect_readonly(path)
+    try:
+        return conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM events WHERE stream_id = ? AND type = "
+            f"'model_requested' GROUP BY {dialect_of(conn).json('payload', '$.turn')}) AS t",
+            (conversation_id,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+class _Timeline(dict):
+    """A timeline page whose ``turns`` and ``pages`` are counted when first read (``count``
+    runs once): a page rendered as a stream shows its turns before counting them all."""
+
+    def __init__(self, items: dict[str, Any], count: Any, per_page: int) -> None:
+        super().__init__(items)
+        self._count, self._per_page = count, per_page
+
+    def __missing__(self, key: str) -> Any:
+        if key not in ("turns", "pages"):
+            raise KeyError(key)
+        turns = self._count()
+        self["turns"], self["pages"] = turns, max(1, math.ceil(turns / self._per_page))
+        return self[key]
 
 
 class Reader:
@@ -246,20 +292,26 @@ class Reader:
             f"({', '.join('?' * len(ids))})", ids)}
         rows = [by_id[cid] for cid in ids]
         tools, costs = self._tools_used(ids), self._costs(ids)
-        items = [{"conversation_id": cid, "started_at": started, "updated_at": updated,
-                  "status": status, "provider": provider, "model": model,
-                  "turns": _turn_count(self.conn, turns, parent, fork_seq), "events": events,
-                  "tokens": inp + out, "tools": tools.get(cid, []),
-                  "cost": costs.get(cid, 0.0), "chain": chain_state(self.journal, cid),
-                  "parent": parent, "replay_of": replay_of}
-                 for cid, started, updated, status, provider, model, turns, events, inp, out,
-                 parent, replay_of, fork_seq in rows]
+        budget = CHAIN_INLINE
+        items = []
+        for (cid, started, updated, status, provider, model, turns, events, inp, out, parent,
+             replay_of, fork_seq) in rows:
+            chain, budget = self._chain_within(cid, events + (fork_seq or 0), budget)
+            items.append({"conversation_id": cid, "started_at": started, "updated_at": updated,
+                          "status": status, "provider": provider, "model": model,
+                          "turns": _turn_count(self.conn, turns, parent, fork_seq),
+                          "events": events, "tokens": inp + out, "tools": tools.get(cid, []),
+                          "cost": costs.get(cid, 0.0), "chain": chain, "parent": parent,
+                          "replay_of": replay_of})
         return {"rows": items, "total": total, "page": q.page,
                 "pages": max(1, math.ceil(total / q.per_page)),
                 "query": msgspec.to_builtins(q)}
 
     def _page_ids(self, q: ListQuery, where: str, params: list[Any]) -> list[str]:
         """The ids of the page, in order, computing only the sort key for every row."""
+        if q.sort == "updated" and q.descending and not where \
+                and q.page * q.per_page <= _RECENT_PAGES:
+            return self._recent_ids(q.page * q.per_page)[(q.page - 1) * q.per_page:]
         order = SORTS[q.sort]
         join = ""
         if q.sort in _PROJECTED_SORTS and in_step(self.conn):
@@ -269,6 +321,29 @@ class Reader:
             f"SELECT conversation_id FROM conversations {join}{where} "
             f"ORDER BY {order} {direction}, conversation_id LIMIT ? OFFSET ?",
             [*params, q.per_page, (q.page - 1) * q.per_page])]
+
+    def _recent_ids(self, count: int) -> list[str]:
+        """The ``count`` conversations last appended to, newest first: the default list's
+        order (``last_position DESC``), read backwards from the journal's end (by position,
+        the table's key) instead of computing every conversation's last position."""
+        found: list[str] = []
+        seen: set[str] = set()
+        before, batch = last_position(self.conn) + 1, max(256, 8 * count)
+        while len(found) < count:
+            rows = self.conn.execute(
+                "SELECT position, stream_id FROM events WHERE position < ? "
+                "ORDER BY position DESC LIMIT ?", (before, batch)).fetchall()
+            fresh = [sid for _, sid in rows if not (sid in seen or seen.add(sid))]
+            if fresh:  # streams that are conversations (a stream's first event starts it)
+                marks = ", ".join("?" * len(fresh))
+                started = {sid for (sid,) in self.conn.execute(
+                    "SELECT stream_id FROM events WHERE seq = 1 AND type = "
+                    f"'conversation_started' AND stream_id IN ({marks})", fresh)}
+                found += [sid for sid in fresh if sid in started]
+            if len(rows) < batch:
+                break
+            before, batch = rows[-1][0], batch * 2
+        return found[:count]
 
     def _tools_used(self, ids: list[str]) -> dict[str, list[str]]:
         if not ids:
@@ -285,12 +360,7 @@ class Reader:
     def _costs(self, ids: list[str]) -> dict[str, float | None]:
         """Each conversation's cost, as ``turnlog audit`` figures it (``engine.audit.costs``):
         each call at its recorded charge, else at the prices of its time."""
-        if not ids:
-            return {}
-        marks = ", ".join("?" * len(ids))
-        figures = cost_figures(self.conn, self.prices, 0, in_scope=f"AND e.stream_id IN ({marks})",
-                               params=ids)
-        return {c["conversation_id"]: c["cost"] for c in figures["conversations"]}
+        return conversation_costs(self.conn, self.prices, ids)
 
     def _model_calls(self) -> str:
         if in_step(self.conn):
@@ -300,11 +370,37 @@ class Reader:
 
     # -- one conversation --------------------------------------------------------------
 
-    def conversation(self, conversation_id: str) -> dict[str, Any]:
+    def _chain_within(self, conversation_id: str, events: int,
+                      budget: int | None) -> tuple[dict[str, Any], int | None]:
+        """The chain state when ``events`` fit in ``budget`` (``None``: no limit), else
+        :func:`deferred_chain`; and the budget left."""
+        if budget is None:
+            return chain_state(self.journal, conversation_id), None
+        if events > budget:
+            return deferred_chain(events), budget
+        return chain_state(self.journal, conversation_id), budget - events
+
+    def chain(self, conversation_id: str) -> dict[str, Any]:
+        """:func:`chain_state` of one conversation, however long; ``ConversationNotFound``
+        for an unknown id."""
+        if self.journal.last_seq(conversation_id) == 0:
+            raise ConversationNotFound(
+                f"no conversation {conversation_id!r} in {shown_url(self.path)}")
+        return chain_state(self.journal, conversation_id)
+
+    def conversation_row(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's listing row (``engine.audit.listing.conversation_info``);
+        ``ConversationNotFound`` for an unknown id."""
+        return conversation_info(self.conn, conversation_id, shown_url(self.path))
+
+    def conversation(self, conversation_id: str,
+                     verify_up_to: int | None = CHAIN_INLINE) -> dict[str, Any]:
         """The listing row plus ``started`` (its start event's payload), ``chain``,
         ``tree`` (the fork tree it belongs to), ``replays`` and ``replay_runs``.
 
-        Raises ``ConversationNotFound`` for an unknown id.
+        ``chain`` is verified when the history holds at most ``verify_up_to`` events
+        (``None``: always), else :func:`deferred_chain`. Raises ``ConversationNotFound``
+        for an unknown id.
         """
         info = conversation_info(self.conn, conversation_id, shown_url(self.path))
         first = self.conn.execute("SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
@@ -314,7 +410,9 @@ class Reader:
             "SELECT parent_seq FROM stream_links WHERE stream_id = ?",
             (conversation_id,)).fetchone()
         info["fork_seq"] = info["fork_seq"][0] if info["fork_seq"] else None
-        info["chain"] = chain_state(self.journal, conversation_id)
+        info["chain"] = self._chain_within(conversation_id,
+                                           info["events"] + (info["fork_seq"] or 0),
+                                           verify_up_to)[0]
         info["tree"] = self._tree(conversation_id)
         info["replay_runs"] = self._replay_runs(conversation_id)
         return info
@@ -353,27 +451,66 @@ class Reader:
         """Turns ``(page - 1) * per_page + 1`` … of the conversation's own events.
 
         Returns ``entries`` (dicts with a ``kind``: user, turn, assistant, tool,
-        refusal, failure, end, other), ``page``, ``pages``, ``turns`` and
-        ``max_ms`` (the longest latency on the page, for scaling bars). Raises
-        ``ConversationNotFound``.
+        refusal, failure, end, other), ``page``, ``more`` (whether a later page
+        exists), ``max_ms`` (the longest latency on the page, for scaling bars),
+        and ``pages`` and ``turns``, which are counted over the whole conversation
+        when first read (a page shows its turns before it counts them). Reads the
+        turns' starts only up to the page's end. Raises ``ConversationNotFound``.
         """
         if page < 1 or not 1 <= per_page <= _MAX_PER_PAGE:
             raise BadFilterError(f"page must be >= 1 and per_page 1..{_MAX_PER_PAGE}")
-        starts = [seq for (seq,) in self.conn.execute(
-            "SELECT min(seq) FROM events WHERE stream_id = ? AND type = 'model_requested' "
-            f"GROUP BY {self.dialect.json('payload', '$.turn')} ORDER BY 1", (conversation_id,))]
+        # the starts of turns (page - 1) * per_page + 1 … page * per_page + 1, no further
+        starts = self._turn_starts(conversation_id, page * per_page + 1)
         if not starts and self.journal.last_seq(conversation_id) == 0:
             raise ConversationNotFound(
                 f"no conversation {conversation_id!r} in {shown_url(self.path)}")
-        pages = max(1, math.ceil(len(starts) / per_page))
-        if page > pages:
+        if page > 1 and len(starts) <= (page - 1) * per_page:  # all of them were read
+            pages = max(1, math.ceil(len(starts) / per_page))
             raise BadFilterError(f"page {page} is past the timeline's last page ({pages})")
-        lo = 1 if page == 1 else starts[min((page - 1) * per_page, len(starts) - 1)]
+        lo = 1 if page == 1 else starts[(page - 1) * per_page]
         hi_index = page * per_page
         hi = starts[hi_index] - 1 if hi_index < len(starts) else None
-        started = json.loads(whole_payload(self.conn, self.conn.execute(
+        items, longest = self._entries(conversation_id, self._started(conversation_id), lo, hi)
+        return _Timeline({"entries": items, "page": page, "more": hi is not None,
+                          "max_ms": longest},
+                         functools.partial(count_turns, self.path, conversation_id), per_page)
+
+    def timeline_pages(self, conversation_id: str,
+                       per_page: int = _MAX_PER_PAGE) -> Iterator[tuple[list[dict[str, Any]], int]]:
+        """Every page of the timeline in turn, as ``(entries, max_ms)``: the pages
+        :meth:`timeline` gives, read one after the other (each turn start once) without
+        holding more than one. Raises ``ConversationNotFound`` before the first."""
+        if self.journal.last_seq(conversation_id) == 0:
+            raise ConversationNotFound(
+                f"no conversation {conversation_id!r} in {shown_url(self.path)}")
+        started, lo, seen, after, turns = self._started(conversation_id), 1, set(), 0, 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT seq, {self.dialect.json('payload', '$.turn')} FROM events "
+                "WHERE stream_id = ? AND type = 'model_requested' AND seq > ? "
+                "ORDER BY seq LIMIT ?", (conversation_id, after, 4096)).fetchall()
+            for seq, turn in rows:
+                if turn in seen:
+                    continue
+                seen.add(turn)
+                turns += 1
+                if turns > 1 and (turns - 1) % per_page == 0:  # the next page starts here
+                    yield self._entries(conversation_id, started, lo, seq - 1)
+                    lo = seq
+            if len(rows) < 4096:
+                break
+            after = rows[-1][0]
+        yield self._entries(conversation_id, started, lo, None)
+
+    def _started(self, conversation_id: str) -> dict[str, Any]:
+        return json.loads(whole_payload(self.conn, self.conn.execute(
             "SELECT payload FROM events WHERE stream_id = ? AND seq = 1",
             (conversation_id,)).fetchone()[0]))
+
+    def _entries(self, conversation_id: str, started: dict[str, Any], lo: int,
+                 hi: int | None) -> tuple[list[dict[str, Any]], int]:
+        """The timeline entries of events ``lo`` … ``hi`` (``None``: the last), and the
+        longest latency among them."""
         events = [(seq, type_, at, json.loads(whole_payload(self.conn, payload)))
                   for seq, type_, at, payload in
                   self.conn.execute(
@@ -384,8 +521,29 @@ class Reader:
         longest = max([x.get("ms") or 0 for x in items]
                       + [p["outcome"].get("ms") or 0 for x in items for p in x.get("parts", ())
                          if p["type"] == "tool_call"], default=0)
-        return {"entries": items, "page": page, "pages": pages, "turns": len(starts),
-                "max_ms": longest}
+        return items, longest
+
+    def _turn_starts(self, conversation_id: str, count: int) -> list[int]:
+        """The seqs at which the first ``count`` turns start (a turn's first request; retries
+        repeat its number), read in batches up to the last of them."""
+        starts: list[int] = []
+        seen: set[Any] = set()
+        after, batch = 0, max(64, min(count * 2, 4096))
+        while len(starts) < count:
+            rows = self.conn.execute(
+                f"SELECT seq, {self.dialect.json('payload', '$.turn')} FROM events "
+                "WHERE stream_id = ? AND type = 'model_requested' AND seq > ? "
+                "ORDER BY seq LIMIT ?", (conversation_id, after, batch)).fetchall()
+            for seq, turn in rows:
+                if turn not in seen:
+                    seen.add(turn)
+                    starts.append(seq)
+                    if len(starts) == count:
+                        break
+            if len(rows) < batch:
+                break
+            after = rows[-1][0]
+        return starts
 
     # -- across conversations ----------------------------------------------------------
 

@@ -26,7 +26,7 @@ from turnlog.journal import (
 from turnlog.journal.errors import CheckpointError
 
 __all__ = ["DEFAULT_DB", "CLIError", "Interrupted", "Progress", "colour", "command_hint",
-           "db_option", "emit", "fail", "flag_pair", "hint", "journal_for", "json_option",
+           "db_option", "emit", "emit_streamed", "fail", "flag_pair", "hint", "journal_for", "json_option",
            "open_journal", "problem", "progress", "run_options", "translate_errors"]
 
 #: The journal commands use when neither ``--db`` nor ``TURNLOG_DB`` names one.
@@ -111,6 +111,20 @@ def open_journal(path: str, *, must_exist: bool = False, readonly: bool = False,
 def emit(data: Any) -> None:
     """Print ``data`` as one JSON document."""
     click.echo(json.dumps(msgspec.to_builtins(data), ensure_ascii=False, indent=2))
+
+
+def emit_streamed(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+    """Print ``head`` with ``key`` (its last key) holding ``items``, byte for byte as
+    :func:`emit` prints ``{**head, key: list(items)}``, one item in memory at a time."""
+    opening = json.dumps(msgspec.to_builtins({**head, key: []}), ensure_ascii=False, indent=2)
+    assert opening.endswith("[]\n}"), "the streamed key must come last"
+    opened = False
+    for item in items:
+        text = json.dumps(msgspec.to_builtins(item), ensure_ascii=False, indent=2)
+        click.echo((",\n    " if opened else opening[:-4] + "[\n    ")
+                   + text.replace("\n", "\n    "), nl=False)
+        opened = True
+    click.echo("\n  ]\n}" if opened else opening)
 
 
 def problem(message: str) -> None:

@@ -10,14 +10,14 @@ how the run ended. Long values are cut at ``width`` characters unless
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from turnlog.engine.loop.texts import readable_result
 
 from ._common import command_hint
 
-__all__ = ["header", "timeline", "timeline_of"]
+__all__ = ["header", "iter_timeline", "timeline", "timeline_of"]
 
 _WIDTH = 200
 
@@ -122,6 +122,8 @@ def _event(seq: int, type_: str, p: dict[str, Any], full: bool) -> list[str]:
         case "tool_started":
             dup = "  (duplicate let through: observe-only policy)" if p.get("duplicate") else ""
             return [f"{at}tool {p['name']} started  [{p['call_id']}]{dup}"]
+        case "tool_progressed":
+            return [f"{at}tool {p['name']} {_news(p.get('data') or {}, full)}  [{p['call_id']}]"]
         case "tool_completed":
             took = f" in {p['duration_ms']:,.0f} ms" if p.get("duration_ms") is not None else ""
             source = f" [{p['source']}]" if p.get("source", "live") != "live" else ""
@@ -172,7 +174,31 @@ def timeline_of(journal: Any, conversation_id: str, full: bool = False) -> list[
 
 def timeline(events: Iterable[dict[str, Any]], full: bool = False) -> list[str]:
     """The timeline lines of ``events`` (dicts with ``seq``, ``type``, ``payload``)."""
-    lines: list[str] = []
+    return list(iter_timeline(events, full))
+
+
+def iter_timeline(events: Iterable[dict[str, Any]], full: bool = False) -> Iterator[str]:
+    """:func:`timeline`'s lines as ``events`` are read (a long conversation is shown without
+    holding it)."""
     for e in events:
-        lines += _event(e["seq"], e["type"], e["payload"], full)
-    return lines
+        yield from _event(e["seq"], e["type"], e["payload"], full)
+
+
+def _news(data: dict[str, Any], full: bool) -> str:
+    """One line for news of a running call (``tool_progressed``; MCP's kinds by name)."""
+    kind = data.get("kind")
+    if kind == "input_required":
+        asked = ", ".join(f"{k} ({v.get('method', '?')})"
+                          for k, v in (data.get("inputRequests") or {}).items())
+        return f"input required (round {data.get('round', '?')}): {asked or 'state only'}"
+    if kind == "elicitation":
+        content = f" {_clip(_json(data['content']), full)}" if data.get("content") else ""
+        return (f"elicitation {data.get('key', '')!r} answered {data.get('action')}{content} "
+                f"by {data.get('approver')}")
+    if kind == "task":
+        said = f": {_clip(data['statusMessage'], full)}" if data.get("statusMessage") else ""
+        return f"task {data.get('taskId')} {data.get('status')}{said}"
+    if kind == "reissued":
+        return (f"request re-issued (attempt {data.get('attempt')}): "
+                f"{_clip(str(data.get('error', '')), full)}")
+    return f"news: {_clip(_json(data), full)}"

@@ -6,6 +6,8 @@ every conversation, so they stay fast on journals of millions of events.
 
 from __future__ import annotations
 
+import itertools
+
 import click
 
 from turnlog.engine.audit import (
@@ -13,23 +15,24 @@ from turnlog.engine.audit import (
     UNFINISHED,
     ReadConnection,
     connect_readonly,
-    conversation_events,
     conversation_info,
     list_conversations,
     parse_since,
 )
+from turnlog.engine.audit.listing import iter_conversation_events
 from turnlog.journal import shown_url
 
 from ._common import (
     colour,
     db_option,
     emit,
+    emit_streamed,
     hint,
     journal_for,
     json_option,
     translate_errors,
 )
-from ._timeline import header, timeline
+from ._timeline import header, iter_timeline
 from .run import UNRECORDED, options_of
 
 __all__ = ["ls", "show"]
@@ -111,15 +114,18 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     conn = _reader(db_path)
     try:
         info = conversation_info(conn, conversation_id, shown_url(db_path))
-        events = conversation_events(conn, conversation_id)
+        events = iter_conversation_events(conn, conversation_id)  # read as they are printed
+        if as_json:
+            emit_streamed({"conversation_id": conversation_id}, "events", events)
+            return
+        first = next(events, None)
+        started = first["payload"] if first and first["type"] == "conversation_started" else {}
+        for line in header(info, started, full, db_path) + [""]:
+            click.echo(line)
+        for line in iter_timeline(itertools.chain([first] if first else [], events), full):
+            click.echo(line)
     finally:
         conn.close()
-    if as_json:
-        emit({"conversation_id": conversation_id, "events": events})
-        return
-    started = events[0]["payload"] if events and events[0]["type"] == "conversation_started" else {}
-    for line in header(info, started, full, db_path) + [""] + timeline(events, full):
-        click.echo(line)
     recorded = options_of(started)
     continue_with = hint("resume", conversation_id, run=recorded) + (
         "" if recorded is not None else UNRECORDED)

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import click
 
 from turnlog.engine.formats.detect import FORMATS
-from turnlog.engine.formats.exporter import EXPORT_FORMATS, export_conversation, export_data
+from turnlog.engine.formats.exporter import (
+    EXPORT_FORMATS,
+    STREAMED_FORMATS,
+    export_conversation,
+    export_data,
+    iter_export,
+)
 from turnlog.engine.formats.genai import SEMCONVS
 from turnlog.engine.formats.otlp import COMPRESSIONS, PROTOCOLS, otlp_target, send_otlp
 from turnlog.engine.formats.importer import import_entries, read_file
@@ -120,6 +130,10 @@ def export(conversation_id: str, fmt: str, output: str | None, content: bool,
         raise CLIError(f"--endpoint sends an OTLP trace: use it with --format otlp, not {fmt}")
     target = (otlp_target(endpoint or None, headers=headers, protocol=protocol,
                           compression=compression) if endpoint is not None else None)
+    if fmt in STREAMED_FORMATS and not content:  # one event at a time, however long
+        with journal_for(db_path, readonly=True) as journal:
+            _write_streamed(iter_export(journal, conversation_id, fmt), output)
+        return
     with journal_for(db_path, readonly=True) as journal:
         request = (export_data(journal, conversation_id, fmt, content=content, semconv=semconv)
                    if target is not None else None)
@@ -136,6 +150,43 @@ def export(conversation_id: str, fmt: str, output: str | None, content: bool,
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:
         click.echo(text, nl=not text.endswith("\n"))
+
+
+def _write_streamed(pieces: Iterator[str], output: str | None) -> None:
+    """Write ``pieces`` as they come, in chunks of about 64 KiB, ending with a newline as the
+    whole-text path does: to ``output`` through a temporary file renamed into place (an
+    export that fails midway leaves no file), else to standard output."""
+    first = next(pieces, "")  # an unknown conversation fails here, before anything is written
+    if output is None:
+        write = functools.partial(click.echo, nl=False)
+        _chunks(itertools.chain([first], pieces), write)
+        return
+    target = Path(output)
+    part = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        f = part.open("w", encoding="utf-8")
+    except OSError as exc:  # named as the user named it, not as the temporary file
+        raise OSError(exc.errno, exc.strerror, output) from None
+    try:
+        with f:
+            _chunks(itertools.chain([first], pieces), f.write)
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _chunks(pieces: Iterable[str], write: Callable[[str], object]) -> None:
+    buffer: list[str] = []
+    size, last = 0, ""
+    for piece in pieces:
+        if not piece:
+            continue
+        buffer.append(piece)
+        size, last = size + len(piece), piece
+        if size >= 65536:
+            write("".join(buffer))
+            buffer, size = [], 0
+    write("".join(buffer) + ("" if last.endswith("\n") else "\n"))
 
 
 COMMANDS = [export, import_]

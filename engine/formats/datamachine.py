@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -61,6 +61,7 @@ __all__ = [
     "format_parameters",
     "format_tool_call_message",
     "format_tool_result_message",
+    "iter_messages",
     "render_events",
     "tool_name_of",
     "validate_tool_call",
@@ -331,31 +332,41 @@ def render_events(events: Iterable[Event]) -> list[dict[str, str]]:
     duplicate is answered by the duplicate correction message alone.
     Lifecycle events (requests, failures, completion) have no message.
     """
-    out: list[dict[str, str]] = []
+    return list(iter_messages(events))
+
+
+def iter_messages(events: Iterable[Event]) -> Iterator[dict[str, str]]:
+    """:func:`render_events`' messages one at a time, as ``events`` are read (a long
+    conversation's export holds one message, and each call id's turn, at a time)."""
+    first = True
     turn_of: dict[str, int] = {}
     displays: dict[str, str] = {}
     for event in events:
         if type(event) is ConversationStarted:
             displays.update((t.name, t.display_name) for t in event.tools if t.display_name)
-            if event.system and not out:
-                out.append({"role": "system", "content": event.system})
+            if event.system and first:
+                first = False
+                yield {"role": "system", "content": event.system}
         elif type(event) is UserMessage:
-            out.append({"role": "user", "content": text_of(event.parts)})
+            first = False
+            yield {"role": "user", "content": text_of(event.parts)}
         elif type(event) is ModelResponded:
             text = text_of(event.parts)
             if text:
-                out.append({"role": "assistant", "content": text})
+                first = False
+                yield {"role": "assistant", "content": text}
             for part in event.parts:
                 if type(part) is ToolCall:
+                    first = False
                     turn_of[part.id] = event.turn
-                    out.append(format_tool_call_message(part.name, part.arguments, event.turn,
-                                                        displays.get(part.name)))
+                    yield format_tool_call_message(part.name, part.arguments, event.turn,
+                                                   displays.get(part.name))
         elif type(event) is ToolCompleted:
-            out.append(format_tool_result_message(event.content, turn_of.get(event.call_id, 0)))
+            first = False
+            yield format_tool_result_message(event.content, turn_of.get(event.call_id, 0))
         elif type(event) is ToolCallRejected:
+            first = False
             if event.reason == "duplicate":
-                out.append({"role": "user", "content": event.content})
+                yield {"role": "user", "content": event.content}
             else:
-                out.append(format_tool_result_message(event.content,
-                                                      turn_of.get(event.call_id, 0)))
-    return out
+                yield format_tool_result_message(event.content, turn_of.get(event.call_id, 0))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from turnlog.engine.model.events import (
     ConversationCompleted,
@@ -20,7 +20,7 @@ from turnlog.engine.model.events import (
 )
 from turnlog.engine.model.messages import Image, Text, Thinking, ToolCall
 
-__all__ = ["render_markdown"]
+__all__ = ["iter_markdown", "render_markdown"]
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -95,9 +95,16 @@ def render_markdown(events: Iterable[Event]) -> str:
     hi
     <BLANKLINE>
     """
-    blocks = []
+    return "".join(iter_markdown(events))
+
+
+def iter_markdown(events: Iterable[Event]) -> Iterator[str]:
+    """:func:`render_markdown`'s text in pieces, one per event that shows, as ``events``
+    are read: their concatenation is ``render_markdown(events)``."""
+    separator = ""
     for event in events:
         lines = _event(event)
         if lines:
-            blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
+            yield separator + "\n".join(lines)
+            separator = "\n\n"
+    yield "\n"

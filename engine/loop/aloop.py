@@ -39,6 +39,7 @@ Every decision is ``engine.step``'s; this shell only performs the actions:
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from turnlog.engine.model.conversation import Conversation
@@ -87,6 +88,30 @@ class AsyncLoop(LoopBase):
     async def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
         """Take every step the journal says is next until the run ends (or one turn, if asked)."""
         return await self._run(conv, single_turn)
+
+    def progress_writer(self, conv: Conversation, call: Any) -> Any:
+        """``LoopBase.progress_writer`` for the event loop: a tool in a worker thread hands
+        its write to the event loop's thread and waits for it."""
+        loop = asyncio.get_running_loop()
+        inner = super().progress_writer(conv, call)
+
+        def write(data: dict[str, Any], of: Any = None) -> None:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                self._driver = threading.get_ident()
+                inner(data, of)
+                return
+
+            async def on_loop() -> None:
+                self._driver = threading.get_ident()
+                inner(data, of)
+
+            asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
+
+        return write
 
     async def _run(self, conv: Conversation, single_turn: bool) -> RunResult:
         try:

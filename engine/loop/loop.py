@@ -43,10 +43,12 @@ its actions, as ``engine.aloop.AsyncLoop`` does for asyncio programs.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,6 +71,7 @@ from turnlog.engine.model.events import (
     DuplicatePolicy,
     Event,
     Refusal,
+    ToolProgressed,
     UserMessage,
     with_valid_unicode,
 )
@@ -180,6 +183,9 @@ class LoopBase:
         #: what each response is charged at (``engine.audit.prices.Prices``; ``None``: the
         #: default, genai-prices), recorded with it as ``model_responded.charge``
         self.prices = prices
+        #: the thread that drives the run, and the progress writes handed to it
+        self._driver: int | None = None
+        self._desk: queue.SimpleQueue[Any] = queue.SimpleQueue()
         if getattr(provider, "name", "") != "scripted" and getattr(prices, "database", True):
             from turnlog.engine.audit.prices import warm_up  # the audit package imports the engine
 
@@ -247,6 +253,43 @@ class LoopBase:
         return conv
 
     # --- appends and observers ------------------------------------------------------
+
+    def progress_writer(self, conv: Conversation, call: ToolCall) -> Callable[..., None]:
+        """The ``progress`` hook of ``call``'s ``ToolContext``: ``write(data)`` appends a
+        ``tool_progressed`` event at once (durable when it returns). From a tool running on
+        the loop's thread pool, the write is handed to the thread that drives the run (a
+        SQLite connection belongs to its thread) and waited for. ``of`` (a replay serving
+        recorded news in its recorded order) names another call of the same batch: its
+        ``call_id`` and ``name`` are used instead."""
+        def write(data: dict[str, Any], of: Any = None) -> None:
+            call_id, name = (call.id, call.name) if of is None else (of.call_id, of.name)
+            event = with_valid_unicode(ToolProgressed(call_id=call_id, name=name,
+                                                      data=dict(data)))
+            if threading.get_ident() == self._driver:
+                self._append_now(conv, event)
+                return
+            done = threading.Event()
+            failed: list[BaseException] = []
+            self._desk.put((conv, event, done, failed))
+            done.wait()
+            if failed:
+                raise failed[0]
+
+        return write
+
+    def _serve_desk(self) -> None:
+        """Write the progress events tools on the thread pool handed over (``progress_writer``)."""
+        while True:
+            try:
+                conv, event, done, failed = self._desk.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self._append_now(conv, event)
+            except BaseException as exc:  # handed back to the tool that wrote it
+                failed.append(exc)
+            finally:
+                done.set()
 
     def _perform(self, conv: Conversation, record: Record) -> None:
         """Do what a ``Record`` says: stage (or append) its events, flush, notify."""
@@ -355,6 +398,7 @@ class Loop(LoopBase):
 
     def drive(self, conv: Conversation, *, single_turn: bool = False) -> RunResult:
         """Take every step the journal says is next until the run ends (or one turn, if asked)."""
+        self._driver = threading.get_ident()
         try:
             result = self._drive(conv, single_turn)
         finally:
@@ -415,9 +459,13 @@ class Loop(LoopBase):
         try:
             futures = {pool.submit(self._execute, run): run for run in runs}
             left = len(runs)
-            for future in as_completed(futures):
-                left -= 1
-                self._perform(conv, step.tool_done(futures[future], future.result(), left))
+            waiting = set(futures)
+            while waiting:
+                finished, waiting = wait(waiting, timeout=0.02, return_when=FIRST_COMPLETED)
+                self._serve_desk()
+                for future in finished:
+                    left -= 1
+                    self._perform(conv, step.tool_done(futures[future], future.result(), left))
         finally:  # a crash (KeyboardInterrupt, SystemExit) leaves the unfinished to resume
             pool.shutdown(wait=False, cancel_futures=True)
 

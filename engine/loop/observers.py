@@ -59,6 +59,21 @@ class Observers:
         """Whether anyone listens (work done only for observers may then be skipped)."""
         return bool(self._observers)
 
+    def traceparent(self, conversation_id: str) -> str | None:
+        """The W3C ``traceparent`` of the run's trace, from the first observer that keeps one
+        (``OTelObserver``), for calls that carry it to other systems; ``None``: none does."""
+        for observer in self._observers:
+            trace = getattr(observer, "traceparent", None)
+            if callable(trace):
+                try:
+                    found = trace(conversation_id)
+                except Exception:  # an observer must never change the run
+                    log.exception("observer %r failed on traceparent", observer)
+                    continue
+                if found:
+                    return str(found)
+        return None
+
     def emit(self, event: str, **payload: Any) -> None:
         """Tell every observer; one that raises is logged and skipped."""
         for observer in self._observers:

@@ -126,6 +126,18 @@ class OTelObserver:
             run.root.set_status(Status(StatusCode.ERROR, error))
         run.root.end(end_time=max(root.end_ns, run.start_ns))
 
+    def traceparent(self, conversation_id: str) -> str | None:
+        """The W3C ``traceparent`` of the run's root span (``None``: no run of
+        ``conversation_id`` is open), so a call to another system (an MCP server) joins the
+        run's trace."""
+        run = self._runs.get(conversation_id)
+        if run is None:
+            return None
+        context = run.root.get_span_context()
+        if not context.is_valid:
+            return None
+        return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
     def close(self) -> None:
         """End the spans of runs still open (``error.type`` ``unfinished``)."""
         for cid, run in list(self._runs.items()):

@@ -81,9 +81,11 @@ from turnlog.engine.model.events import (
     RejectReason,
     ToolCallRejected,
     ToolCompleted,
+    ToolProgressed,
     ToolStarted,
     TurnLimitReached,
     check_json_data,
+    decode_event,
     with_valid_unicode,
 )
 from turnlog.engine.tools.executor import ToolExecution
@@ -98,8 +100,8 @@ from .texts import refusal_message, tool_failed_message
 from turnlog.engine.tools.registry import Tool, ToolContext
 
 __all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "Stop", "ToolRun",
-           "Wait", "concurrent", "context_of", "executor_failure", "ordered", "refusal_of",
-           "request_of"]
+           "Wait", "concurrent", "context_of", "executor_failure", "ordered", "progress_of",
+           "refusal_of", "request_of"]
 
 L = Lifecycle
 R = RejectReason
@@ -192,11 +194,35 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-def context_of(loop: Any, b: Any, call: ToolCall, key: str | None) -> ToolContext:
-    """The ``ToolContext`` a call of ``b``'s last response runs with."""
+def context_of(loop: Any, b: Any, call: ToolCall, key: str | None, conv: Any = None,
+               resumed: tuple[Any, ...] = ()) -> ToolContext:
+    """The ``ToolContext`` a call of ``b``'s last response runs with (with ``conv``, the
+    conversation it runs in: the ``progress`` hook of a loop that offers one, and the
+    ``traceparent`` of an observer that has one)."""
+    progress = traceparent = None
+    if conv is not None:
+        writer = getattr(loop, "progress_writer", None)
+        progress = writer(conv, call) if writer is not None else None
+        observers = getattr(loop, "observers", None)
+        if observers:
+            traceparent = observers.traceparent(b.conversation_id)
     return ToolContext(conversation_id=b.conversation_id, turn=b.turn_count, mode=b.mode,
                        call_id=call.id, metadata=b.metadata, data=b.metadata.get("data"),
-                       now=loop.clock(), idempotency_key=key)
+                       now=loop.clock(), idempotency_key=key, traceparent=traceparent,
+                       progress=progress, resumed=resumed)
+
+
+def progress_of(journal: Any, conversation_id: str, call_id: str) -> tuple[dict[str, Any], ...]:
+    """The ``data`` of call ``call_id``'s ``tool_progressed`` events, in order."""
+    found = []
+    for row in journal.read(conversation_id):
+        if row.type != "tool_progressed":
+            continue
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"stream {conversation_id!r} seq {row.seq}")
+        if isinstance(event, ToolProgressed) and event.call_id == call_id:
+            found.append(event.data)
+    return tuple(found)
 
 
 def request_of(loop: Any, b: Any) -> ModelRequest:
@@ -462,7 +488,8 @@ class Step:
             key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
             started = ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments,
                                   idempotency_key=key, duplicate=duplicate)
-            self._add(ToolRun(call, tool, validated, context_of(self.loop, b, call, key)))
+            self._add(ToolRun(call, tool, validated,
+                              context_of(self.loop, b, call, key, self.conv)))
             if not batch.open:
                 self._queue.append(self._dispatch())
             return Record((started,), notices=notices)
@@ -520,14 +547,18 @@ class Step:
         return None
 
     def _interrupted(self, b: Any, call: ToolCall, tool: Tool | None) -> Action:
-        """A call whose process died mid-run: re-run if safe, else record the unknown outcome."""
-        if tool is not None and tool.effect != "side_effecting":
+        """A call whose process died mid-run: re-run if safe, or if the tool can pick it up
+        from what it recorded (``Tool.picks_up``), else record the unknown outcome."""
+        progress = progress_of(self.loop.journal, self.conv.id, call.id) if tool else ()
+        if tool is not None and (tool.effect != "side_effecting"
+                                 or (progress and tool.picks_up(progress))):
             validated, problem = _validate(tool, call)
             if problem is None:
                 if self._batch.runs and not self._joins(call, tool):
                     return self._dispatch()
-                key = idempotency_key(b, call)
-                self._add(ToolRun(call, tool, validated, context_of(self.loop, b, call, key)))
+                key = idempotency_key(b, call) if tool.effect != "side_effecting" else None
+                self._add(ToolRun(call, tool, validated,
+                                  context_of(self.loop, b, call, key, self.conv, progress)))
                 return self._dispatch() if not self._batch.open else self.next()
         return self._completion(call, tool, ToolExecution(
             success=False, error=INTERRUPTED, source="interrupted"))

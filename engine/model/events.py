@@ -57,6 +57,7 @@ __all__ = [
     "ToolCallRejected",
     "ToolCompleted",
     "ToolEffect",
+    "ToolProgressed",
     "ToolSpec",
     "ToolStarted",
     "TurnLimitReached",
@@ -124,7 +125,7 @@ class ToolSpec(_Data, frozen=True):
     handler: bool = False
     effect: ToolEffect = "side_effecting"
     display_name: str | None = None
-    #: the MCP server the tool comes from (``engine.mcp``); ``None`` for a local tool
+    #: the MCP server the tool comes from (``engine.tools.mcp``); ``None`` for a local tool
     server: str | None = None
 
 
@@ -363,6 +364,21 @@ class ToolCompleted(Event, tag="tool_completed", frozen=True):
     source: Literal["live", "recorded", "imported", "interrupted", "runner"] = "live"
 
 
+class ToolProgressed(Event, tag="tool_progressed", frozen=True):
+    """News of call ``call_id`` while it runs, written as it happens (between its
+    ``tool_started`` and its result), so a crash mid-call knows how far it got.
+
+    ``data`` is the tool's own record of the step, with a ``kind``: an MCP call's
+    ``input_required`` round, the ``elicitation`` answer given in it (who decided,
+    when: as an approval), a ``task`` state, a ``reissued`` request (``engine.tools.mcp``).
+    A replay serves them again, in order, with the call's result.
+    """
+
+    call_id: str
+    name: str
+    data: dict[str, Any] = {}
+
+
 class ApprovalRequested(Event, tag="approval_requested", frozen=True):
     """Call ``call_id`` waits for a person's decision before it may run (``engine.approvals``).
 
@@ -441,13 +457,13 @@ _ALL = (
     ConversationStarted, UserMessage, ModelRequested, ModelResponded, ModelFailed,
     ToolCallRejected, ToolStarted, ToolCompleted, TurnLimitReached, ConversationHalted,
     ConversationCompleted, ConversationFailed, RunInterrupted, ApprovalRequested,
-    ApprovalDecided,
+    ApprovalDecided, ToolProgressed,
 )
 AnyEvent = (
     ConversationStarted | UserMessage | ModelRequested | ModelResponded | ModelFailed
     | ToolCallRejected | ToolStarted | ToolCompleted | TurnLimitReached | ConversationHalted
     | ConversationCompleted | ConversationFailed | RunInterrupted | ApprovalRequested
-    | ApprovalDecided
+    | ApprovalDecided | ToolProgressed
 )
 
 def _tag(event: Event | type[Event]) -> str:

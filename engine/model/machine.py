@@ -79,6 +79,8 @@ GUARDS: dict[str, Guard] = {
     "answers_pending": lambda s, e: e.call_id in s.pending,
     "last_pending": lambda s, e: len(s.pending) == 1,
     "not_started": lambda s, e: e.call_id in s.pending and e.call_id not in s.started,
+    # news of a call comes while it runs: started, not yet answered
+    "running": lambda s, e: e.call_id in s.pending and e.call_id in s.started,
     # approval is asked once, before the call starts
     "not_asked": lambda s, e: (e.call_id in s.pending and e.call_id not in s.started
                                and e.call_id not in s.approvals),
@@ -107,6 +109,7 @@ TRANSITIONS: list[tuple[str, list[Lifecycle], Lifecycle | None, list[str], list[
     ("model_responded", [L.AWAITING_MODEL], L.ANSWERED, ["not_live", "next_turn"], ["has_tool_calls"]),
     ("model_failed", [L.REQUESTED], L.AWAITING_MODEL, ["requested_turn"], []),
     ("tool_started", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_started", "approved_if_asked"], []),
+    ("tool_progressed", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["running"], []),
     ("approval_requested", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["not_asked"], []),
     ("approval_decided", [L.AWAITING_TOOLS], L.AWAITING_TOOLS, ["undecided"], []),
     ("tool_completed", [L.AWAITING_TOOLS], L.AWAITING_MODEL, ["answers_pending", "last_pending"], []),

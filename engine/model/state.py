@@ -50,6 +50,7 @@ from .events import (
     ToolCallRejected,
     ToolCompleted,
     ToolSpec,
+    ToolProgressed,
     ToolStarted,
     TurnLimitReached,
     UserMessage,
@@ -458,6 +459,9 @@ class StateBuilder:
             call_id=e.call_id, name=e.name, arguments=call.arguments, content=e.content,
             error=e.content, rejected=e.reason))
 
+    def _tool_progressed(self, e: ToolProgressed) -> None:
+        """News of a running call: the state is unchanged (resume reads it from the journal)."""
+
     def _approval_requested(self, e: ApprovalRequested) -> None:
         self.approvals[e.call_id] = e
 
@@ -500,6 +504,7 @@ _APPLY: dict[type[Event], Callable[[StateBuilder, Any], None]] = {
     RunInterrupted: StateBuilder._interrupted,
     ApprovalRequested: StateBuilder._approval_requested,
     ApprovalDecided: StateBuilder._approval_decided,
+    ToolProgressed: StateBuilder._tool_progressed,
 }
 
 

@@ -49,6 +49,13 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     ``idempotency_key`` is set for read-only and idempotent tools and is the
     same on every attempt of the same call (conversation, turn, canonical
     arguments), so a re-run after a crash can be deduplicated downstream.
+
+    For tools that talk to other systems (``engine.tools.mcp``): ``traceparent`` is the
+    run's W3C trace context when an ``OTelObserver`` watches it; ``progress(data)``,
+    when the loop offers it, records ``data`` (a dict) at once as a
+    ``tool_progressed`` event of this call; ``resumed`` holds the ``data`` of the
+    call's ``tool_progressed`` events an interrupted run recorded, when the tool picks
+    the call up again (``Tool.picks_up``).
     """
 
     conversation_id: str
@@ -59,6 +66,9 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     data: Any = None
     now: datetime | None = None
     idempotency_key: str | None = None
+    traceparent: str | None = None
+    progress: Any = None
+    resumed: tuple[Any, ...] = ()
 
 
 #: Parameter names the engine fills from the ``ToolContext``.
@@ -204,6 +214,13 @@ class Tool:
             if isinstance(verdict, str):
                 return verdict
         return None
+
+    def picks_up(self, progress: tuple[dict[str, Any], ...]) -> bool:
+        """Whether a call an interrupted run left running may be run again because what it
+        recorded (``progress``: its ``tool_progressed`` data) lets this tool pick it up
+        where it was instead of doing it twice (an MCP task, followed by its id). Default:
+        no (a side-effecting call is then answered as interrupted)."""
+        return False
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments converted to the declared types, or ``ToolError`` saying what is wrong."""

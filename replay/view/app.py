@@ -11,15 +11,17 @@ resolves to this address (DNS rebinding) reads nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from importlib import resources
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -31,9 +33,9 @@ from ..diff import diff
 from .charts import by_day, hbars
 from .live import MAX_STREAMS, Follower, TooManyStreams
 from .render import CSP, environment
-from .report import render_report
+from .report import iter_report
 
-__all__ = ["LOOPBACK_HOSTS", "create_app", "hosts_for"]
+__all__ = ["FLUSH", "LOOPBACK_HOSTS", "create_app", "hosts_for"]
 
 _LIST_FILTERS = ("status", "provider", "model", "tool", "since", "until")
 
@@ -91,10 +93,18 @@ class _App:
         self.path, self.prices, self.poll, self.live_for = path, prices, poll, live_for
         self.env = environment()
         self.follower = Follower(self.reader, poll, max_streams)
+        self._choices: tuple[int, dict[str, list[str]]] | None = None
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(db=shown_url(self.path), **context),
                             status_code=status)
+
+    def choices(self, reader: Reader, position: int) -> dict[str, list[str]]:
+        """The filters' values (``Reader.choices``), read again only when events were appended
+        since they were last read (they are distinct values over the whole journal)."""
+        if self._choices is None or self._choices[0] != position:
+            self._choices = (position, reader.choices())
+        return self._choices[1]
 
     def reader(self) -> Reader:
         return Reader(self.path, self.prices)
@@ -105,7 +115,8 @@ class _App:
                       descending=request.query_params.get("order", "desc") != "asc",
                       page=_int(request, "page", 1), per_page=_int(request, "per_page", 50))
         with self.reader() as r:
-            listing, choices, after = r.conversations(q), r.choices(), r.last_position()
+            listing, after = r.conversations(q), r.last_position()
+            choices = self.choices(r, after)
         return self.page("list.html", listing=listing, choices=choices,
                          live={"after": after, "conversation": None})
 
@@ -115,8 +126,18 @@ class _App:
             info = r.conversation(cid)
             timeline = r.timeline(cid, _int(request, "page", 1))
             after = r.last_position()
-        return self.page("conversation.html", info=info, timeline=timeline,
-                         live={"after": after, "conversation": cid})
+        # a stream: the page's turns are sent before the whole conversation's are counted
+        pieces = self.env.get_template("conversation.html").generate(
+            db=shown_url(self.path), info=info, timeline=timeline,
+            live={"after": after, "conversation": cid})
+        return StreamingResponse(_flushed(pieces), media_type="text/html; charset=utf-8")
+
+    def chain(self, request: Request) -> Response:
+        """One conversation's chain state as JSON (``Reader.chain``): what a page too long to
+        verify before answering (``CHAIN_INLINE``) fetches after it is shown."""
+        with self.reader() as r:
+            state = r.chain(request.query_params.get("id", ""))
+        return JSONResponse(state, headers={"Cache-Control": "no-store"})
 
     def diff(self, request: Request) -> Response:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -150,10 +171,14 @@ class _App:
 
     def report(self, request: Request) -> Response:
         cid = request.query_params.get("id", "")
-        html = render_report(self.path, cid, self.prices)
+        with self.reader() as r:
+            r.conversation_row(cid)  # an unknown id is a 404 page, before the stream starts
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in cid)[:80] or "report"
-        return HTMLResponse(html, headers={
-            "Content-Disposition": f'attachment; filename="turnlog-{name}.html"'})
+        # written as the timeline is read, all in one thread (a reader belongs to its thread)
+        return StreamingResponse(
+            _in_one_thread(lambda: iter_report(self.path, cid, self.prices)),
+            media_type="text/html; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="turnlog-{name}.html"'})
 
     async def live(self, request: Request) -> Response:
         """Server-sent events: ``append`` with the new last position whenever events arrive
@@ -177,6 +202,45 @@ class _App:
     def not_found(self, request: Request, exc: Exception) -> Response:
         return self.page("error.html", status=404, code=404,
                          message=f"no page {request.url.path!r}")
+
+
+#: where a streamed page's template marks the end of what it shows at once
+FLUSH = "<!-- flush -->"
+
+
+def _flushed(pieces: Iterable[str], size: int = 16384) -> Iterator[bytes]:
+    """A template's output in chunks of about ``size`` characters, one ending at each
+    :data:`FLUSH` mark (what comes after it may take longer to compute)."""
+    buffer: list[str] = []
+    held = 0
+    for piece in pieces:
+        buffer.append(piece)
+        held += len(piece)
+        if held >= size or FLUSH in piece:
+            yield "".join(buffer).encode()
+            buffer, held = [], 0
+    if buffer:
+        yield "".join(buffer).encode()
+
+
+async def _in_one_thread(pieces: Callable[[], Iterable[str]]) -> AsyncIterator[bytes]:
+    """``pieces()`` iterated in one worker thread (``_flushed`` chunks handed over through a
+    small buffer: the thread waits while the client reads); it stops when the client goes."""
+    send, receive = anyio.create_memory_object_stream[bytes](4)
+
+    def produce() -> None:
+        with send:
+            for chunk in _flushed(pieces(), 65536):
+                try:
+                    anyio.from_thread.run(send.send, chunk)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # the client went away
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(anyio.to_thread.run_sync, produce))
+        async with receive:
+            async for chunk in receive:
+                yield chunk
 
 
 class _Stream(StreamingResponse):
@@ -230,6 +294,7 @@ def create_app(path: str, prices: Prices | PriceTable | None = None, *, poll: fl
     app = Starlette(routes=[
         Route("/", routes.conversations),
         Route("/conversation", routes.conversation),
+        Route("/chain", routes.chain),
         Route("/diff", routes.diff),
         Route("/audit", routes.audit),
         Route("/report", routes.report),

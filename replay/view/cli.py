@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import socket
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 import click
@@ -100,15 +101,30 @@ def report(conversation_id: str, output: str | None, db_path: str) -> None:
     _extra("report", "jinja2")
     with journal_for(db_path, readonly=True):
         pass
-    from .report import render_report
+    from .report import iter_report
 
-    html = render_report(db_path, conversation_id)
+    pieces = iter_report(db_path, conversation_id)  # rendered as the timeline is read
+    first = next(pieces)  # an unknown conversation fails here, before anything is written
     if output is None:
-        click.echo(html, nl=False)
+        for chunk in _chunks(first, pieces):
+            click.echo(chunk, nl=False)
         return
     with open(output, "w", encoding="utf-8") as f:
-        f.write(html)
+        for chunk in _chunks(first, pieces):
+            f.write(chunk)
     click.echo(f"wrote {output}", err=True)
+
+
+def _chunks(first: str, pieces: Iterator[str], size: int = 65536) -> Iterator[str]:
+    """``first`` and ``pieces`` joined into chunks of about ``size`` characters."""
+    buffer, held = [first], len(first)
+    for piece in pieces:
+        buffer.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield "".join(buffer)
+            buffer, held = [], 0
+    yield "".join(buffer)
 
 
 COMMANDS = [report, view]

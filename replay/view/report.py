@@ -7,28 +7,53 @@ the file can be attached to a ticket and opened anywhere, offline.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from turnlog.engine.audit import Prices, PriceTable, Reader
+from turnlog.engine.audit.queries import count_turns
 from turnlog.journal import shown_url
 
 from .render import asset, environment, script_hash
 
-__all__ = ["render_report", "report_data"]
+__all__ = ["iter_report", "render_report", "report_data"]
 
 
 def report_data(reader: Reader, conversation_id: str) -> dict[str, Any]:
     """What the report shows: the conversation's header data and every turn's entries."""
-    info = reader.conversation(conversation_id)
-    first = reader.timeline(conversation_id, 1, 500)
-    entries = list(first["entries"])
-    for page in range(2, first["pages"] + 1):
-        entries += reader.timeline(conversation_id, page, 500)["entries"]
-    max_ms = max([x.get("ms") or 0 for x in entries]
-                 + [p["outcome"].get("ms") or 0 for x in entries for p in x.get("parts", ())
-                    if p["type"] == "tool_call"], default=0)
+    info = reader.conversation(conversation_id, verify_up_to=None)  # a file: no later request
+    entries: list[dict[str, Any]] = []
+    max_ms = 0
+    for page, longest in reader.timeline_pages(conversation_id):
+        entries += page
+        max_ms = max(max_ms, longest)
     return {"info": info, "timeline": {"entries": entries, "page": 1, "pages": 1,
-                                       "turns": first["turns"], "max_ms": max_ms}}
+                                       "turns": count_turns(reader.path, conversation_id),
+                                       "max_ms": max_ms}}
+
+
+def iter_report(path: str, conversation_id: str,
+                prices: Prices | PriceTable | None = None) -> Iterator[str]:
+    """:func:`render_report`'s HTML in pieces, rendered as the timeline is read: one page of
+    turns in memory at a time (the timeline is read twice: first for the longest latency,
+    which scales every bar). ``ConversationNotFound`` before the first piece."""
+    with Reader(path, prices) as reader:
+        info = reader.conversation(conversation_id, verify_up_to=None)
+        max_ms = max((longest for _, longest in reader.timeline_pages(conversation_id)),
+                     default=0)
+        timeline = {"entries": (e for page, _ in reader.timeline_pages(conversation_id)
+                                for e in page),
+                    "page": 1, "pages": 1, "turns": count_turns(path, conversation_id),
+                    "max_ms": max_ms}
+        css, js = asset("app.css"), asset("report.js")
+        yield from environment().get_template("report.html").generate(
+            info=info, timeline=timeline, generated_from=shown_url(path), css=css, js=js,
+            csp=_csp(css, js))
+
+
+def _csp(css: str, js: str) -> str:
+    return (f"default-src 'none'; style-src {script_hash(css)}; script-src {script_hash(js)}; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
 
 
 def render_report(path: str, conversation_id: str, prices: Prices | PriceTable | None = None) -> str:
@@ -36,10 +61,4 @@ def render_report(path: str, conversation_id: str, prices: Prices | PriceTable |
 
     Raises ``ConversationNotFound`` for an unknown id; opens the journal read-only.
     """
-    with Reader(path, prices) as reader:
-        data = report_data(reader, conversation_id)
-        data["generated_from"] = shown_url(path)
-    css, js = asset("app.css"), asset("report.js")
-    csp = (f"default-src 'none'; style-src {script_hash(css)}; script-src {script_hash(js)}; "
-           "img-src data:; base-uri 'none'; form-action 'none'")
-    return environment().get_template("report.html").render(**data, css=css, js=js, csp=csp)
+    return "".join(iter_report(path, conversation_id, prices))

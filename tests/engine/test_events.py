@@ -30,7 +30,7 @@ def test_payload_is_byte_stable_and_key_sorted(event):
 
 def test_every_event_type_has_a_version():
     assert set(VERSIONS) == set(EVENT_TYPES)
-    assert len(EVENT_TYPES) == 15
+    assert len(EVENT_TYPES) == 16
 
 
 def test_unknown_type_names_where_it_was_found():

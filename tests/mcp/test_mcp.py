@@ -59,14 +59,19 @@ def toolset(calls_log):
 
 def test_the_servers_tools_come_with_their_schemas_and_effects_from_annotations(toolset):
     specs = {s.name: s for s in toolset.specs()}
-    assert set(specs) == {"lookup", "set_flag", "delete_file", "fail", "die", "slow"}
+    assert set(specs) == {"lookup", "set_flag", "delete_file", "fail", "die", "slow", "reading",
+                          "confirm_delete", "long_job", "flaky", "traced", "refuse",
+                          "gated_job"}
     assert {s.server for s in specs.values()} == {"testserver"}
     assert specs["lookup"].description == "Look up a city's weather."
     assert specs["lookup"].parameters["required"] == ["city"]
     assert specs["lookup"].parameters["properties"]["city"]["type"] == "string"
     assert {n: s.effect for n, s in specs.items()} == {
         "lookup": "read_only", "set_flag": "idempotent", "delete_file": "side_effecting",
-        "fail": "side_effecting", "die": "side_effecting", "slow": "side_effecting"}
+        "fail": "side_effecting", "die": "side_effecting", "slow": "side_effecting",
+        "reading": "read_only", "confirm_delete": "side_effecting",
+        "long_job": "side_effecting", "flaky": "side_effecting", "traced": "side_effecting",
+        "refuse": "side_effecting", "gated_job": "side_effecting"}
 
 
 def test_effect_classes_follow_the_hints():
@@ -123,6 +128,10 @@ def test_each_call_is_recorded_naming_server_and_tool(recorded):
     assert lookup["data"]["server"] == "testserver" and lookup["data"]["tool"] == "lookup"
     assert lookup["data"]["content"] == [{"type": "text", "text": "Paris: sunny, 21 C"}]
     assert "Paris: sunny" in lookup["content"]
+    # over stdio too the call speaks 2026-07-28 and is recorded in full
+    assert lookup["data"]["mcp"]["protocolVersion"] == "2026-07-28"
+    assert lookup["data"]["mcp"]["serverInfo"]["name"] == "testserver"
+    assert lookup["data"]["mcp"]["resultType"] == "complete"
     assert fail["success"] is False
     assert "MCP server 'testserver', tool 'fail' reported an error" in fail["error"]
     assert bad["success"] is False and "set_flag" in bad["error"] and "value" in bad["error"]
