@@ -17,10 +17,13 @@ import msgspec
 
 from turnlog.engine.model.events import Charge
 from turnlog.engine.model.messages import Usage
-from turnlog.journal import ReadConnection
+from turnlog.journal import ReadConnection, dialect_of
 from .prices import Prices, add_cost
 
 __all__ = ["call_cost", "conversation_costs", "cost_figures"]
+
+_charge = msgspec.json.Decoder(Charge)
+_usage = msgspec.json.Decoder(Usage)
 
 
 
