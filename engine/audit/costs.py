@@ -10,7 +10,9 @@ Unpriced calls make their sums unknown (``None``), never smaller.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -43,11 +45,22 @@ def call_cost(prices: Prices, provider: str, model: str, at: str, usage: Usage,
 _TYPES = "('conversation_started', 'model_requested', 'model_responded', 'tool_call_rejected')"
 
 
-def _events_sql(in_scope: str) -> str:
-    # One pass over the four kinds the costs read, in each conversation's order: no JSON
-    # function and no per-response subquery, the same SQL on every backend.
-    return (f"SELECT e.stream_id, e.seq, e.type, e.recorded_at, e.payload FROM events AS e "
-            f"WHERE e.type IN {_TYPES} {in_scope} ORDER BY e.stream_id, e.seq")
+def _events(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> Iterable[tuple]:
+    """``(stream_id, seq, type, recorded_at, payload)`` of the four kinds the costs read, in
+    each conversation's order: no JSON function and no per-response subquery."""
+    d = dialect_of(conn)
+    if not d.sorts_as_python:
+        return conn.execute(f"SELECT e.stream_id, e.seq, e.type, e.recorded_at, e.payload "
+                            f"FROM events AS e WHERE e.type IN {_TYPES} {in_scope} "
+                            "ORDER BY e.stream_id, e.seq", tuple(params))
+    # one scan of the table, ordered here (the type index would fetch each row apart)
+    by_stream: dict[str, list[tuple]] = defaultdict(list)
+    for row in conn.execute(f"SELECT e.stream_id, e.seq, e.type, e.recorded_at, e.payload "
+                            f"FROM {d.scan('events', 'e')} WHERE e.type IN {_TYPES} {in_scope}",
+                            tuple(params)):
+        by_stream[row[0]].append(row)
+    return (row for stream in sorted(by_stream)
+            for row in sorted(by_stream.pop(stream), key=itemgetter(1)))
 
 
 class _Part(msgspec.Struct):
@@ -82,7 +95,7 @@ def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> li
     rows: list[list[Any]] = []
     stream, started, last_request = None, ("", ""), None
     last: list[Any] | None = None
-    for cid, seq, kind, at, payload in conn.execute(_events_sql(in_scope), tuple(params)):
+    for cid, seq, kind, at, payload in _events(conn, in_scope, params):
         if cid != stream:
             stream, started, last_request, last = cid, ("", ""), None, None
         event = _read.decode(_text(payload))
