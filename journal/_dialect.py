@@ -75,6 +75,23 @@ class Dialect(msgspec.Struct, frozen=True):
         array = f"json_extract_path({expr}::json{keys})" if keys else f"{expr}::json"
         return f"json_array_elements({array}) AS {alias}(value)"
 
+    def scan(self, table: str, alias: str) -> str:
+        """A FROM item that reads ``table`` whole, in its stored order, and no index.
+
+        For a query that keeps most rows of a few types: SQLite's planner would walk a
+        type index and fetch each row from the table apart, several times slower than the
+        scan. PostgreSQL chooses by its statistics.
+        """
+        if self.name == "sqlite":
+            return f"{table} AS {alias} NOT INDEXED"
+        return f"{table} AS {alias}"
+
+    @property
+    def sorts_as_python(self) -> bool:
+        """Whether ``ORDER BY`` of a text column gives Python's ``sorted`` order (SQLite's
+        BINARY collation: by code point), so rows may be ordered after they are read."""
+        return self.name == "sqlite"
+
     def concat(self, expr: str, separator: str) -> str:
         """The aggregate joining the texts ``expr`` with ``separator`` (a SQL literal)."""
         fn = "group_concat" if self.name == "sqlite" else "string_agg"

@@ -10,20 +10,23 @@ Unpriced calls make their sums unknown (``None``), never smaller.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import msgspec
 
 from turnlog.engine.model.events import Charge
 from turnlog.engine.model.messages import Usage
-from turnlog.journal import Dialect, ReadConnection, dialect_of
+from turnlog.journal import ReadConnection, dialect_of
 from .prices import Prices, add_cost
 
 __all__ = ["call_cost", "conversation_costs", "cost_figures"]
 
 _charge = msgspec.json.Decoder(Charge)
 _usage = msgspec.json.Decoder(Usage)
+
 
 
 def call_cost(prices: Prices, provider: str, model: str, at: str, usage: Usage,
@@ -39,29 +42,85 @@ def call_cost(prices: Prices, provider: str, model: str, at: str, usage: Usage,
     return prices.charge(provider, model, at, usage).amount
 
 
-def _calls_sql(d: Dialect, in_scope: str) -> str:
-    j = d.json
-    return f"""SELECT e.stream_id, e.seq, e.recorded_at,
-    {j('s.payload', '$.provider')}, {j('s.payload', '$.model')},
-    nullif({j('e.payload', '$.provider')}, ''), nullif({j('e.payload', '$.model')}, ''),
-    {j('e.payload', '$.usage')}, {j('e.payload', '$.charge')},
-    (SELECT count(*) FROM {d.each('e.payload', '$.parts', 'p')}
-     WHERE {j('p.value', '$.type')} = 'tool_call') AS tool_calls,
-    (SELECT count(*) FROM events r
-     WHERE r.type = 'tool_call_rejected' AND r.stream_id = e.stream_id AND r.seq > e.seq
-       AND r.seq < coalesce((SELECT min(n.seq) FROM events n
-                             WHERE n.type = 'model_responded' AND n.stream_id = e.stream_id
-                               AND n.seq > e.seq), r.seq + 1)
-       AND {j('r.payload', '$.reason')} = 'duplicate')
-       AS duplicates,
-    (SELECT CASE WHEN {j('q.payload', '$.turn', 'number')} = {j('e.payload', '$.turn', 'number')}
-            THEN {j('q.payload', '$.attempt', 'number')} END
-     FROM events q
-     WHERE q.type = 'model_requested' AND q.stream_id = e.stream_id AND q.seq < e.seq
-     ORDER BY q.seq DESC LIMIT 1) AS attempt
-FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1
-WHERE e.type = 'model_responded' {in_scope}
-ORDER BY e.stream_id, e.seq"""
+_TYPES = "('conversation_started', 'model_requested', 'model_responded', 'tool_call_rejected')"
+
+
+def _events(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> Iterable[tuple]:
+    """``(stream_id, seq, type, recorded_at, payload)`` of the four kinds the costs read, in
+    each conversation's order: no JSON function and no per-response subquery."""
+    d = dialect_of(conn)
+    if not d.sorts_as_python:
+        return conn.execute(f"SELECT e.stream_id, e.seq, e.type, e.recorded_at, e.payload "
+                            f"FROM events AS e WHERE e.type IN {_TYPES} {in_scope} "
+                            "ORDER BY e.stream_id, e.seq", tuple(params))
+    # one scan of the table, ordered here (the type index would fetch each row apart)
+    by_stream: dict[str, list[tuple]] = defaultdict(list)
+    for row in conn.execute(f"SELECT e.stream_id, e.seq, e.type, e.recorded_at, e.payload "
+                            f"FROM {d.scan('events', 'e')} WHERE e.type IN {_TYPES} {in_scope}",
+                            tuple(params)):
+        by_stream[row[0]].append(row)
+    return (row for stream in sorted(by_stream)
+            for row in sorted(by_stream.pop(stream), key=itemgetter(1)))
+
+
+class _Part(msgspec.Struct):
+    type: Any = None
+
+
+class _Read(msgspec.Struct):
+    """The fields of those four kinds of event the costs read (any other is skipped)."""
+
+    provider: Any = None
+    model: Any = None
+    usage: Usage | None = None
+    charge: Charge | None = None
+    parts: list[_Part] = []
+    turn: Any = None
+    attempt: Any = None
+    reason: Any = None
+
+
+_read = msgspec.json.Decoder(_Read)
+
+
+def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> list[tuple]:
+    """Each response in scope, in conversation order: ``(conversation, recorded_at, provider,
+    model, own provider, own model, usage, charge, tool calls, refused duplicates, attempt)``.
+
+    Its conversation's provider and model are those its first event names; its refused
+    duplicates the ``duplicate`` refusals after it and before the conversation's next
+    response; its attempt the ``attempt`` of the request just before it when that request is
+    of its turn (``None`` otherwise, or when the request names none).
+    """
+    rows: list[list[Any]] = []
+    stream, started, last_request = None, ("", ""), None
+    last: list[Any] | None = None
+    for cid, seq, kind, at, payload in _events(conn, in_scope, params):
+        if cid != stream:
+            stream, started, last_request, last = cid, ("", ""), None, None
+        event = _read.decode(_text(payload))
+        if seq == 1:
+            started = (_str(event.provider) or "", _str(event.model) or "")
+        if kind == "model_requested":
+            last_request = event
+        elif kind == "tool_call_rejected":
+            if last is not None and event.reason == "duplicate":
+                last[9] += 1
+        elif kind == "model_responded":
+            attempt = None
+            if last_request is not None and last_request.turn is not None \
+                    and last_request.turn == event.turn:
+                attempt = last_request.attempt
+            last = [cid, at, *started, _str(event.provider) or None, _str(event.model) or None,
+                    event.usage or Usage(), event.charge,
+                    sum(1 for p in event.parts if p.type == "tool_call"), 0, attempt]
+            rows.append(last)
+    return rows
+
+
+def _str(value: Any) -> str | None:
+    # what json_extract gave the old query: a string, or None for a missing or null field
+    return value if value is None or isinstance(value, str) else str(value)
 
 
 def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: bool = False,
@@ -78,7 +137,7 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     (responses priced at their recorded charge) and, with ``reprice``,
     ``repriced`` (the same calls at today's prices: total and per conversation).
     """
-    rows = conn.execute(_calls_sql(dialect_of(conn), in_scope), tuple(params)).fetchall()
+    rows = _responses(conn, in_scope, params)
     per_pm: dict[tuple[str, str], float | None] = {}
     per_provider: dict[str, float | None] = {}
     per_day: dict[str, float | None] = {}
@@ -90,14 +149,11 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     duplicates = {"responses": 0, "cost": 0.0}
     retried = {"responses": 0, "cost": 0.0}
     recorded_n = 0
-    for (cid, _seq, at, provider, model, own_provider, own_model, usage_json, charge_json,
+    for (cid, at, provider, model, own_provider, own_model, usage, recorded,
          n_tools, n_dups, attempt) in rows:
         # figures are by the conversation's provider and model, as every audit figure is;
         # a response that names its own is priced as that one
-        provider, model = provider or "", model or ""
         priced = (own_provider or provider, own_model or model)
-        usage = _usage.decode(_text(usage_json)) if usage_json else Usage()
-        recorded = _charge.decode(_text(charge_json)) if charge_json else None
         now = None
         if reprice or recorded is None or recorded.amount is None:
             now = prices.charge(*priced, at, usage)

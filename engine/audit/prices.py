@@ -61,6 +61,9 @@ __all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "
 #: The price database turnlog prices calls from by default (a Python package).
 DATABASE = "genai-prices"
 
+#: How many distinct database charges a ``Prices`` remembers (then it starts again).
+_CHARGES_KEPT = 1 << 16
+
 _RATES = ("input", "cached_input", "output", "cache_write", "cache_write_1h")
 
 
@@ -264,6 +267,8 @@ class Prices:
         self.overrides, self.database = overrides, database
         self.currency = "USD" if database or overrides is None else overrides.currency
         self._found: dict[tuple[str, str], tuple[Any, Any] | str] = {}
+        self._charged: dict[tuple[Any, ...], Charge] = {}
+        self._prices: dict[int, Any] = {}
 
     @classmethod
     def default(cls) -> Prices:
@@ -324,15 +329,20 @@ class Prices:
         if isinstance(found, str):
             return Charge(source=DATABASE, version=database_version(), reason=found)
         vendor, info = found
-        try:
-            calc = info.calc_price(_database_usage(usage), vendor,
-                                   genai_request_timestamp=_moment(when))
-        except (ValueError, ArithmeticError) as exc:
-            return Charge(source=DATABASE, version=database_version(),
-                          priced_as=f"{vendor.id}/{info.id}",
-                          reason=f"{DATABASE} cannot price this usage: {exc}")
-        return Charge(amount=float(calc.total_price), source=DATABASE, version=database_version(),
-                      priced_as=f"{vendor.id}/{info.id}")
+        counts = _database_counts(usage)
+        # The price in effect at that moment (history, off-peak hours), then the usage at it:
+        # what ``ModelInfo.calc_price`` does. Its amount depends on nothing else, so each
+        # (entry, price, counts) is computed once, however many calls share them.
+        moment = _moment(when)
+        model_price = info.get_prices(moment)
+        key = (vendor.id, info.id, id(model_price), counts)
+        charge = self._charged.get(key)
+        if charge is None:
+            if len(self._charged) >= _CHARGES_KEPT:  # a long-lived loop's prices stay bounded
+                self._charged.clear()
+            self._prices.setdefault(id(model_price), model_price)  # its id is not reused
+            charge = self._charged[key] = _database_charge(vendor, info, moment, counts)
+        return charge
 
     def find(self, provider: str, model: str) -> tuple[Any, Any] | str:
         """genai-prices' ``(provider, model)`` entry for a call, or why there is none.
@@ -419,10 +429,23 @@ def _rates(price: Any) -> dict[str, Any]:
     return out
 
 
-def _database_usage(usage: Usage) -> Any:
-    """``usage`` in genai-prices' terms (the same nesting: each part inside its total)."""
+def _database_charge(vendor: Any, info: Any, moment: dt.datetime,
+                     counts: tuple[tuple[str, int], ...]) -> Charge:
+    """genai-prices' charge for ``counts`` (:func:`_database_counts`) of ``vendor``/``info``."""
     from genai_prices import Usage as DatabaseUsage
 
+    try:
+        calc = info.calc_price(DatabaseUsage(**dict(counts)), vendor, genai_request_timestamp=moment)
+    except (ValueError, ArithmeticError) as exc:
+        return Charge(source=DATABASE, version=database_version(),
+                      priced_as=f"{vendor.id}/{info.id}",
+                      reason=f"{DATABASE} cannot price this usage: {exc}")
+    return Charge(amount=float(calc.total_price), source=DATABASE, version=database_version(),
+                  priced_as=f"{vendor.id}/{info.id}")
+
+
+def _database_counts(usage: Usage) -> tuple[tuple[str, int], ...]:
+    """The non-zero counts of ``usage`` genai-prices prices, by its names: all it reads."""
     written, hour = usage.cache_write_tokens, min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
     counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
               "cache_read_tokens": usage.cached_input_tokens, "cache_write_tokens": written,
@@ -432,7 +455,7 @@ def _database_usage(usage: Usage) -> Any:
     if hour:
         counts["cache_write_1h_tokens"] = hour
         counts["cache_write_5m_tokens"] = written - hour
-    return DatabaseUsage(**{k: v for k, v in counts.items() if v})
+    return tuple((k, v) for k, v in counts.items() if v)
 
 
 def _moment(when: str) -> dt.datetime:

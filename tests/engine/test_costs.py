@@ -9,6 +9,7 @@ prices (genai-prices).
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.metadata
 import json
 import sqlite3
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import genai_prices
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from turnlog.engine.audit import AuditQuery, audit, connect_readonly
@@ -375,3 +378,32 @@ def test_a_bad_price_file_stops_a_run_before_the_journal_is_touched(tmp_path):
     assert result.exit_code != 0
     assert f"price table {bad}, [[prices]] entry 1: provider must be a non-empty string" in result.output
     assert not db.exists()
+
+
+_PRICED = [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-20250514"),
+           ("gemini", "gemini-2.5-pro"), ("deepseek", "deepseek-chat"), ("openai", "gpt-4o-mini"),
+           ("acme", "unpriced-1"), ("openai", "")]
+_COUNT = st.one_of(st.sampled_from([0, 1, 40, 500, 800]), st.integers(0, 400_000))
+_USAGE = st.builds(lambda i, o, c, w, h, a, im, oa: Usage(
+    input_tokens=i + c + w, output_tokens=o + oa, cached_input_tokens=c, cache_write_tokens=w,
+    cache_write_1h_tokens=h, input_audio_tokens=min(a, i), input_image_tokens=min(im, i),
+    output_audio_tokens=oa), _COUNT, _COUNT, _COUNT, _COUNT, _COUNT, _COUNT, _COUNT,
+    st.sampled_from([0, 7]))
+# whole hours across deepseek's off-peak boundary and days across price changes
+_WHEN = st.builds(lambda d, h, m: f"{d.isoformat()}T{h:02d}:{m:02d}:00.000000Z",
+                  st.dates(dt.date(2024, 1, 1), dt.date(2026, 6, 30)),
+                  st.sampled_from([0, 12, 16, 17, 23]), st.sampled_from([0, 29, 30, 59]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_USAGE, min_size=1, max_size=3), st.data())
+def test_a_prices_remembered_charges_equal_each_call_priced_afresh(usages, data):
+    # one Prices prices every call (and remembers each entry, price and usage it met); the
+    # same calls priced each by a new Prices, which remembers nothing, give the same charges.
+    # Few usages, many moments: the same usage meets other prices (history, off-peak hours).
+    calls = data.draw(st.lists(st.tuples(st.sampled_from(_PRICED), _WHEN, st.sampled_from(usages)),
+                               min_size=1, max_size=30))
+    shared = Prices.default()
+    for (provider, model), when, usage in calls + calls:
+        assert shared.charge(provider, model, when, usage) == \
+            Prices.default().charge(provider, model, when, usage)
