@@ -14,8 +14,9 @@ through the ``turnlog.commands`` entry-point group (loaded when the commands are
 from __future__ import annotations
 
 import importlib
+import os
 import re
-from importlib.metadata import entry_points
+import sys
 from typing import Any
 
 import click
@@ -101,6 +102,36 @@ Three things to try:
 `turnlog --help` lists every command; docs/cli.md is the full reference."""
 
 
+def _plugins_declared() -> bool:
+    """Whether a distribution other than turnlog itself declares ``turnlog.commands`` entry
+    points: a look for the group's header in each ``entry_points.txt`` on ``sys.path``, so
+    that ``turnlog --help`` does not import ``importlib.metadata`` (40 ms) and read every
+    distribution's metadata when, as usually, no plugin exists. When one does,
+    ``importlib.metadata.entry_points`` reads them as always."""
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:  # a zip file, or gone
+            continue
+        for name in names:
+            if name.endswith(".dist-info"):
+                project = name.split("-", 1)[0]
+            elif name.endswith(".egg-info"):
+                project = name[: -len(".egg-info")].split("-", 1)[0]
+            else:
+                continue
+            if project.lower() == "turnlog":
+                continue  # its own commands are in COMMAND_TABLE
+            try:
+                with open(os.path.join(folder or ".", name, "entry_points.txt"),
+                          encoding="utf-8", errors="replace") as file:
+                    if "[turnlog.commands]" in file.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 class _Group(click.Group):
     """The ``turnlog`` group: commands imported on first use (``COMMAND_TABLE``), plugins'
     commands from entry points, Ctrl-C as exit 130."""
@@ -115,6 +146,10 @@ class _Group(click.Group):
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
+        if not _plugins_declared():
+            return
+        from importlib.metadata import entry_points  # 40 ms and a scan: only when needed
+
         built_in = {module for module, _ in COMMAND_TABLE.values()}
         for ep in entry_points(group="turnlog.commands"):
             if ep.value.partition(":")[0] in built_in:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import click
 
@@ -75,3 +77,31 @@ def test_the_console_script_lists_every_command_and_runs_one_by_its_table_entry(
     assert shown.returncode == 0 and "List conversations, newest first." in shown.stdout
     unknown = turnlog("lss")
     assert unknown.returncode == 2 and "no such command 'lss'" in unknown.stderr.lower()
+
+
+def _plugin(folder):
+    """A third-party distribution on ``folder`` whose ``turnlog.commands`` add ``hello``."""
+    (folder / "hello_plugin.py").write_text(
+        "import click\n\n\n@click.command()\ndef hello():\n    \"\"\"Say hello.\"\"\"\n"
+        "    click.echo('hello from a plugin')\n\n\nCOMMANDS = [hello]\n")
+    info = folder / "hello_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hello-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[turnlog.commands]\nhello = hello_plugin:COMMANDS\n")
+
+
+def test_a_plugins_command_is_listed_and_runs_and_without_one_help_reads_no_metadata(tmp_path):
+    script = str(Path(sys.executable).with_name("turnlog"))
+    probe = ("import sys; sys.argv = ['turnlog', '--help']\n"
+             "from turnlog.engine.cli import cli\n"
+             "try:\n    cli()\nexcept SystemExit:\n    pass\n"
+             "print('METADATA' if 'importlib.metadata' in sys.modules else 'NONE')\n")
+    bare = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=tmp_path, check=True)
+    assert bare.stdout.rstrip().endswith("NONE") and " hello " not in bare.stdout
+    _plugin(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    listed = subprocess.run([script, "--help"], capture_output=True, text=True, env=env)
+    assert listed.returncode == 0 and "hello" in listed.stdout and "Say hello." in listed.stdout
+    ran = subprocess.run([script, "hello"], capture_output=True, text=True, env=env)
+    assert ran.returncode == 0 and ran.stdout == "hello from a plugin\n"

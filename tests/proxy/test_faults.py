@@ -185,6 +185,10 @@ def test_a_client_that_goes_away_mid_stream_leaves_a_partial_interrupted_record(
                                     "messages": [{"role": "user", "content": "hi"}]}) as answer:
                 first = next(answer.iter_raw())
             assert b"message_start" in first
+            # the proxy learns of the close from its event loop (ASGI http.disconnect); an
+            # upstream released before that would have its rest written into the dead
+            # transport, which uvicorn drops silently, and the answer would count as complete
+            time.sleep(0.5)
             _SlowStream.release.set()  # the next chunk meets the closed connection
             events = wait_for_events(tmp_path / "p.db")
     finally:
