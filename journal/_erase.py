@@ -10,7 +10,7 @@ its files (SQLite: ``secure_delete`` and a WAL checkpoint; PostgreSQL: ``VACUUM 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from hashlib import sha256
 
 from ._blobs import refs
@@ -18,13 +18,19 @@ from ._hashing import erased_digest, erased_payload
 from ._types import NewEvent
 from .errors import EventNotFoundError, InvalidAppendError, NotErasableError
 
-__all__ = ["DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "erasures", "parts_of"]
+__all__ = ["DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "erasures", "parts_of",
+           "recorded"]
 
 ERASURE_TYPE = "erasure_recorded"
 """The event type of an erasure's record; its payload's ``seqs`` lists the erased seqs."""
 
-Record = Callable[[Sequence[int]], NewEvent]
-"""Builds the ``erasure_recorded`` event for the seqs actually erased."""
+Record = Callable[[Mapping[int, str]], NewEvent]
+"""Builds the ``erasure_recorded`` event for the seqs actually erased: it gets, in seq
+order, each erased seq and the hex SHA-256 of its erased payload as stored (iterating
+it gives the seqs). The record, itself chained, names the seqs in ``seqs`` and should
+keep those digests in ``kept`` (same order): the chain covers an erased payload only
+through the original's digest, so ``kept`` is what lets ``verify`` find an erased
+payload whose remaining structure was edited after the erasure."""
 
 DROP_SNAPSHOTS = (
     "WITH RECURSIVE d(s) AS (SELECT {p} UNION SELECT l.stream_id FROM stream_links AS l "
@@ -70,6 +76,12 @@ def erasures(path: str, stream_id: str, stored: Iterable[tuple[int, str, str]],
             raise InvalidAppendError(f"erase conversation {stream_id!r} seq {seq}: {exc}") from None
         changes.append((seq, new))
     return changes
+
+
+def recorded(changes: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """What :data:`Record` gets for ``changes`` (``(seq, erased payload)``): seq -> the
+    hex SHA-256 of the erased payload."""
+    return {seq: sha256(payload.encode()).hexdigest() for seq, payload in changes}
 
 
 def parts_of(stored: Iterable[tuple[int, str, str]], seqs: Iterable[int]) -> set[str]:

@@ -26,7 +26,7 @@ from ._blobs import (
     join,
     split_events,
 )
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of, recorded
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
@@ -352,7 +352,7 @@ class Journal:
                     self._erase_rows(stream_id, changes,
                                      parts_of(stored, [seq for seq, _ in changes]))
                     last = cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
-                    written = [self._write(StreamAppend(stream_id, [record([s for s, _ in changes])],
+                    written = [self._write(StreamAppend(stream_id, [record(recorded(changes))],
                                                         last), self._now())]
                     edge = self._grow_tree(written)
                     if self._hooks:

@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
+from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of, recorded
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow, last_node, resolve
@@ -352,7 +352,7 @@ class PostgresJournal:
                     last = one_row(conn.execute(_HEAD, (stream_id,)).fetchone(), self.path)[0]
                     parts: dict[str, bytes] = {}
                     [rows] = self._chain(conn, [StreamAppend(
-                        stream_id, [record([s for s, _ in changes])], last)], self._now(), parts)
+                        stream_id, [record(recorded(changes))], last)], self._now(), parts)
                     if parts:
                         conn.cursor().executemany(INSERT_BLOB_POSTGRES, list(parts.items()))
                     first, _, _ = one_row(conn.execute(

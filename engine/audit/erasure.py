@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -184,8 +184,9 @@ def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason
         rows = [r for r in journal.read(conversation_id) if r.type not in MARKERS]
     kept = {row.seq: _kept(row) for row in rows if not row.erased}
 
-    def record(seqs: Sequence[int]) -> NewEvent:
-        return encode_event(ErasureRecorded(by=who, reason=reason, seqs=tuple(seqs), via=via))
+    def record(erased: Mapping[int, str]) -> NewEvent:
+        return encode_event(ErasureRecorded(by=who, reason=reason, seqs=tuple(erased),
+                                            via=via, kept=tuple(erased.values())))
 
     if not kept:
         return []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -231,3 +232,29 @@ def test_resume_of_an_unfinished_erased_conversation_is_refused(tmp_path, db):
     assert resumed.returncode == 2 and "cannot resume conversation 'p1'" in resumed.stderr
     with Journal.open(db, readonly=True) as journal:
         assert list(journal.read_all()) == before
+
+
+def test_an_erased_payload_edited_after_the_erasure_fails_verify(tmp_path):
+    """The chain covers an erased payload only through the original's digest, so what the
+    erasure kept in clear (an approval, a tool's outcome, a call's name) is covered by the
+    digests its erasure_recorded event keeps: an edit there, triggers restored, fails verify."""
+    db = str(tmp_path / "j.db")
+    converse(tmp_path, db, "c1", "ZQFORGE")
+    assert run("erase", "c1", "--reason", "r", "--db", db, cwd=tmp_path).returncode == 0
+    assert run("verify", "--db", db, cwd=tmp_path).returncode == 0
+    conn = sqlite3.connect(db)
+    guard = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'events_refuse_update'").fetchone()[0]
+    seq, payload = conn.execute(
+        "SELECT seq, payload FROM events WHERE stream_id = 'c1' AND type = 'model_responded' "
+        "AND payload LIKE '%\"name\":\"get_weather\"%'").fetchone()
+    with conn:
+        conn.execute("DROP TRIGGER events_refuse_update")
+        conn.execute("UPDATE events SET payload = ? WHERE stream_id = 'c1' AND seq = ?",
+                     (payload.replace('"name":"get_weather"', '"name":"append_note"'), seq))
+        conn.execute(guard)
+    conn.close()
+    checked = run("verify", "--db", db, cwd=tmp_path)
+    assert checked.returncode == 1, checked.stdout
+    assert f"seq {seq}" in checked.stdout + checked.stderr
+    assert "edited after its erasure" in checked.stdout + checked.stderr
