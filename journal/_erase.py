@@ -18,8 +18,8 @@ from ._hashing import erased_digest, erased_payload
 from ._types import NewEvent
 from .errors import EventNotFoundError, InvalidAppendError, NotErasableError
 
-__all__ = ["DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "erasures", "parts_of",
-           "recorded"]
+__all__ = ["COPIES", "DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "drop_copies",
+           "erasures", "parts_of", "recorded"]
 
 ERASURE_TYPE = "erasure_recorded"
 """The event type of an erasure's record; its payload's ``seqs`` lists the erased seqs."""
@@ -36,6 +36,19 @@ DROP_SNAPSHOTS = (
     "WITH RECURSIVE d(s) AS (SELECT {p} UNION SELECT l.stream_id FROM stream_links AS l "
     "JOIN d ON l.parent_stream_id = d.s) DELETE FROM snapshots WHERE stream_id IN (SELECT s FROM d)")
 """Deletes the snapshots of a stream and of every fork of it (``{p}``: the placeholder)."""
+
+
+COPIES = (("replay_reports", "conversation_id"),)
+"""Tables other layers keep in the journal's file whose rows copy a conversation's content
+(``replay_reports``: a divergence's recorded and re-run events and its request diff), with
+the column naming the conversation: an erasure deletes the rows of the stream and of every
+fork of it (where the table exists), in the same transaction."""
+
+
+def drop_copies(table: str, column: str, placeholder: str) -> str:
+    """Deletes ``table``'s rows of a stream and of every fork of it (see :data:`COPIES`)."""
+    return DROP_SNAPSHOTS.replace("DELETE FROM snapshots WHERE stream_id",
+                                  f"DELETE FROM {table} WHERE {column}").format(p=placeholder)
 
 
 def check_chain(path: str, chain: int, stream_id: str) -> None:

@@ -26,7 +26,16 @@ from ._blobs import (
     join,
     split_events,
 )
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of, recorded
+from ._erase import (
+    COPIES,
+    DROP_SNAPSHOTS,
+    Record,
+    check_chain,
+    drop_copies,
+    erasures,
+    parts_of,
+    recorded,
+)
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
@@ -377,8 +386,9 @@ class Journal:
 
     def _erase_rows(self, stream_id: str, changes: list[tuple[int, str]],
                     parts: set[str]) -> None:
-        """Rewrite the payloads, drop the stream's (and its forks') snapshots and the parts
-        (``blobs``) no other event references, inside the transaction: the append-only
+        """Rewrite the payloads, drop the stream's (and its forks') snapshots, their rows in
+        the tables that copy content (``COPIES``) and the parts (``blobs``) no other event
+        references, inside the transaction: the append-only
         guards are lifted for these statements only (a rollback puts them back)."""
         cursor = self._cursor
         guards = core_guards(self._version)
@@ -388,6 +398,10 @@ class Journal:
         cursor.executemany("UPDATE events SET payload = ? WHERE stream_id = ? AND seq = ?",
                            [(payload, stream_id, seq) for seq, payload in changes])
         cursor.execute(DROP_SNAPSHOTS.format(p="?"), (stream_id,))
+        for table, column in COPIES:
+            if cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                              (table,)).fetchone() is not None:
+                cursor.execute(drop_copies(table, column, "?"), (stream_id,))
         for digest in sorted(parts):
             if cursor.execute("SELECT 1 FROM events WHERE instr(payload, ?) > 0 LIMIT 1",
                               (f'{{"$blob":"{digest}"',)).fetchone() is None:

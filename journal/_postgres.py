@@ -33,7 +33,16 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of, recorded
+from ._erase import (
+    COPIES,
+    DROP_SNAPSHOTS,
+    Record,
+    check_chain,
+    drop_copies,
+    erasures,
+    parts_of,
+    recorded,
+)
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow, last_node, resolve
@@ -343,6 +352,12 @@ class PostgresJournal:
                         "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
                         [(payload, stream_id, seq) for seq, payload in changes])
                     conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
+                    copies = [table for table, column in COPIES if one_row(conn.execute(
+                        "SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone(), self.path)[0]]
+                    for table, column in COPIES:
+                        if table in copies:
+                            conn.execute(drop_copies(table, column, '%s::text COLLATE "C"'),
+                                         (stream_id,))
                     for digest in sorted(parts_of(stored, [seq for seq, _ in changes])):
                         if conn.execute("SELECT 1 FROM events WHERE strpos(payload, %s) > 0 "
                                         "LIMIT 1", (f'{{"$blob":"{digest}"',)).fetchone() is None:
@@ -361,7 +376,7 @@ class PostgresJournal:
             if changes:
                 self._edge = edge
                 self._heads[stream_id] = (rows[-1][1], rows[-1][7])
-                conn.execute("VACUUM FULL events, snapshots, blobs")
+                conn.execute(", ".join(["VACUUM FULL events, snapshots, blobs", *copies]))
                 try:
                     conn.execute("CHECKPOINT")
                 except pg_errors.InsufficientPrivilege:
