@@ -16,9 +16,9 @@ from hashlib import sha256
 from ._blobs import refs
 from ._hashing import erased_digest, erased_payload
 from ._types import NewEvent
-from .errors import EventNotFoundError, InvalidAppendError, NotErasableError
+from .errors import ConcurrencyError, EventNotFoundError, InvalidAppendError, NotErasableError
 
-__all__ = ["COPIES", "DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "drop_copies",
+__all__ = ["COPIES", "DROP_SNAPSHOTS", "ERASURE_TYPE", "Record", "check_chain", "check_head", "drop_copies",
            "erasures", "parts_of", "recorded"]
 
 ERASURE_TYPE = "erasure_recorded"
@@ -49,6 +49,17 @@ def drop_copies(table: str, column: str, placeholder: str) -> str:
     """Deletes ``table``'s rows of a stream and of every fork of it (see :data:`COPIES`)."""
     return DROP_SNAPSHOTS.replace("DELETE FROM snapshots WHERE stream_id",
                                   f"DELETE FROM {table} WHERE {column}").format(p=placeholder)
+
+
+def check_head(stream_id: str, expected_seq: int | None, last: int) -> None:
+    """Refuse the erasure when the stream's last seq is no longer ``expected_seq`` (what the
+    caller decided on: ``prune`` read no legal hold up to it), inside the transaction."""
+    if expected_seq is not None and last != expected_seq:
+        raise ConcurrencyError(
+            f"erase in stream {stream_id!r}: expected its last seq to be {expected_seq}, but it "
+            f"is {last} (another writer appended meanwhile, a legal hold say); nothing was "
+            "erased: read the stream again before erasing", stream_id=stream_id,
+            expected_seq=expected_seq, actual_seq=last)
 
 
 def check_chain(path: str, chain: int, stream_id: str) -> None:

@@ -31,6 +31,7 @@ from ._erase import (
     DROP_SNAPSHOTS,
     Record,
     check_chain,
+    check_head,
     drop_copies,
     erasures,
     parts_of,
@@ -326,7 +327,8 @@ class Journal:
             self._heads[last.stream_id] = (last.seq, last.hash)
         return written
 
-    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record,
+              expected_seq: int | None = None) -> list[int]:
         """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``: all or nothing.
 
         In one transaction, each payload not erased yet becomes an erased payload that
@@ -340,6 +342,8 @@ class Journal:
         that keep the WAL busy make it a :class:`JournalLockedError` (the content is
         erased everywhere readers look; running it again finishes the checkpoint).
         Returns the seqs erased (empty: all were erased already, nothing was written).
+        ``expected_seq``, when given, is the stream's last seq the caller read: if another
+        writer appended since, :class:`ConcurrencyError` and nothing is erased.
         """
         if self.readonly:
             raise ReadOnlyJournalError(f"erase in stream {stream_id!r}: {self.path} is open read-only")
@@ -352,6 +356,8 @@ class Journal:
             cursor.execute("PRAGMA secure_delete = ON")
             cursor.execute("BEGIN IMMEDIATE")
             try:
+                check_head(stream_id, expected_seq,
+                           cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0] or 0)
                 marks = ", ".join("?" * len(seqs))
                 stored = cursor.execute(
                     f"SELECT seq, type, payload FROM events WHERE stream_id = ? AND seq IN ({marks})",

@@ -38,6 +38,7 @@ from ._erase import (
     DROP_SNAPSHOTS,
     Record,
     check_chain,
+    check_head,
     drop_copies,
     erasures,
     parts_of,
@@ -325,7 +326,8 @@ class PostgresJournal:
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
 
-    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record,
+              expected_seq: int | None = None) -> list[int]:
         """As :meth:`journal.Journal.erase`, in one transaction under the position lock (the
         append-only triggers disabled for its statements only). After the commit, ``VACUUM
         FULL`` rewrites ``events`` and ``snapshots`` so the old row versions (and their
@@ -341,6 +343,9 @@ class PostgresJournal:
         with self._pool.connection(f"erase in stream {stream_id!r}") as conn:
             with conn.transaction():
                 conn.execute(_LOCK, (self._lock_key,))
+                if expected_seq is not None:
+                    head = conn.execute(_HEAD, (stream_id,)).fetchone()
+                    check_head(stream_id, expected_seq, head[0] if head else 0)
                 stored = conn.execute(
                     "SELECT seq, type, payload FROM events WHERE stream_id = %s AND seq = ANY(%s)",
                     (stream_id, seqs)).fetchall()
