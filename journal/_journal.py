@@ -732,6 +732,10 @@ class Journal:
             saved = self._conn.execute(SAVED_SNAPSHOT, (stream_id, kind, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
+        if saved is None and row is not None:
+            raise InvalidAppendError(
+                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
+                "state folded up to there may hold content erased since; save one at its end")
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

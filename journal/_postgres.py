@@ -663,6 +663,10 @@ class PostgresJournal:
             row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
             saved = conn.execute(SAVED_SNAPSHOT.replace("?", "%s"),
                                  (stream_id, kind, seq)).fetchone()
+        if saved is None and row is not None:
+            raise InvalidAppendError(
+                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
+                "state folded up to there may hold content erased since; save one at its end")
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")
