@@ -26,7 +26,17 @@ from ._blobs import (
     join,
     split_events,
 )
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
+from ._erase import (
+    COPIES,
+    DROP_SNAPSHOTS,
+    Record,
+    check_chain,
+    check_head,
+    drop_copies,
+    erasures,
+    parts_of,
+    recorded,
+)
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._one import one_row
@@ -317,7 +327,8 @@ class Journal:
             self._heads[last.stream_id] = (last.seq, last.hash)
         return written
 
-    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record,
+              expected_seq: int | None = None) -> list[int]:
         """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``: all or nothing.
 
         In one transaction, each payload not erased yet becomes an erased payload that
@@ -331,6 +342,8 @@ class Journal:
         that keep the WAL busy make it a :class:`JournalLockedError` (the content is
         erased everywhere readers look; running it again finishes the checkpoint).
         Returns the seqs erased (empty: all were erased already, nothing was written).
+        ``expected_seq``, when given, is the stream's last seq the caller read: if another
+        writer appended since, :class:`ConcurrencyError` and nothing is erased.
         """
         if self.readonly:
             raise ReadOnlyJournalError(f"erase in stream {stream_id!r}: {self.path} is open read-only")
@@ -343,6 +356,8 @@ class Journal:
             cursor.execute("PRAGMA secure_delete = ON")
             cursor.execute("BEGIN IMMEDIATE")
             try:
+                check_head(stream_id, expected_seq,
+                           cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0] or 0)
                 marks = ", ".join("?" * len(seqs))
                 stored = cursor.execute(
                     f"SELECT seq, type, payload FROM events WHERE stream_id = ? AND seq IN ({marks})",
@@ -352,7 +367,7 @@ class Journal:
                     self._erase_rows(stream_id, changes,
                                      parts_of(stored, [seq for seq, _ in changes]))
                     last = cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
-                    written = [self._write(StreamAppend(stream_id, [record([s for s, _ in changes])],
+                    written = [self._write(StreamAppend(stream_id, [record(recorded(changes))],
                                                         last), self._now())]
                     edge = self._grow_tree(written)
                     if self._hooks:
@@ -377,8 +392,9 @@ class Journal:
 
     def _erase_rows(self, stream_id: str, changes: list[tuple[int, str]],
                     parts: set[str]) -> None:
-        """Rewrite the payloads, drop the stream's (and its forks') snapshots and the parts
-        (``blobs``) no other event references, inside the transaction: the append-only
+        """Rewrite the payloads, drop the stream's (and its forks') snapshots, their rows in
+        the tables that copy content (``COPIES``) and the parts (``blobs``) no other event
+        references, inside the transaction: the append-only
         guards are lifted for these statements only (a rollback puts them back)."""
         cursor = self._cursor
         guards = core_guards(self._version)
@@ -388,6 +404,10 @@ class Journal:
         cursor.executemany("UPDATE events SET payload = ? WHERE stream_id = ? AND seq = ?",
                            [(payload, stream_id, seq) for seq, payload in changes])
         cursor.execute(DROP_SNAPSHOTS.format(p="?"), (stream_id,))
+        for table, column in COPIES:
+            if cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                              (table,)).fetchone() is not None:
+                cursor.execute(drop_copies(table, column, "?"), (stream_id,))
         for digest in sorted(parts):
             if cursor.execute("SELECT 1 FROM events WHERE instr(payload, ?) > 0 LIMIT 1",
                               (f'{{"$blob":"{digest}"',)).fetchone() is None:
@@ -712,6 +732,10 @@ class Journal:
             saved = self._conn.execute(SAVED_SNAPSHOT, (stream_id, kind, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
+        if saved is None and row is not None:
+            raise InvalidAppendError(
+                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
+                "state folded up to there may hold content erased since; save one at its end")
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

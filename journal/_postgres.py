@@ -33,7 +33,17 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._erase import DROP_SNAPSHOTS, Record, check_chain, erasures, parts_of
+from ._erase import (
+    COPIES,
+    DROP_SNAPSHOTS,
+    Record,
+    check_chain,
+    check_head,
+    drop_copies,
+    erasures,
+    parts_of,
+    recorded,
+)
 from ._hashing import GENESIS_HASH
 from ._lineage import Segment, walk_ancestry
 from ._logtree import LogTree, grow, last_node, resolve
@@ -316,7 +326,8 @@ class PostgresJournal:
             self._heads[stream_rows[-1][0]] = (stream_rows[-1][1], stream_rows[-1][7])
         return written
 
-    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record) -> list[int]:
+    def erase(self, stream_id: str, kept: Mapping[int, str], record: Record,
+              expected_seq: int | None = None) -> list[int]:
         """As :meth:`journal.Journal.erase`, in one transaction under the position lock (the
         append-only triggers disabled for its statements only). After the commit, ``VACUUM
         FULL`` rewrites ``events`` and ``snapshots`` so the old row versions (and their
@@ -332,6 +343,9 @@ class PostgresJournal:
         with self._pool.connection(f"erase in stream {stream_id!r}") as conn:
             with conn.transaction():
                 conn.execute(_LOCK, (self._lock_key,))
+                if expected_seq is not None:
+                    head = conn.execute(_HEAD, (stream_id,)).fetchone()
+                    check_head(stream_id, expected_seq, head[0] if head else 0)
                 stored = conn.execute(
                     "SELECT seq, type, payload FROM events WHERE stream_id = %s AND seq = ANY(%s)",
                     (stream_id, seqs)).fetchall()
@@ -343,6 +357,12 @@ class PostgresJournal:
                         "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
                         [(payload, stream_id, seq) for seq, payload in changes])
                     conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
+                    copies = [table for table, column in COPIES if one_row(conn.execute(
+                        "SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone(), self.path)[0]]
+                    for table, column in COPIES:
+                        if table in copies:
+                            conn.execute(drop_copies(table, column, '%s::text COLLATE "C"'),
+                                         (stream_id,))
                     for digest in sorted(parts_of(stored, [seq for seq, _ in changes])):
                         if conn.execute("SELECT 1 FROM events WHERE strpos(payload, %s) > 0 "
                                         "LIMIT 1", (f'{{"$blob":"{digest}"',)).fetchone() is None:
@@ -352,7 +372,7 @@ class PostgresJournal:
                     last = one_row(conn.execute(_HEAD, (stream_id,)).fetchone(), self.path)[0]
                     parts: dict[str, bytes] = {}
                     [rows] = self._chain(conn, [StreamAppend(
-                        stream_id, [record([s for s, _ in changes])], last)], self._now(), parts)
+                        stream_id, [record(recorded(changes))], last)], self._now(), parts)
                     if parts:
                         conn.cursor().executemany(INSERT_BLOB_POSTGRES, list(parts.items()))
                     first, _, _ = one_row(conn.execute(
@@ -361,7 +381,7 @@ class PostgresJournal:
             if changes:
                 self._edge = edge
                 self._heads[stream_id] = (rows[-1][1], rows[-1][7])
-                conn.execute("VACUUM FULL events, snapshots, blobs")
+                conn.execute(", ".join(["VACUUM FULL events, snapshots, blobs", *copies]))
                 try:
                     conn.execute("CHECKPOINT")
                 except pg_errors.InsufficientPrivilege:
@@ -643,6 +663,10 @@ class PostgresJournal:
             row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
             saved = conn.execute(SAVED_SNAPSHOT.replace("?", "%s"),
                                  (stream_id, kind, seq)).fetchone()
+        if saved is None and row is not None:
+            raise InvalidAppendError(
+                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
+                "state folded up to there may hold content erased since; save one at its end")
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

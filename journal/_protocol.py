@@ -265,13 +265,18 @@ class JournalProtocol(Protocol):
         ...
 
     def erase(self, stream_id: str, kept: Mapping[int, str],
-              record: Callable[[Sequence[int]], NewEvent]) -> list[int]:
+              record: Callable[[Mapping[int, str]], NewEvent],
+              expected_seq: int | None = None) -> list[int]:
         """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``, keeping each
-        one's SHA-256 and the JSON object ``kept[seq]``, and append ``record(seqs erased)``
-        (an ``erasure_recorded`` event) in the same transaction; every hash, the log tree
+        one's SHA-256 and the JSON object ``kept[seq]``, and append ``record(erased)``
+        (an ``erasure_recorded`` event; ``erased`` maps each seq erased, in order, to the
+        SHA-256 of its erased payload, which the record keeps for ``verify``) in the same
+        transaction; every hash, the log tree
         and every checkpoint stay valid. Then the old bytes are removed from the files.
         Raises :class:`~journal.NotErasableError` under chain version 1. Returns the seqs
-        erased (those erased already are skipped; none: nothing written)."""
+        erased (those erased already are skipped; none: nothing written). ``expected_seq``:
+        the stream's last seq the caller read; another writer's append since is a
+        :class:`~journal.ConcurrencyError` and nothing is erased."""
         ...
 
     def verify(

@@ -37,9 +37,15 @@ READ_SNAPSHOT = (
 WRITE_SNAPSHOT = (
     "INSERT INTO snapshots (stream_id, kind, seq, hash, data) "
     "SELECT stream_id, ?, seq, hash, ? FROM events WHERE stream_id = ? AND seq = ? "
+    "AND NOT EXISTS (SELECT 1 FROM events AS x WHERE x.stream_id = events.stream_id "
+    "AND x.seq > events.seq AND x.type = 'erasure_recorded') "
     "ON CONFLICT (stream_id, kind, seq) DO NOTHING"
 )
 """Take the hash from the event itself: a snapshot can only name an event that exists.
+
+Never at a seq before an erasure's record of the stream: a state folded up to there may
+have been read before the erasure (a writer racing it), with the content it erased
+(erasures keep every hash, so the hash alone cannot tell).
 
 Inserts only (the table refuses UPDATE and DELETE): a snapshot already saved at that
 seq stays as it is."""

@@ -285,7 +285,7 @@ def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]],
     those in ``whole``): a payload replaced without that record was tampered with.
     """
     chain = getattr(source, "chain_version", 1)
-    unlisted: dict[int, None] = {}
+    unlisted: dict[int, str] = {}  # erased seq -> its erased payload's hex SHA-256
     checked = 0
     current: bytes | None = None
     name = ""
@@ -322,12 +322,14 @@ def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]],
         else:
             kept = erased_digest(payload)
             if kept is not None:
-                unlisted[seq] = None
+                unlisted[seq] = sha256(payload).hexdigest()
                 field = kept.encode()
             else:
                 field = sha256(payload).hexdigest().encode()
                 if type_ == _ERASURE:
-                    for listed in _listed(payload):
+                    for listed, digest in _listed(payload):
+                        if digest is not None and listed in unlisted and unlisted[listed] != digest:
+                            return checked, BadEvent(name, listed, _EDITED)
                         unlisted.pop(listed, None)
         fields = (prev_hash, raw_sid, b"%d" % seq, type_, b"%d" % version, recorded_at, field)
         if hash_encoded(fields).encode() != stored:
@@ -341,19 +343,30 @@ def _check(source: ChainSource, rows: Iterable[tuple[Any, ...]],
     return checked, None
 
 
-def _unlisted(name: str, unlisted: dict[int, None]) -> BadEvent:
+_EDITED = ("the erased payload was edited after its erasure: it does not hash to the digest "
+           "its erasure_recorded event keeps")
+
+
+def _unlisted(name: str, unlisted: dict[int, str]) -> BadEvent:
     seq = min(unlisted)
     return BadEvent(name, seq, "the payload was erased, but no later erasure_recorded event "
                     "of the conversation names it (it was replaced outside turnlog)")
 
 
-def _listed(payload: bytes) -> list[int]:
-    """The seqs an ``erasure_recorded`` payload names (none when it is not as written)."""
+def _listed(payload: bytes) -> list[tuple[int, str | None]]:
+    """The seqs an ``erasure_recorded`` payload names, each with the SHA-256 it records of
+    the erased payload (``kept``, same order; ``None`` for a record without it), none when
+    the payload is not as written."""
     try:
-        seqs = msgspec.json.decode(payload).get("seqs", [])
+        record = msgspec.json.decode(payload)
+        seqs, kept = record.get("seqs", []), record.get("kept", [])
     except (msgspec.DecodeError, AttributeError):
         return []
-    return [s for s in seqs if type(s) is int] if isinstance(seqs, list) else []
+    if not isinstance(seqs, list):
+        return []
+    if not isinstance(kept, list) or len(kept) != len(seqs):
+        kept = [None] * len(seqs)
+    return [(s, d if isinstance(d, str) else None) for s, d in zip(seqs, kept) if type(s) is int]
 
 
 def _name(raw: object) -> str | None:

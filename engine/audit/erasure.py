@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from turnlog.journal import JournalProtocol, NewEvent, StoredEvent
+from turnlog.journal import ConcurrencyError, JournalProtocol, NewEvent, StoredEvent
 
 from ..errors import ConversationErasedError, ConversationNotFound, InvalidEventError
 from turnlog.engine.model.events import (
@@ -158,14 +158,16 @@ def _check_id(journal: JournalProtocol, conversation_id: str) -> int:
 
 def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason: str,
                        seq: int | None = None, by: str | None = None,
-                       via: str = "erase") -> list[int]:
+                       via: str = "erase", expected_seq: int | None = None) -> list[int]:
     """Erase the content of ``conversation_id``'s events (or only the one at ``seq``) and
     record it (:class:`ErasureRecorded`), in one transaction: all or nothing.
 
     Returns the seqs erased (none: everything asked was erased already). Raises
     :class:`ConversationNotFound`, ``InvalidEventError`` for an empty ``reason`` or a
     ``seq`` that is an annotation (an erasure or hold record) or past the end,
-    ``journal.NotErasableError`` on a journal of chain version 1.
+    ``journal.NotErasableError`` on a journal of chain version 1; with ``expected_seq`` (the
+    last seq the caller decided on), ``journal.ConcurrencyError`` when another writer
+    appended since (nothing erased).
     """
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidEventError("an erasure needs a reason (--reason TEXT): it is recorded")
@@ -184,12 +186,13 @@ def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason
         rows = [r for r in journal.read(conversation_id) if r.type not in MARKERS]
     kept = {row.seq: _kept(row) for row in rows if not row.erased}
 
-    def record(seqs: Sequence[int]) -> NewEvent:
-        return encode_event(ErasureRecorded(by=who, reason=reason, seqs=tuple(seqs), via=via))
+    def record(erased: Mapping[int, str]) -> NewEvent:
+        return encode_event(ErasureRecorded(by=who, reason=reason, seqs=tuple(erased),
+                                            via=via, kept=tuple(erased.values())))
 
     if not kept:
         return []
-    return journal.erase(conversation_id, kept, record)
+    return journal.erase(conversation_id, kept, record, expected_seq)
 
 
 def first_erased(journal: JournalProtocol, conversation_id: str,
@@ -218,8 +221,12 @@ def refuse_erased(journal: JournalProtocol, conversation_id: str, action: str,
 
 def held(journal: JournalProtocol, conversation_id: str) -> HoldPlaced | None:
     """The conversation's legal hold in force (its last hold record placed one), or ``None``."""
+    return _hold_in(journal.read(conversation_id))
+
+
+def _hold_in(rows: Iterable[StoredEvent]) -> HoldPlaced | None:
     hold_now: HoldPlaced | None = None
-    for row in journal.read(conversation_id):
+    for row in rows:
         if row.type in ("hold_placed", "hold_released"):
             event = decode_event(row.type, row.version, row.payload)
             hold_now = event if isinstance(event, HoldPlaced) else None
@@ -271,18 +278,27 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
     kept_held: list[str] = []
     unchanged: list[str] = []
     for sid in sorted(info.stream_id for info in journal.streams()):
-        content = [r for r in journal.read(sid) if r.type not in MARKERS]
-        if not content or content[-1].recorded_at >= limit:
-            continue  # its last event with content is not older than the date
-        if sid in named or held(journal, sid) is not None:
-            kept_held.append(sid)
-            continue
-        pending = [r.seq for r in content if not r.erased]
-        if not pending:
-            unchanged.append(sid)
-            continue
-        erased[sid] = pending if dry_run else erase_conversation(
-            journal, sid, reason=reason, by=by, via="prune")
+        while True:  # decided on the rows read; again if another writer appended meanwhile
+            rows = list(journal.read(sid))
+            content = [r for r in rows if r.type not in MARKERS]
+            if not content or content[-1].recorded_at >= limit:
+                break  # its last event with content is not older than the date
+            if sid in named or _hold_in(rows) is not None:
+                kept_held.append(sid)
+                break
+            pending = [r.seq for r in content if not r.erased]
+            if not pending:
+                unchanged.append(sid)
+                break
+            if dry_run:
+                erased[sid] = pending
+                break
+            try:  # refused if the stream grew since it was read (a hold placed meanwhile)
+                erased[sid] = erase_conversation(journal, sid, reason=reason, by=by, via="prune",
+                                                 expected_seq=rows[-1].seq)
+            except ConcurrencyError:
+                continue
+            break
     return PruneResult(erased, kept_held, unchanged, dry_run)
 
 

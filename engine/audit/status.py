@@ -14,6 +14,7 @@ from __future__ import annotations
 from turnlog.journal import Dialect
 
 from turnlog.engine.model.events import (
+    MARKERS,
     ApprovalDecided,
     ApprovalRequested,
     Event,
@@ -37,6 +38,9 @@ ENDED_BY: dict[str, tuple[str, ...]] = {
     for lifecycle, status in ENDED_STATUS.items()
 }
 
+#: The annotations (erasure and hold records), which leave the state as it was.
+_MARKER_TYPES: tuple[str, ...] = tuple(sorted(MARKERS))
+
 #: The events that settle a call's request for approval (a decision, or the call's answer).
 _SETTLED_BY = (_tag(ApprovalDecided), _tag(ToolCompleted), _tag(ToolCallRejected))
 
@@ -45,24 +49,32 @@ def _quoted(names: tuple[str, ...]) -> str:
     return ", ".join(f"'{name}'" for name in names)
 
 
-def status_sql(d: Dialect, stream: str, last_seq: str, last_type: str) -> str:
+def status_sql(d: Dialect, stream: str, last_seq: str, last_type: str, *,
+               fork_at_marker: bool = True) -> str:
     """The status of the conversation whose stream is the SQL expression ``stream``, whose
     last own event has seq ``last_seq`` and type ``last_type``, in dialect ``d``.
 
     The lineage ``lin(stream_id, top, depth)`` is the conversation's own stream up to its last
-    seq (depth 0), then each parent up to the seq it was forked at. A run's end is read from
+    seq (depth 0; ``last_seq`` is its last event that is not a marker), then each parent up to
+    its last event at or before the seq it was forked at that is not a marker (an erasure's or
+    a hold's record changes no state, and a fork may be taken at one). A run's end is read from
     the lineage's last event that is not a fork's own start (a fork keeps the state it
     branched in); an approval waits while no later lineage event settles its call; the
     ``run_interrupted`` marker counts only as the conversation's own last event (a fork's
-    start ends its parent's interruption).
+    start ends its parent's interruption). ``fork_at_marker=False`` gives views version 6's
+    SQL, which took a parent's event at the fork point even when it was a marker.
     """
     j = d.json
     ends = "\n".join(f"            WHEN '{event}' THEN '{status}'"
                      for status, events in ENDED_BY.items() for event in events)
+    parent_top = (f"""(SELECT max(m.seq) FROM events AS m
+            WHERE m.stream_id = k.parent_stream_id AND m.seq <= k.parent_seq
+              AND m.type NOT IN ({_quoted(_MARKER_TYPES)}))""" if fork_at_marker
+                  else "k.parent_seq")
     return f"""(WITH RECURSIVE lin(stream_id, top, depth) AS (
         SELECT {stream}, {last_seq}, 0
         UNION ALL
-        SELECT k.parent_stream_id, k.parent_seq, lin.depth + 1
+        SELECT k.parent_stream_id, {parent_top}, lin.depth + 1
         FROM lin JOIN stream_links AS k ON k.stream_id = lin.stream_id)
     SELECT CASE
         WHEN ended.status IS NOT NULL THEN ended.status

@@ -428,14 +428,18 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: ``costs`` views. 5: ``tool_calls.content`` and ``messages.text`` read a part kept once
 #: in ``blobs`` (journal schema 6). 6: ``conversations.status`` is generated from
 #: ``ConversationState``'s rule and walks forks of any depth, and reads past erasure and
-#: hold records. Its ``verify_journal`` refolds the saved conversation states
+#: hold records. 7: a fork taken at an erasure's or a hold's record has the status
+#: its parent had before the record (version 6 read none there). Its ``verify_journal`` refolds the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=6, migrate=_migrate, verify=_verify,
+VIEWS_EXTENSION = Extension(name="engine.views", version=7, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
+# Version 6's views: a fork taken at a marker read the marker as its parent's last event.
+_V6 = {**VIEWS, "conversations": _conversations_v4(
+    SQLITE, status_sql(SQLITE, "s.stream_id", "z.seq", "z.type", fork_at_marker=False), True)}
 # Version 5's views: the status of one level of forks, from the last event whatever it is.
 _V5 = {**VIEWS, "conversations": _conversations_v4(SQLITE)}
 # Version 4's views: a part kept in blobs showed as its reference.
@@ -455,7 +459,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+}, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

@@ -465,7 +465,7 @@ class ErasureRecorded(Event, tag="erasure_recorded", frozen=True):
 
     A marker: the lifecycle stays as it was. The erased events keep their type, seq and
     the SHA-256 of their payload (so every hash and proof still holds); ``verify``
-    requires each erased event to be named here.
+    requires each erased event to be named here, its erased payload hashing to ``kept``.
     """
 
     by: str
@@ -473,6 +473,10 @@ class ErasureRecorded(Event, tag="erasure_recorded", frozen=True):
     seqs: tuple[int, ...]
     #: ``erase`` or ``prune`` (retention)
     via: str = "erase"
+    #: the hex SHA-256 of each erased payload as stored, in the order of ``seqs``: the
+    #: chain covers an erased payload only through the original's digest, so ``verify``
+    #: checks the rest of it (its structure, kept in clear) against these
+    kept: tuple[str, ...] = ()
 
 
 class HoldPlaced(Event, tag="hold_placed", frozen=True):

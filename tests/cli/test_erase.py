@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -231,3 +234,58 @@ def test_resume_of_an_unfinished_erased_conversation_is_refused(tmp_path, db):
     assert resumed.returncode == 2 and "cannot resume conversation 'p1'" in resumed.stderr
     with Journal.open(db, readonly=True) as journal:
         assert list(journal.read_all()) == before
+
+
+def test_an_erased_payload_edited_after_the_erasure_fails_verify(tmp_path):
+    """The chain covers an erased payload only through the original's digest, so what the
+    erasure kept in clear (an approval, a tool's outcome, a call's name) is covered by the
+    digests its erasure_recorded event keeps: an edit there, triggers restored, fails verify."""
+    db = str(tmp_path / "j.db")
+    converse(tmp_path, db, "c1", "ZQFORGE")
+    assert run("erase", "c1", "--reason", "r", "--db", db, cwd=tmp_path).returncode == 0
+    assert run("verify", "--db", db, cwd=tmp_path).returncode == 0
+    conn = sqlite3.connect(db)
+    guard = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'events_refuse_update'").fetchone()[0]
+    seq, payload = conn.execute(
+        "SELECT seq, payload FROM events WHERE stream_id = 'c1' AND type = 'model_responded' "
+        "AND payload LIKE '%\"name\":\"get_weather\"%'").fetchone()
+    with conn:
+        conn.execute("DROP TRIGGER events_refuse_update")
+        conn.execute("UPDATE events SET payload = ? WHERE stream_id = 'c1' AND seq = ?",
+                     (payload.replace('"name":"get_weather"', '"name":"append_note"'), seq))
+        conn.execute(guard)
+    conn.close()
+    checked = run("verify", "--db", db, cwd=tmp_path)
+    assert checked.returncode == 1, checked.stdout
+    assert f"seq {seq}" in checked.stdout + checked.stderr
+    assert "edited after its erasure" in checked.stdout + checked.stderr
+
+
+def test_erase_deletes_the_replay_reports_that_copied_the_content(tmp_path, db):
+    """A divergence recorded by ``replay --all`` keeps the recorded and re-run events (the
+    tool's arguments, the request diff) in replay_reports: erasing the conversation deletes
+    those rows too, from the table and from the file."""
+    converse(tmp_path, db, "c1", "ZQREPORTED")
+    converse(tmp_path, db, "c2", "ZQOTHER")
+    (tmp_path / "strict_tools.py").write_text(
+        "from turnlog.engine.tools import tool\n\n\n@tool\ndef get_weather(city: int) -> str:\n"
+        "    \"\"\"Weather.\"\"\"\n    return 'x'\n\n\nTOOLS = [get_weather]\n")
+    replayed = subprocess.run(
+        [TURNLOG, "replay", "--all", "--tool-set", "strict_tools:TOOLS", "--db", db],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert replayed.returncode == 1, replayed.stderr
+
+    def reports() -> dict[str, str]:
+        connect = sqlite3.connect if not db.startswith("postgresql") else psycopg.connect
+        with closing(connect(db)) as conn:
+            return dict(conn.execute(
+                "SELECT conversation_id, divergence FROM replay_reports").fetchall())
+
+    assert "ZQREPORTED-CITY" in reports()["c1"] and "ZQOTHER-CITY" in reports()["c2"]
+    assert run("erase", "c1", "--reason", "r", "--db", db, cwd=tmp_path).returncode == 0
+    assert list(reports()) == ["c2"] and "ZQOTHER-CITY" in reports()["c2"]
+    if not db.startswith("postgresql"):
+        assert b"ZQREPORTED" not in stored_bytes(db)
+    assert run("verify", "--db", db, cwd=tmp_path).returncode == 0

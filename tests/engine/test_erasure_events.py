@@ -112,3 +112,58 @@ def test_erase_hold_and_prune_through_the_library(tmp_path):
         assert (list(done.erased), done.unchanged) == (["c"], ["f"])
         assert journal.verify().ok
         assert "QSECRETZ" not in "".join(e.payload for e in journal.read_all())
+
+
+class _HoldPlacedMidPrune:
+    """A journal on which another writer places a legal hold after ``prune`` read the
+    conversation and before its erasure's transaction (the first erase only)."""
+
+    def __init__(self, journal, conversation_id):
+        self._journal, self._id, self.raced = journal, conversation_id, False
+
+    def __getattr__(self, name):
+        return getattr(self._journal, name)
+
+    def erase(self, stream_id, kept, record, expected_seq=None):
+        if not self.raced:
+            self.raced = True
+            hold(self._journal, self._id, reason="litigation", by="counsel")
+        return self._journal.erase(stream_id, kept, record, expected_seq)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_prune_never_erases_a_conversation_held_while_it_ran(tmp_path, backend):
+    from tests.pgcluster import fresh_url
+
+    target = str(tmp_path / "j.db") if backend == "sqlite" else fresh_url()
+    with Journal.open(target) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QHELDZ")], 0)
+        racing = _HoldPlacedMidPrune(journal, "c")
+        done = prune(racing, "2999-01-01")
+        assert racing.raced and (done.held, done.erased) == (["c"], {})
+        assert first_erased(journal, "c") is None and held(journal, "c").by == "counsel"
+        assert "QHELDZ" in "".join(e.payload for e in journal.read("c"))
+        assert journal.verify().ok
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_state_folded_before_an_erasure_is_never_saved_after_it(tmp_path, backend):
+    """A writer that folded the conversation before another erased it (the erasure keeps
+    every hash) cannot save that state as a snapshot: it holds the erased content."""
+    from tests.pgcluster import fresh_url
+    from turnlog.engine.model.snapshots import open_builder, save_snapshot, snapshot_kind
+    from turnlog.journal import InvalidAppendError
+
+    target = str(tmp_path / "j.db") if backend == "sqlite" else fresh_url()
+    with Journal.open(target) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QRACEZ")], 0)
+        stale = open_builder(journal, "c")  # folded before the erasure
+        assert stale.system == "QRACEZ"
+        erase_conversation(journal, "c", reason="asked")
+        assert save_snapshot(journal, "c", stale) is None
+        assert journal.read_snapshot("c", snapshot_kind()) is None
+        with pytest.raises(InvalidAppendError, match="erasure recorded after seq"):
+            journal.write_snapshot("c", "k", stale.seq, b"QRACEZ")
+        fresh = open_builder(journal, "c")  # read after it: saved at its end
+        assert fresh.system == ERASED and save_snapshot(journal, "c", fresh) is not None
+        assert "QRACEZ" not in "".join(e.payload for e in journal.read_all())

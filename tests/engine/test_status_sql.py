@@ -21,6 +21,8 @@ from turnlog.engine.model.events import (
     ConversationFailed,
     ConversationHalted,
     ConversationStarted,
+    HoldPlaced,
+    HoldReleased,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -45,6 +47,8 @@ def _candidates(state) -> list:
     """Events that may follow the builder ``state`` (the machine's guards decide; these are shaped to pass)."""
     life = state.lifecycle
     out: list = []
+    if life is not L.NEW:  # annotations: a fork may be taken at one, the state stays
+        out += [HoldPlaced(by="me", reason="litigation"), HoldReleased(by="me", reason="")]
     if life is not L.NEW and life not in (L.COMPLETED, L.FAILED, L.HALTED):
         out.append(RunInterrupted())
     if life in (L.READY, L.AWAITING_MODEL, L.ANSWERED, L.COMPLETED, L.FAILED, L.HALTED):
