@@ -67,7 +67,16 @@ from turnlog.journal import (
 
 from turnlog.engine.errors import ConversationNotFound, InvalidTransition
 from turnlog.engine.tools.duplicates import call_key
-from .events import VERSIONS, ConversationStarted, ModelResponded, decode_event, tool_calls
+from .events import (
+    VERSIONS,
+    ApprovalDecided,
+    ApprovalRequested,
+    ConversationStarted,
+    ModelResponded,
+    decode_event,
+    tool_calls,
+)
+from .messages import ToolCall
 from .state import ConversationState, StateBuilder, fold_stored
 
 __all__ = [
@@ -280,7 +289,7 @@ def _call_id(row: StoredEvent) -> str:
             pass
     event = decode_event(row.type, row.version, row.payload,
                          where=f"stream {row.stream_id!r} seq {row.seq}")
-    return event.call_id
+    return str(getattr(event, "call_id"))
 
 
 def gates_from_events(journal: JournalProtocol, state: ConversationState) -> ConversationState:
@@ -297,11 +306,11 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
     """
     approve: tuple[str, ...] = ()
     policy = state.duplicate_policy
-    calls: dict = {}  # call id -> ToolCall, from every model response
+    calls: dict[str, ToolCall] = {}  # call id -> ToolCall, from every model response
     index: dict[str, int] = {}  # the duplicate rule's record of calls made, as the fold keeps it
     count = 0
-    approvals: dict = {}
-    decisions: dict = {}
+    approvals: dict[str, ApprovalRequested] = {}
+    decisions: dict[str, ApprovalDecided] = {}
     started: set[str] = set()
     answered: set[str] = set()
     response: StoredEvent | None = None
@@ -334,11 +343,11 @@ def gates_from_events(journal: JournalProtocol, state: ConversationState) -> Con
                              where=f"stream {row.stream_id!r} seq {row.seq}")
         if isinstance(event, ConversationStarted):
             approve, policy = event.approve, event.duplicate_policy
-        elif kind == "approval_requested":
+        elif isinstance(event, ApprovalRequested):
             approvals[event.call_id] = event
-        else:
+        elif isinstance(event, ApprovalDecided):
             decisions[event.call_id] = event
-    pending: tuple = ()
+    pending: tuple[ToolCall, ...] = ()
     if response is not None:
         responded = decode_event(response.type, response.version, response.payload,
                                  where=f"stream {response.stream_id!r} seq {response.seq}")
