@@ -100,6 +100,28 @@ class Redactor:
             return text
         return self._pattern.sub(MASK, text)
 
+    def cut(self, text: str, limit: int) -> str:
+        """``text``'s first ``limit`` characters as :meth:`message` masks them, with no part of
+        a secret left at the cut: a secret that starts before ``limit`` and ends after it is
+        kept whole up to its end, then masked (``text`` should run past ``limit`` by the
+        longest secret, :attr:`reach`).
+
+            >>> Redactor("sk-first-0123456789").cut("body sk-first-0123456789 more", 8)
+            'body [redacted key]'
+        """
+        end = limit
+        if self._pattern is not None:
+            for found in self._pattern.finditer(text, max(0, limit - self.reach), limit + self.reach):
+                if found.start() < limit < found.end():
+                    end = found.end()
+                    break
+        return self.message(text[:end])
+
+    @property
+    def reach(self) -> int:
+        """The longest form of any secret masked: how far past a cut :meth:`cut` must see."""
+        return max((len(v) for s in self.secrets for v in _variants(s)), default=0)
+
     def message(self, text: str) -> str:
         """An error text: the secret's forms, and anything shaped like an API key, masked.
 

@@ -69,7 +69,7 @@ from .threads import ThreadIndex, history_keys, item_key, message_items, message
 from .sse import SSEParser
 from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
 
-__all__ = ["BODY_LIMIT", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
+__all__ = ["BODY_LIMIT", "CUT_REACH", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
            "rebuild_index", "settle", "settle_request"]
 
 #: How much of an unparsed exchange's bodies is kept (characters each).
@@ -81,6 +81,10 @@ SPOOL_MEMORY = 1 << 20
 #: forwarded whole but recorded as an unparsed exchange with its first ``BODY_LIMIT``
 #: characters, so that memory stays bounded whatever a client sends.
 RECORD_LIMIT = 16 << 20
+
+#: How far past ``BODY_LIMIT`` an over-large body's start is kept, so that a credential that
+#: straddles the cut is still seen whole and masked (no key is anywhere near this long).
+CUT_REACH = 4096
 #: How long a locked journal is retried before the record is reported as lost.
 LOCK_RETRY_SECONDS = 30.0
 
@@ -133,7 +137,8 @@ def _unspool(exchange: Exchange) -> None:
         if size <= RECORD_LIMIT:
             exchange.raw_request = spool.read()
         else:
-            exchange.raw_request = spool.read(BODY_LIMIT)
+            # past the cut by CUT_REACH, so a key that straddles it is masked whole
+            exchange.raw_request = spool.read(BODY_LIMIT + CUT_REACH)
             exchange.unparsed = (f"the request body ({size:,} bytes) is larger than the proxy "
                                  f"records ({RECORD_LIMIT:,} bytes); it was forwarded whole")
 
@@ -526,9 +531,10 @@ class Recorder:
 
     def _record_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor) -> str:
         conv_id = _new_id()
-        raw_request = redactor.message(exchange.raw_request[:BODY_LIMIT].decode(errors="replace"))
-        raw_response = redactor.message(
-            exchange.raw_response[:BODY_LIMIT].decode(errors="replace"))
+        reach = BODY_LIMIT + CUT_REACH
+        raw_request = redactor.cut(exchange.raw_request[:reach].decode(errors="replace"), BODY_LIMIT)
+        raw_response = redactor.cut(exchange.raw_response[:reach].decode(errors="replace"),
+                                    BODY_LIMIT)
         meta = {"proxy": {"wire": exchange.wire.name, "client": exchange.client,
                           "path": exchange.path, "status": exchange.status,
                           "unparsed": reason, "request": raw_request, "response": raw_response}}

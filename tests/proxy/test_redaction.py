@@ -90,3 +90,20 @@ def test_a_history_quoting_an_echoed_credential_threads_onto_its_conversation(pr
     found = conversations(Path(proxy.db))
     assert len(found) == 1, list(found)
     assert_no_secret_in(Path(proxy.db))
+
+
+def test_a_credential_that_straddles_the_recorded_start_of_an_unreadable_body_is_masked_whole(
+        proxy, fake_api):
+    """An unreadable body is recorded by its first ``BODY_LIMIT`` characters; a key that
+    starts before that cut and ends after it leaves none of its characters behind."""
+    from turnlog.replay.proxy.recorder import BODY_LIMIT
+
+    secret = CREDENTIALS["x-api-key"][1]
+    body = b"{" + b"a" * (BODY_LIMIT - 11) + secret.encode() + b"b" * 500  # not JSON: unparsed
+    assert body.index(secret.encode()) < BODY_LIMIT < body.index(secret.encode()) + len(secret)
+    httpx.post(f"{proxy.base_url('openai')}/chat/completions", content=body,
+               headers={"x-api-key": secret, "content-type": "application/json"}, timeout=30)
+    proxy.drain()
+    data = journal_bytes(Path(proxy.db))
+    assert b"aaaaaaaaaaaaaaaa" in data, "the unreadable exchange was not recorded"
+    assert secret[:10].encode() not in data
