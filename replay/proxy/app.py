@@ -213,13 +213,8 @@ class _Proxy:
                                              headers=headers, content=content)
         try:
             answer = await client.send(upstream, stream=True)
-        except httpx.TimeoutException as exc:
-            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
-                                     f"the upstream timed out ({type(exc).__name__})", record)
         except httpx.HTTPError as exc:
-            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
-                                     f"the upstream cannot be reached ({type(exc).__name__}: "
-                                     f"{exc})", record)
+            return self._not_sent(exchange, wire, exc, record)
         exchange.status = answer.status_code
         back = [(k, v) for k, v in answer.headers.items() if k.lower() not in _BACK_HOP]
         streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
@@ -256,13 +251,8 @@ class _Proxy:
                                   for v in _credential_values(value))
         try:
             answer = await client.post(url, json=body, headers=headers)
-        except httpx.TimeoutException as exc:
-            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
-                                     f"the upstream timed out ({type(exc).__name__})", True)
         except httpx.HTTPError as exc:
-            return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
-                                     f"the upstream cannot be reached ({type(exc).__name__}: "
-                                     f"{exc})", True)
+            return self._not_sent(exchange, wire, exc, True)
         exchange.status = answer.status_code
         exchange.ended = time.monotonic()
         redactor = Redactor(*exchange.secrets)
@@ -294,6 +284,16 @@ class _Proxy:
         return JSONResponse(error_body(wire, answer.status_code, f"{target}: {text}"),
                             status_code=answer.status_code, headers={
                                 k: v for k, v in answer.headers.items() if k == "retry-after"})
+
+    def _not_sent(self, exchange: Exchange, wire: Wire, exc: httpx.HTTPError,
+                  record: bool) -> Response:
+        """What the client gets when the upstream timed out (504) or could not be reached (502)."""
+        if isinstance(exc, httpx.TimeoutException):
+            return self._unreachable(exchange, wire, 504, "ProviderTimeout",
+                                     f"the upstream timed out ({type(exc).__name__})", record)
+        return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
+                                 f"the upstream cannot be reached ({type(exc).__name__}: {exc})",
+                                 record)
 
     def _unreachable(self, exchange: Exchange, wire: Wire, status: int, error_type: str,
                      message: str, record: bool) -> Response:
