@@ -163,7 +163,7 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
             assert now is not None
             cost = now.amount
             if cost is None:
-                unpriced.setdefault(priced, now.reason or "no price")
+                unpriced.setdefault(priced, now.explained(*priced) or "no price")
         per_pm[(provider, model)] = add_cost(per_pm.get((provider, model), 0.0), cost)
         per_provider[provider] = add_cost(per_provider.get(provider, 0.0), cost)
         per_day[at[:10]] = add_cost(per_day.get(at[:10], 0.0), cost)

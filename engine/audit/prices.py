@@ -51,7 +51,7 @@ from typing import Any
 import msgspec
 
 from ..errors import PriceTableError
-from turnlog.engine.model.events import Charge
+from turnlog.engine.model.events import Charge, UnpricedReason
 from turnlog.engine.model.messages import Usage
 from ..providers.registry import by_key, price_key
 
@@ -325,8 +325,8 @@ class Prices:
             return Charge(currency=self.currency, source="overrides", version=self.overrides.digest,
                           reason=f"{provider}/{model} has no price in {self.overrides.source} "
                                  f"on {when[:10]}")
-        found = self.find(provider, model)
-        if isinstance(found, str):
+        found = self._find(provider, model)
+        if isinstance(found, str):  # a code (the sentence is rendered when read) or a sentence
             return Charge(source=DATABASE, version=database_version(), reason=found)
         vendor, info = found
         counts = _database_counts(usage)
@@ -352,6 +352,15 @@ class Prices:
         vendor a ``vendor/model`` name starts with, then any vendor whose model
         matches (an OpenAI-compatible wire to DeepSeek names ``deepseek-chat``).
         """
+        found = self._find(provider, model)
+        if isinstance(found, str):
+            return Charge(source=DATABASE, version=database_version(),
+                          reason=found).explained(provider, model) or found
+        return found
+
+    def _find(self, provider: str, model: str) -> tuple[Any, Any] | str:
+        """:meth:`find`, remembered, with why there is no entry as the charge records it (an
+        ``UnpricedReason`` code, or a sentence)."""
         key = (provider, model)
         if key not in self._found:
             self._found[key] = self._lookup(provider, model)
@@ -371,9 +380,8 @@ class Prices:
                 return snapshot.find_provider_model(ref, None, vendor_id, None)
             except LookupError:
                 continue
-        where = " or the override table" if self.overrides is not None else ""
-        return (f"{provider}/{model} is not in {DATABASE} {database_version()}{where}; "
-                "add it to a --prices file")
+        return (UnpricedReason.UNLISTED if self.overrides is None
+                else UnpricedReason.UNLISTED_OVERRIDES).value
 
     def rates(self, model: str | None = None, provider: str | None = None,
               when: str | None = None) -> list[dict[str, Any]]:

@@ -66,6 +66,7 @@ __all__ = [
     "ToolSpec",
     "ToolStarted",
     "TurnLimitReached",
+    "UnpricedReason",
     "UserMessage",
     "check_json_data",
     "decode_event",
@@ -261,11 +262,38 @@ class ModelRequested(Event, tag="model_requested", frozen=True):
     attempt: int = 1
 
 
+class UnpricedReason(enum.StrEnum):
+    """Why a call is unpriced, as a code ``Charge.reason`` records when the sentence says
+    nothing the record does not hold (its provider and model, the charge's source and
+    version): every response of an unpriced model carries it, so it is kept short.
+
+    ``Charge.explained`` renders the sentence; any other ``reason`` is a sentence already
+    (and every reason recorded before the codes existed).
+    """
+
+    #: the price list (``source``, ``version``) has no entry for the model
+    UNLISTED = "unlisted"
+    #: neither the price list nor the ``--prices`` file's table has an entry for the model
+    UNLISTED_OVERRIDES = "unlisted_overrides"
+
+
+#: Each code's sentence (``Charge.explained``), filled from the response's provider and
+#: model and the charge's source and version.
+_UNPRICED_TEXT = {
+    UnpricedReason.UNLISTED:
+        "{provider}/{model} is not in {source} {version}; add it to a --prices file",
+    UnpricedReason.UNLISTED_OVERRIDES:
+        "{provider}/{model} is not in {source} {version} or the override table; "
+        "add it to a --prices file",
+}
+
+
 class Charge(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What one model call cost, priced when it was recorded (``engine.audit.prices``).
 
     ``amount`` is ``None`` when no price was known: the call is *unpriced*
-    (``reason`` says why), never free. ``source`` names the price list
+    (``reason`` says why: an ``UnpricedReason`` code, or a sentence; read it with
+    :meth:`explained`), never free. ``source`` names the price list
     (``genai-prices``, ``overrides`` for a ``--prices`` file, ``scripted``),
     ``version`` its version (the genai-prices release, or ``sha256:…`` of the
     override file) and ``priced_as`` the entry that matched
@@ -278,6 +306,21 @@ class Charge(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     version: str = ""
     priced_as: str = ""
     reason: str | None = None
+
+    def explained(self, provider: str, model: str) -> str | None:
+        """``reason`` as a sentence, for the call of ``provider``/``model`` this charge
+        priced: a code (``UnpricedReason``) rendered, any other reason as it is.
+
+        >>> Charge(source="genai-prices", version="0.2.3", reason="unlisted").explained("p", "m")
+        'p/m is not in genai-prices 0.2.3; add it to a --prices file'
+        >>> Charge(reason="the call names no model").explained("p", "")
+        'the call names no model'
+        """
+        text = _UNPRICED_TEXT.get(self.reason) if self.reason is not None else None
+        if text is None:
+            return self.reason
+        return text.format(provider=provider, model=model, source=self.source,
+                           version=self.version)
 
 
 class ModelResponded(Event, tag="model_responded", frozen=True):

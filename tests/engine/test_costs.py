@@ -27,9 +27,9 @@ from turnlog.engine.audit.views import EXTENSIONS
 from turnlog.engine.cli import cli
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT
 from turnlog.engine.errors import FormatError, PriceTableError
-from turnlog.engine.model.events import ModelResponded, decode_event
+from turnlog.engine.model.events import Charge, ModelResponded, UnpricedReason, decode_event
 from turnlog.engine.formats.importer import import_file
-from turnlog.engine.model.messages import Usage
+from turnlog.engine.model.messages import Text, Usage
 from turnlog.engine.providers import anthropic, gemini, openai
 from turnlog.journal import Journal
 
@@ -133,8 +133,62 @@ def test_an_unknown_model_is_unpriced_with_the_reason_never_free():
     charge = Prices.default().charge("openai", "my-private-model", "2025-09-01",
                                      Usage(input_tokens=100))
     assert charge.amount is None
-    assert charge.reason == (f"openai/my-private-model is not in genai-prices {VERSION}; "
-                             "add it to a --prices file")
+    # recorded as a code: the sentence is the record's provider, model, source and version
+    assert (charge.reason, charge.source, charge.version) == ("unlisted", "genai-prices", VERSION)
+    assert charge.explained("openai", "my-private-model") == (
+        f"openai/my-private-model is not in genai-prices {VERSION}; add it to a --prices file")
+
+
+def test_an_unknown_model_under_a_price_table_says_the_table_was_tried_too(tmp_path):
+    table = PriceTable.parse('[[prices]]\nprovider="p"\nmodel="m"\nsince=2025-01-01\n'
+                             'input=1\noutput=1\n', "t")
+    prices = Prices(table)
+    charge = prices.charge("openai", "my-private-model", "2025-09-01", Usage(input_tokens=1))
+    assert (charge.amount, charge.reason) == (None, "unlisted_overrides")
+    sentence = (f"openai/my-private-model is not in genai-prices {VERSION} or the override "
+                "table; add it to a --prices file")
+    assert charge.explained("openai", "my-private-model") == sentence
+    # what ``find`` answers (``turnlog prices``) is the same sentence
+    assert prices.find("openai", "my-private-model") == sentence
+
+
+@given(reason=st.text(max_size=60) | st.none(), provider=st.text(max_size=10),
+       model=st.text(max_size=10))
+def test_a_reason_that_is_not_a_code_reads_as_recorded(reason, provider, model):
+    # every reason recorded before the codes (a sentence) reads back unchanged
+    if reason in {r.value for r in UnpricedReason}:
+        reason = reason + "."
+    assert Charge(reason=reason, source="genai-prices", version="1").explained(
+        provider, model) == reason
+
+
+def test_a_recorded_turn_stores_the_code_and_every_reader_shows_the_sentence(tmp_path):
+    db = tmp_path / "j.db"
+    with Journal(str(db), extensions=EXTENSIONS) as journal:
+        from turnlog.engine.loop.loop import Loop
+        from turnlog.engine.providers import ModelResponse
+
+        class Private:  # an OpenAI model genai-prices does not list
+            name, model = "openai", "my-private-model"
+
+            def complete(self, request):
+                return ModelResponse(parts=(Text(text="hi"),), usage=Usage(input_tokens=7))
+
+        assert Loop(journal, Private(), []).start("hello", conversation_id="c").status == "completed"
+    con = sqlite3.connect(db)
+    [(payload, reason)] = con.execute(
+        "SELECT e.payload, c.unpriced_reason FROM events e JOIN costs c USING (position)").fetchall()
+    con.close()
+    charge = json.loads(payload)["charge"]
+    assert charge == {"reason": "unlisted", "source": "genai-prices", "version": VERSION}
+    assert reason == "unlisted"  # the costs view shows what was recorded
+    sentence = f"openai/my-private-model is not in genai-prices {VERSION}; add it to a --prices file"
+    [event] = _responses(str(db))
+    assert event.charge.explained(event.provider, event.model) == sentence
+    result = invoke("audit", "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["cost"]["unpriced"] == [
+        {"provider": "openai", "model": "my-private-model", "reason": sentence}]
 
 
 def test_overrides_in_another_currency_are_refused_by_name(tmp_path):
@@ -181,7 +235,8 @@ def test_every_corpus_model_genai_prices_knows_is_priced_and_the_rest_say_why(tm
         if known:
             assert charge.amount is not None and charge.source == "genai-prices", (provider, model)
         else:
-            assert charge.amount is None and "is not in genai-prices" in charge.reason
+            assert charge.amount is None and charge.reason == "unlisted"
+            assert "is not in genai-prices" in charge.explained(provider, model)
     # the models the issue found unpriced with the old table
     for model in ("gpt-5", "gpt-5-mini", "claude-sonnet-4-5", "claude-opus-4-6",
                   "claude-haiku-4-5", "gemini-2.5-pro", "deepseek/deepseek-chat"):
@@ -193,7 +248,7 @@ def test_every_corpus_model_genai_prices_knows_is_priced_and_the_rest_say_why(tm
     finally:
         conn.close()
     unpriced = {(u["provider"], u["model"]): u["reason"] for u in cost["unpriced"]}
-    assert unpriced == {key: c.reason for key, c in seen.items() if c.amount is None}
+    assert unpriced == {key: c.explained(*key) for key, c in seen.items() if c.amount is None}
     assert unpriced and not cost["complete"]
 
 
