@@ -279,7 +279,7 @@ class UnpricedReason(enum.StrEnum):
 
 #: Each code's sentence (``Charge.explained``), filled from the response's provider and
 #: model and the charge's source and version.
-_UNPRICED_TEXT = {
+_UNPRICED_TEXT: dict[str, str] = {
     UnpricedReason.UNLISTED:
         "{provider}/{model} is not in {source} {version}; add it to a --prices file",
     UnpricedReason.UNLISTED_OVERRIDES:
