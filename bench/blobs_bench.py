@@ -212,7 +212,7 @@ def main() -> None:
           f"{text_ours['bytes']:,} bytes")
     if text_theirs is not None:
         print(f"  DeltaChannel {text_theirs['bytes']:,} bytes; ratio DeltaChannel / turnlog: "
-              f"{text_theirs['bytes'] / text_ours['bytes']:.1f}x (target >= 5x)")
+              f"{text_theirs['bytes'] / text_ours['bytes']:.2f}x (target >= 5x)")
 
 
 if __name__ == "__main__":
