@@ -17,7 +17,7 @@ from pathlib import Path
 
 import genai_prices
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from click.testing import CliRunner
 
@@ -29,9 +29,10 @@ from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT
 from turnlog.engine.errors import FormatError, PriceTableError
 from turnlog.engine.model.events import Charge, ModelResponded, UnpricedReason, decode_event
 from turnlog.engine.formats.importer import import_file
-from turnlog.engine.model.messages import Text, Usage
+from turnlog.engine.model.messages import Usage
 from turnlog.engine.providers import anthropic, gemini, openai
 from turnlog.journal import Journal
+from tests.fakeapi import fake_api, reply  # noqa: F401 - fake_api is a fixture
 
 VERSION = importlib.metadata.version("genai-prices")
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
@@ -156,39 +157,58 @@ def test_an_unknown_model_under_a_price_table_says_the_table_was_tried_too(tmp_p
        model=st.text(max_size=10))
 def test_a_reason_that_is_not_a_code_reads_as_recorded(reason, provider, model):
     # every reason recorded before the codes (a sentence) reads back unchanged
-    if reason in {r.value for r in UnpricedReason}:
-        reason = reason + "."
+    assume(reason not in {r.value for r in UnpricedReason})
     assert Charge(reason=reason, source="genai-prices", version="1").explained(
         provider, model) == reason
 
 
-def test_a_recorded_turn_stores_the_code_and_every_reader_shows_the_sentence(tmp_path):
+def test_a_recorded_turn_stores_the_code_and_every_reader_shows_the_sentence(tmp_path,
+                                                                            fake_api):  # noqa: F811
+    # a live OpenAI run (the official SDK against the loopback fake) of a model genai-prices
+    # does not list, through the installed console script
+    import os
+    import subprocess
+    import sys
+
+    turnlog = str(Path(sys.executable).parent / "turnlog")
     db = tmp_path / "j.db"
-    with Journal(str(db), extensions=EXTENSIONS) as journal:
-        from turnlog.engine.loop.loop import Loop
-        from turnlog.engine.providers import ModelResponse
+    env = {**os.environ, **fake_api.env("openai")}
 
-        class Private:  # an OpenAI model genai-prices does not list
-            name, model = "openai", "my-private-model"
+    def run(*words):
+        done = subprocess.run([turnlog, *map(str, words)], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert done.returncode == 0, (words, done.stderr)
+        return done.stdout
 
-            def complete(self, request):
-                return ModelResponse(parts=(Text(text="hi"),), usage=Usage(input_tokens=7))
-
-        assert Loop(journal, Private(), []).start("hello", conversation_id="c").status == "completed"
+    fake_api.script("openai", [reply("openai", text="hi", model="my-private-model",
+                                     usage={"prompt_tokens": 7, "completion_tokens": 2})])
+    run("run", "hello", "--provider", "openai", "--model", "my-private-model", "--id", "c",
+        "--db", db)
+    sentence = f"openai/my-private-model is not in genai-prices {VERSION}; add it to a --prices file"
+    # stored: the code, not the sentence (its parts are the record's own fields)
     con = sqlite3.connect(db)
     [(payload, reason)] = con.execute(
         "SELECT e.payload, c.unpriced_reason FROM events e JOIN costs c USING (position)").fetchall()
     con.close()
-    charge = json.loads(payload)["charge"]
-    assert charge == {"reason": "unlisted", "source": "genai-prices", "version": VERSION}
+    assert json.loads(payload)["charge"] == {"reason": "unlisted", "source": "genai-prices",
+                                             "version": VERSION}
     assert reason == "unlisted"  # the costs view shows what was recorded
-    sentence = f"openai/my-private-model is not in genai-prices {VERSION}; add it to a --prices file"
     [event] = _responses(str(db))
     assert event.charge.explained(event.provider, event.model) == sentence
-    result = invoke("audit", "--db", db, "--json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["cost"]["unpriced"] == [
+    # the audit says why in the sentence, as before
+    assert json.loads(run("audit", "--db", db, "--json"))["cost"]["unpriced"] == [
         {"provider": "openai", "model": "my-private-model", "reason": sentence}]
+    assert f"unpriced: openai/my-private-model: {sentence}" in run("audit", "--db", db)
+    # the jsonl export holds the payload as stored, and imports into a journal that verifies
+    exported = tmp_path / "c.jsonl"
+    exported.write_text(run("export", "c", "--format", "jsonl", "--db", db))
+    [charged] = [json.loads(line)["payload"]["charge"] for line in exported.read_text().splitlines()
+                 if json.loads(line).get("type") == "model_responded"]
+    assert charged["reason"] == "unlisted"
+    other = tmp_path / "k.db"
+    run("import", exported, "--format", "jsonl", "--db", other)
+    run("verify", "--db", other)
+    run("verify", "--db", db)
 
 
 def test_overrides_in_another_currency_are_refused_by_name(tmp_path):
