@@ -40,7 +40,7 @@ from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from turnlog.engine.model.events import payload_of
 from .listing import _turn_count, conversation_info, events_after, last_position
-from .costs import conversation_costs
+from .costs import conversation_figures
 from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
@@ -48,8 +48,8 @@ from .views import connect_readonly
 __all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "count_turns",
            "deferred_chain"]
 
-#: The most events a page verifies before it answers (``Reader.conversations``,
-#: ``Reader.conversation``): chains beyond it are left to their own request
+#: The most events a conversation's page verifies before it answers (``Reader.conversation``;
+#: the list verifies none): chains beyond it are left to their own request
 #: (:meth:`Reader.chain`), so a page's time does not grow with a conversation's length.
 CHAIN_INLINE = 500
 
@@ -62,8 +62,9 @@ _PROJECTED_SORTS = {"turns": "coalesce(a.turns, 0)", "tokens": "coalesce(a.token
 _PROJECTED_TOTALS = (f"LEFT JOIN (SELECT conversation_id, count(*) AS turns, "
                      f"sum(input_tokens + output_tokens) AS tokens FROM {MODEL_CALLS} WHERE ok "
                      f"GROUP BY conversation_id) AS a USING (conversation_id)")
+#: the view's columns a list row shows: all cheap (indexed lookups, no payload summed)
 _COLUMNS = ("conversation_id, started_at, updated_at, status, provider, model, turns, events, "
-            "input_tokens, output_tokens, parent, replay_of, fork_seq")
+            "parent, replay_of, fork_seq, last_position")
 
 _MAX_PER_PAGE = 500
 #: the deepest the default list order is read from the journal's end (``Reader._recent_ids``)
@@ -271,8 +272,13 @@ class Reader:
 
         Each row: ``conversation_id``, ``started_at``, ``status``, ``provider``,
         ``model``, ``turns``, ``events``, ``tools`` (names used), ``tokens``,
-        ``cost`` (``None``: unpriced), ``chain`` (:func:`chain_state`),
-        ``parent``, ``replay_of``.
+        ``cost`` (``None``: unpriced), ``chain``, ``parent``, ``replay_of`` and
+        ``last_position`` (the position of its last event: its head).
+
+        A page verifies no chain: ``chain`` is :func:`deferred_chain` (its events,
+        ancestors' included), which :meth:`chain` verifies after the page is shown.
+        Tokens and costs come from one pass over the page's responses
+        (``engine.audit.costs.conversation_figures``).
         """
         if q.sort not in SORTS:
             raise BadFilterError(f"sort {q.sort!r} is not one of {', '.join(SORTS)}")
@@ -291,18 +297,17 @@ class Reader:
             f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id IN "
             f"({', '.join('?' * len(ids))})", ids)}
         rows = [by_id[cid] for cid in ids]
-        tools, costs = self._tools_used(ids), self._costs(ids)
-        budget = CHAIN_INLINE
+        tools, figures = self._tools_used(ids), conversation_figures(self.conn, self.prices, ids)
         items = []
-        for (cid, started, updated, status, provider, model, turns, events, inp, out, parent,
-             replay_of, fork_seq) in rows:
-            chain, budget = self._chain_within(cid, events + (fork_seq or 0), budget)
+        for (cid, started, updated, status, provider, model, turns, events, parent, replay_of,
+             fork_seq, head) in rows:
+            tokens, cost = figures.get(cid, (0, 0.0))
             items.append({"conversation_id": cid, "started_at": started, "updated_at": updated,
                           "status": status, "provider": provider, "model": model,
                           "turns": _turn_count(self.conn, turns, parent, fork_seq),
-                          "events": events, "tokens": inp + out, "tools": tools.get(cid, []),
-                          "cost": costs.get(cid, 0.0), "chain": chain, "parent": parent,
-                          "replay_of": replay_of})
+                          "events": events, "tokens": tokens, "tools": tools.get(cid, []),
+                          "cost": cost, "chain": deferred_chain(events + (fork_seq or 0)),
+                          "parent": parent, "replay_of": replay_of, "last_position": head})
         return {"rows": items, "total": total, "page": q.page,
                 "pages": max(1, math.ceil(total / q.per_page)),
                 "query": msgspec.to_builtins(q)}
@@ -357,11 +362,6 @@ class Reader:
             found[cid].append(name)
         return found
 
-    def _costs(self, ids: list[str]) -> dict[str, float | None]:
-        """Each conversation's cost, as ``turnlog audit`` figures it (``engine.audit.costs``):
-        each call at its recorded charge, else at the prices of its time."""
-        return conversation_costs(self.conn, self.prices, ids)
-
     def _model_calls(self) -> str:
         if in_step(self.conn):
             return MODEL_CALLS
@@ -387,6 +387,13 @@ class Reader:
             raise ConversationNotFound(
                 f"no conversation {conversation_id!r} in {shown_url(self.path)}")
         return chain_state(self.journal, conversation_id)
+
+    def head(self, conversation_id: str) -> int | None:
+        """The position of the conversation's last event (its head), ``None`` for an unknown
+        id: what a chain state verified before stays true of, the journal being append-only."""
+        row = self.conn.execute("SELECT position FROM events WHERE stream_id = ? "
+                                "ORDER BY seq DESC LIMIT 1", (conversation_id,)).fetchone()
+        return None if row is None else row[0]
 
     def conversation_row(self, conversation_id: str) -> dict[str, Any]:
         """The conversation's listing row (``engine.audit.listing.conversation_info``);
