@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -45,8 +46,8 @@ from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
-__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "count_turns",
-           "deferred_chain"]
+__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "RecentOrder", "chain_state",
+           "count_turns", "deferred_chain"]
 
 #: The most events a conversation's page verifies before it answers (``Reader.conversation``;
 #: the list verifies none): chains beyond it are left to their own request
@@ -69,6 +70,8 @@ _COLUMNS = ("conversation_id, started_at, updated_at, status, provider, model, t
 _MAX_PER_PAGE = 500
 #: the deepest the default list order is read from the journal's end (``Reader._recent_ids``)
 _RECENT_PAGES = 2_000
+#: the most events appended since a ``RecentOrder`` was read that it catches up with
+_CATCH_UP = 10_000
 
 
 class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -170,6 +173,41 @@ class _Timeline(dict):
         return self[key]
 
 
+class RecentOrder:
+    """The conversations last appended to, newest first (the list's default order), kept
+    between readers, as a viewer keeps it between list pages.
+
+    Read backwards from the journal's end once (``Reader._recent_ids``), then brought up
+    to date from the events appended since: their conversations move to the front, the
+    others keep their order (each one's last event is older than every new one). So a list
+    page in the default order reads only the journal's new events.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (the journal's last position they are of, the ids, whether they are all there are)
+        self._known: tuple[int, list[str], bool] = (-1, [], False)
+
+    def ids(self, reader: Reader, count: int) -> list[str]:
+        """The ``count`` conversations of ``reader``'s journal last appended to."""
+        last = reader.last_position()
+        with self._lock:
+            position, ids, complete = self._known
+        if position < last and last - position <= _CATCH_UP and position >= 0:
+            ids = reader._appended_ids(position, ids)
+            complete = complete and len(ids) <= _RECENT_PAGES
+            del ids[_RECENT_PAGES:]
+        elif position != last:
+            ids, complete = [], False
+        if len(ids) < count and not complete:
+            ids = reader._recent_ids(count)
+            complete = len(ids) < count
+        with self._lock:
+            if last >= self._known[0]:
+                self._known = (last, ids, complete)
+        return ids[:count]
+
+
 class Reader:
     """A read-only view of the journal at ``path``; use as a context manager.
 
@@ -177,9 +215,11 @@ class Reader:
     foreign file. A reader belongs to the thread that opened it.
     """
 
-    def __init__(self, path: str, prices: Prices | PriceTable | None = None) -> None:
+    def __init__(self, path: str, prices: Prices | PriceTable | None = None,
+                 recent: RecentOrder | None = None) -> None:
         self.path = path
         self.prices = Prices.of(prices)
+        self.recent = recent
         # Without the engine's extensions, ``verify`` checks the hash chains alone (the
         # projections' recomputation is ``turnlog verify``'s and the audit's business).
         self.journal = Journal.open(path, readonly=True)
@@ -316,7 +356,9 @@ class Reader:
         """The ids of the page, in order, computing only the sort key for every row."""
         if q.sort == "updated" and q.descending and not where \
                 and q.page * q.per_page <= _RECENT_PAGES:
-            return self._recent_ids(q.page * q.per_page)[(q.page - 1) * q.per_page:]
+            ids = (self._recent_ids(q.page * q.per_page) if self.recent is None
+                   else self.recent.ids(self, q.page * q.per_page))
+            return ids[(q.page - 1) * q.per_page:]
         order = SORTS[q.sort]
         join = ""
         if q.sort in _PROJECTED_SORTS and in_step(self.conn):
@@ -339,16 +381,30 @@ class Reader:
                 "SELECT position, stream_id FROM events WHERE position < ? "
                 "ORDER BY position DESC LIMIT ?", (before, batch)).fetchall()
             fresh = [sid for _, sid in rows if not (sid in seen or seen.add(sid))]
-            if fresh:  # streams that are conversations (a stream's first event starts it)
-                marks = ", ".join("?" * len(fresh))
-                started = {sid for (sid,) in self.conn.execute(
-                    "SELECT stream_id FROM events WHERE seq = 1 AND type = "
-                    f"'conversation_started' AND stream_id IN ({marks})", fresh)}
-                found += [sid for sid in fresh if sid in started]
+            started = self._conversations_of(fresh)
+            found += [sid for sid in fresh if sid in started]
             if len(rows) < batch:
                 break
             before, batch = rows[-1][0], batch * 2
         return found[:count]
+
+    def _conversations_of(self, streams: list[str]) -> set[str]:
+        """Which of ``streams`` are conversations (a stream's first event starts it)."""
+        if not streams:
+            return set()
+        return {sid for (sid,) in self.conn.execute(
+            "SELECT stream_id FROM events WHERE seq = 1 AND type = 'conversation_started' "
+            f"AND stream_id IN ({', '.join('?' * len(streams))})", streams)}
+
+    def _appended_ids(self, position: int, ids: list[str]) -> list[str]:
+        """``ids`` (conversations newest first as of ``position``) brought up to date: the
+        conversations of the events after ``position``, newest first, then the others."""
+        seen: set[str] = set()
+        fresh = [sid for (sid,) in self.conn.execute(
+            "SELECT stream_id FROM events WHERE position > ? ORDER BY position DESC",
+            (position,)) if not (sid in seen or seen.add(sid))]
+        started = self._conversations_of(fresh)
+        return [sid for sid in fresh if sid in started] + [i for i in ids if i not in seen]
 
     def _tools_used(self, ids: list[str]) -> dict[str, list[str]]:
         if not ids:

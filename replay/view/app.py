@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from turnlog.engine.audit import AuditQuery, ListQuery, Prices, PriceTable, Reader, parse_since
+from turnlog.engine.audit.queries import RecentOrder
 from turnlog.engine.errors import BadFilterError, ConversationNotFound
 from turnlog.journal import TurnlogError, shown_url
 
@@ -130,6 +131,7 @@ class _App:
         self.follower = Follower(self.reader, poll, max_streams)
         self._choices: tuple[int, dict[str, list[str]]] | None = None
         self.verified = _Chains()
+        self.recent = RecentOrder()  # the list's default order, caught up with each page
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(db=shown_url(self.path), **context),
@@ -143,7 +145,7 @@ class _App:
         return self._choices[1]
 
     def reader(self) -> Reader:
-        return Reader(self.path, self.prices)
+        return Reader(self.path, self.prices, self.recent)
 
     def conversations(self, request: Request) -> Response:
         q = ListQuery(**{k: _param(request, k) for k in _LIST_FILTERS},
