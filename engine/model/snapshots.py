@@ -227,11 +227,12 @@ def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
         base = saved.seq
         tail = list(journal.read(conversation_id, base + 1, to_seq))
         tracked = _Tracked(base)
-        builder = _past_snapshot(journal, saved, tail, tracked)
-        if builder is None:  # the events past it need facts older than their turn: all read
+        gated = _past_snapshot(journal, saved, tail, tracked)
+        if gated is None:  # the events past it need facts older than their turn: all read
             tracked = _Tracked(base)
-            builder = StateBuilder.deferred(saved, _loader(journal, conversation_id, tracked))
-            builder = fold_stored(tracked.rows(tail), builder)
+            gated = fold_stored(tracked.rows(tail), StateBuilder.deferred(
+                saved, _loader(journal, conversation_id, tracked)))
+        builder = gated
     if not builder.seq:
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
     if save and to_seq is None and tracked.count >= SNAPSHOT_AFTER and builder.seq > base:
