@@ -260,6 +260,26 @@ class Reader:
         """The newest checkpoint kept in the journal: ``size`` signed, ``events`` now."""
         return last_signed(self.journal)
 
+    def choices_after(self, position: int, choices: dict[str, list[str]],
+                      most: int = _CATCH_UP) -> dict[str, list[str]] | None:
+        """``choices`` (:meth:`choices` as of ``position``) with the values of the events
+        appended since added; ``None`` when more than ``most`` were (read them afresh)."""
+        if self.last_position() - position > most:
+            return None
+        j = self.dialect.json
+        rows = self.conn.execute(
+            f"SELECT type, seq, {j('payload', '$.provider')}, {j('payload', '$.model')}, "
+            f"{j('payload', '$.name')} FROM events WHERE position > ? AND type IN "
+            "('conversation_started', 'tool_completed', 'tool_call_rejected')",
+            (position,)).fetchall()
+        started = [(p, m) for kind, seq, p, m, _ in rows
+                   if kind == "conversation_started" and seq == 1]
+        tools = [t for kind, _, _, _, t in rows if kind != "conversation_started"]
+        return {**choices,
+                "providers": sorted({*choices["providers"], *(p for p, _ in started if p)}),
+                "models": sorted({*choices["models"], *(m for _, m in started if m)}),
+                "tools": sorted({*choices["tools"], *(t for t in tools if t)})}
+
     def choices(self) -> dict[str, list[str]]:
         """The values the list's filters can take: statuses, providers, models, tools."""
         j = self.dialect.json
@@ -336,7 +356,7 @@ class Reader:
         by_id = {r[0]: r for r in self.conn.execute(
             f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id IN "
             f"({', '.join('?' * len(ids))})", ids)}
-        rows = [by_id[cid] for cid in ids]
+        rows = [by_id[cid] for cid in ids if cid in by_id]
         tools, figures = self._tools_used(ids), conversation_figures(self.conn, self.prices, ids)
         items = []
         for (cid, started, updated, status, provider, model, turns, events, parent, replay_of,

@@ -138,10 +138,16 @@ class _App:
                             status_code=status)
 
     def choices(self, reader: Reader, position: int) -> dict[str, list[str]]:
-        """The filters' values (``Reader.choices``), read again only when events were appended
-        since they were last read (they are distinct values over the whole journal)."""
-        if self._choices is None or self._choices[0] != position:
-            self._choices = (position, reader.choices())
+        """The filters' values (``Reader.choices``: distinct values over the whole journal),
+        read once, then with those of the events appended since added
+        (``Reader.choices_after``)."""
+        known = self._choices
+        if known is not None and known[0] == position:
+            return known[1]
+        fresh = None
+        if known is not None and known[0] < position:
+            fresh = reader.choices_after(known[0], known[1])
+        self._choices = (position, fresh if fresh is not None else reader.choices())
         return self._choices[1]
 
     def reader(self) -> Reader:

@@ -106,3 +106,35 @@ def test_the_recent_order_caught_up_is_the_order_read_afresh(tmp_path_factory, s
                 kept, fresh = recent.ids(reader, count), reader._recent_ids(count)
             assert kept == fresh and len(kept) == min(count, len(started))
             assert stream == 6 or kept[0] == sid
+
+
+def test_the_filters_values_caught_up_are_the_values_read_afresh(db):
+    """``choices_after`` adds the providers, models and tools of the events appended since
+    (a new conversation on another provider and model, calling a tool no one called), as
+    ``choices`` reads them over the whole journal; past ``most`` events it says read afresh."""
+    from turnlog.engine.audit.views import EXTENSIONS
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import tool
+
+    @tool(effect="read_only")
+    def shout(text: str) -> str:
+        """Shout the text.
+
+        Args:
+            text: anything
+        """
+        return text.upper()
+
+    with Reader(str(db)) as reader:
+        before, position = reader.choices(), reader.last_position()
+    with Journal(db, extensions=EXTENSIONS) as journal:
+        Loop(journal, ScriptedProvider({"turns": [
+            {"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]}, {"text": "HI"}]},
+            model="loud-model"), [shout]).start("shout hi", conversation_id="loud",
+                                                model="loud-model")
+    with Reader(str(db)) as reader:
+        caught_up, fresh = reader.choices_after(position, before), reader.choices()
+        assert reader.choices_after(position, before, most=2) is None
+    assert caught_up == fresh and "shout" in fresh["tools"] and "loud-model" in fresh["models"]
+    assert "shout" not in before["tools"] and "loud-model" not in before["models"]
