@@ -220,15 +220,19 @@ class Reader:
         self.path = path
         self.prices = Prices.of(prices)
         self.recent = recent
-        # Without the engine's extensions, ``verify`` checks the hash chains alone (the
-        # projections' recomputation is ``turnlog verify``'s and the audit's business).
-        self.journal = Journal.open(path, readonly=True)
-        try:
-            self.conn: ReadConnection = connect_readonly(path)
-            self.dialect = dialect_of(self.conn)
-        except BaseException:
-            self.journal.close()
-            raise
+        self.conn: ReadConnection = connect_readonly(path)
+        self.dialect = dialect_of(self.conn)
+        self._journal: JournalProtocol | None = None
+
+    @property
+    def journal(self) -> JournalProtocol:
+        """The journal's own read-only handle (chains, ancestry, checkpoints), opened when
+        first used: a list page never needs it."""
+        if self._journal is None:
+            # Without the engine's extensions, ``verify`` checks the hash chains alone (the
+            # projections' recomputation is ``turnlog verify``'s and the audit's business).
+            self._journal = Journal.open(self.path, readonly=True)
+        return self._journal
 
     def __enter__(self) -> Reader:
         return self
@@ -239,7 +243,8 @@ class Reader:
     def close(self) -> None:
         """Close both handles."""
         self.conn.close()
-        self.journal.close()
+        if self._journal is not None:
+            self._journal.close()
 
     # -- the list ----------------------------------------------------------------------
 
