@@ -72,13 +72,13 @@ def main() -> None:
     a = parser.parse_args()
     many = Path(f"/tmp/turnlog-view-bench-{a.conversations}x{a.events_per_conversation}.db")
     if not many.exists():
-        took = generate(many, a.conversations, a.events_per_conversation)
+        took = generate(many, a.conversations, a.events_per_conversation, charged=True)
         print(f"generated {many} in {took:.1f} s", file=sys.stderr)
     long = Path(f"/tmp/turnlog-view-bench-long-{a.turns}.db")
     if not long.exists():
         long_conversation(long, a.turns)
-    client = TestClient(create_app(str(many)))
-    one = TestClient(create_app(str(long)))
+    client = TestClient(create_app(str(many)), base_url="http://127.0.0.1")
+    one = TestClient(create_app(str(long)), base_url="http://127.0.0.1")
 
     def get(c: TestClient, url: str):
         def run() -> None:

@@ -22,10 +22,8 @@ from turnlog.engine.model.messages import Usage
 from turnlog.journal import ReadConnection, dialect_of
 from .prices import Prices, add_cost
 
-__all__ = ["call_cost", "conversation_costs", "cost_figures"]
+__all__ = ["call_cost", "conversation_costs", "conversation_figures", "cost_figures"]
 
-_charge = msgspec.json.Decoder(Charge)
-_usage = msgspec.json.Decoder(Usage)
 
 
 
@@ -212,29 +210,54 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     return report
 
 
-def conversation_costs(conn: ReadConnection, prices: Prices,
-                       ids: Sequence[str]) -> dict[str, float | None]:
-    """Each of ``ids``' cost, as :func:`cost_figures` figures its ``conversations`` (each call
-    at its recorded charge, else at the prices of its time; ``None``: a call is unpriced),
-    reading only what a cost needs. Conversations without model calls are left out."""
+class _Priced(msgspec.Struct):
+    """What a response's tokens and cost read (``conversation_figures``); the rest is skipped."""
+
+    provider: Any = None
+    model: Any = None
+    usage: Usage | None = None
+    charge: Charge | None = None
+
+
+_priced = msgspec.json.Decoder(_Priced)
+
+
+def conversation_figures(conn: ReadConnection, prices: Prices,
+                         ids: Sequence[str]) -> dict[str, tuple[int, float | None]]:
+    """Each of ``ids``' ``(tokens, cost)``: its responses' input plus output tokens, and its
+    cost as :func:`cost_figures` figures its ``conversations`` (each call at its recorded
+    charge, else at the prices of its time; ``None``: a call is unpriced).
+
+    One pass over the conversations' own responses, each payload decoded once for just
+    these fields (no JSON function per field, no join per response); conversations without
+    model responses are left out.
+    """
     if not ids:
         return {}
-    j = dialect_of(conn).json
-    sql = f"""SELECT e.stream_id, e.recorded_at,
-    {j('s.payload', '$.provider')}, {j('s.payload', '$.model')},
-    nullif({j('e.payload', '$.provider')}, ''), nullif({j('e.payload', '$.model')}, ''),
-    {j('e.payload', '$.usage')}, {j('e.payload', '$.charge')}
-FROM events AS e JOIN events AS s ON s.stream_id = e.stream_id AND s.seq = 1
-WHERE e.type = 'model_responded' AND e.stream_id IN ({', '.join('?' * len(ids))})"""
+    j, marks = dialect_of(conn).json, ", ".join("?" * len(ids))
+    started = {cid: (_str(p) or "", _str(m) or "") for cid, p, m in conn.execute(
+        f"SELECT stream_id, {j('payload', '$.provider')}, {j('payload', '$.model')} "
+        f"FROM events WHERE seq = 1 AND stream_id IN ({marks})", tuple(ids))}
+    tokens: dict[str, int] = {}
     per_conv: dict[str, float | None] = {}
-    for cid, at, provider, model, own_provider, own_model, usage_json, charge_json in \
-            conn.execute(sql, tuple(ids)):
-        recorded = _charge.decode(_text(charge_json)) if charge_json else None
-        usage = _usage.decode(_text(usage_json)) if usage_json else Usage()
-        cost = call_cost(prices, own_provider or provider or "", own_model or model or "", at,
-                         usage, recorded)
+    for cid, at, payload in conn.execute(
+            "SELECT stream_id, recorded_at, payload FROM events "
+            f"WHERE type = 'model_responded' AND stream_id IN ({marks})", tuple(ids)):
+        event = _priced.decode(_text(payload))
+        usage = event.usage or Usage()
+        provider, model = started.get(cid, ("", ""))
+        cost = call_cost(prices, _str(event.provider) or provider, _str(event.model) or model,
+                         at, usage, event.charge)
+        tokens[cid] = tokens.get(cid, 0) + usage.input_tokens + usage.output_tokens
         per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
-    return {cid: _round(v) for cid, v in per_conv.items()}
+    return {cid: (tokens[cid], _round(v)) for cid, v in per_conv.items()}
+
+
+def conversation_costs(conn: ReadConnection, prices: Prices,
+                       ids: Sequence[str]) -> dict[str, float | None]:
+    """Each of ``ids``' cost (:func:`conversation_figures`); conversations without model
+    calls are left out."""
+    return {cid: cost for cid, (_, cost) in conversation_figures(conn, prices, ids).items()}
 
 
 def _text(value: Any) -> bytes | str:

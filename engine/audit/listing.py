@@ -130,9 +130,11 @@ EVENTS_PER_READ = 1000
 
 
 def iter_conversation_events(conn: ReadConnection, conversation_id: str, *,
-                             per_read: int = EVENTS_PER_READ) -> Iterator[dict[str, Any]]:
+                             per_read: int = EVENTS_PER_READ,
+                             exact_floats: bool = False) -> Iterator[dict[str, Any]]:
     """:func:`conversation_events` one at a time, read ``per_read`` at a time (by seq, from
-    the index): memory holds one batch whatever the conversation's length."""
+    the index): memory holds one batch whatever the conversation's length. ``exact_floats``:
+    payloads for ``jsontext.indented`` (``payload_of``)."""
     after = 0
     while True:
         rows = conn.execute(
@@ -142,7 +144,8 @@ def iter_conversation_events(conn: ReadConnection, conversation_id: str, *,
         for seq, type_, at, version, payload in rows:
             yield {"seq": seq, "type": type_, "recorded_at": at,
                    "payload": payload_of(type_, version, whole_payload(conn, payload),
-                                         where=f"stream {conversation_id!r} seq {seq}")}
+                                         where=f"stream {conversation_id!r} seq {seq}",
+                                         exact_floats=exact_floats)}
         if len(rows) < per_read:
             return
         after = rows[-1][0]

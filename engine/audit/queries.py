@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -40,16 +41,16 @@ from .figures import REPLAY_REPORTS, STATUSES, AuditQuery, audit, parse_since
 from ..errors import BadFilterError, ConversationNotFound
 from turnlog.engine.model.events import payload_of
 from .listing import _turn_count, conversation_info, events_after, last_position
-from .costs import conversation_costs
+from .costs import conversation_figures
 from .prices import Prices, PriceTable
 from .projections import MODEL_CALLS, TOOL_CALLS, in_step
 from .views import connect_readonly
 
-__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "chain_state", "count_turns",
-           "deferred_chain"]
+__all__ = ["CHAIN_INLINE", "SORTS", "ListQuery", "Reader", "RecentOrder", "chain_state",
+           "count_turns", "deferred_chain"]
 
-#: The most events a page verifies before it answers (``Reader.conversations``,
-#: ``Reader.conversation``): chains beyond it are left to their own request
+#: The most events a conversation's page verifies before it answers (``Reader.conversation``;
+#: the list verifies none): chains beyond it are left to their own request
 #: (:meth:`Reader.chain`), so a page's time does not grow with a conversation's length.
 CHAIN_INLINE = 500
 
@@ -62,12 +63,15 @@ _PROJECTED_SORTS = {"turns": "coalesce(a.turns, 0)", "tokens": "coalesce(a.token
 _PROJECTED_TOTALS = (f"LEFT JOIN (SELECT conversation_id, count(*) AS turns, "
                      f"sum(input_tokens + output_tokens) AS tokens FROM {MODEL_CALLS} WHERE ok "
                      f"GROUP BY conversation_id) AS a USING (conversation_id)")
+#: the view's columns a list row shows: all cheap (indexed lookups, no payload summed)
 _COLUMNS = ("conversation_id, started_at, updated_at, status, provider, model, turns, events, "
-            "input_tokens, output_tokens, parent, replay_of, fork_seq")
+            "parent, replay_of, fork_seq, last_position")
 
 _MAX_PER_PAGE = 500
 #: the deepest the default list order is read from the journal's end (``Reader._recent_ids``)
 _RECENT_PAGES = 2_000
+#: the most events appended since a ``RecentOrder`` was read that it catches up with
+_CATCH_UP = 10_000
 
 
 class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,6 +173,41 @@ class _Timeline(dict):
         return self[key]
 
 
+class RecentOrder:
+    """The conversations last appended to, newest first (the list's default order), kept
+    between readers, as a viewer keeps it between list pages.
+
+    Read backwards from the journal's end once (``Reader._recent_ids``), then brought up
+    to date from the events appended since: their conversations move to the front, the
+    others keep their order (each one's last event is older than every new one). So a list
+    page in the default order reads only the journal's new events.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (the journal's last position they are of, the ids, whether they are all there are)
+        self._known: tuple[int, list[str], bool] = (-1, [], False)
+
+    def ids(self, reader: Reader, count: int) -> list[str]:
+        """The ``count`` conversations of ``reader``'s journal last appended to."""
+        last = reader.last_position()
+        with self._lock:
+            position, ids, complete = self._known
+        if position < last and last - position <= _CATCH_UP and position >= 0:
+            ids = reader._appended_ids(position, ids)
+            complete = complete and len(ids) <= _RECENT_PAGES
+            del ids[_RECENT_PAGES:]
+        elif position != last:
+            ids, complete = [], False
+        if len(ids) < count and not complete:
+            ids = reader._recent_ids(count)
+            complete = len(ids) < count
+        with self._lock:
+            if last >= self._known[0]:
+                self._known = (last, ids, complete)
+        return ids[:count]
+
+
 class Reader:
     """A read-only view of the journal at ``path``; use as a context manager.
 
@@ -176,18 +215,24 @@ class Reader:
     foreign file. A reader belongs to the thread that opened it.
     """
 
-    def __init__(self, path: str, prices: Prices | PriceTable | None = None) -> None:
+    def __init__(self, path: str, prices: Prices | PriceTable | None = None,
+                 recent: RecentOrder | None = None) -> None:
         self.path = path
         self.prices = Prices.of(prices)
-        # Without the engine's extensions, ``verify`` checks the hash chains alone (the
-        # projections' recomputation is ``turnlog verify``'s and the audit's business).
-        self.journal = Journal.open(path, readonly=True)
-        try:
-            self.conn: ReadConnection = connect_readonly(path)
-            self.dialect = dialect_of(self.conn)
-        except BaseException:
-            self.journal.close()
-            raise
+        self.recent = recent
+        self.conn: ReadConnection = connect_readonly(path)
+        self.dialect = dialect_of(self.conn)
+        self._journal: JournalProtocol | None = None
+
+    @property
+    def journal(self) -> JournalProtocol:
+        """The journal's own read-only handle (chains, ancestry, checkpoints), opened when
+        first used: a list page never needs it."""
+        if self._journal is None:
+            # Without the engine's extensions, ``verify`` checks the hash chains alone (the
+            # projections' recomputation is ``turnlog verify``'s and the audit's business).
+            self._journal = Journal.open(self.path, readonly=True)
+        return self._journal
 
     def __enter__(self) -> Reader:
         return self
@@ -198,7 +243,8 @@ class Reader:
     def close(self) -> None:
         """Close both handles."""
         self.conn.close()
-        self.journal.close()
+        if self._journal is not None:
+            self._journal.close()
 
     # -- the list ----------------------------------------------------------------------
 
@@ -218,6 +264,26 @@ class Reader:
     def last_signed(self) -> dict[str, int] | None:
         """The newest checkpoint kept in the journal: ``size`` signed, ``events`` now."""
         return last_signed(self.journal)
+
+    def choices_after(self, position: int, choices: dict[str, list[str]],
+                      most: int = _CATCH_UP) -> dict[str, list[str]] | None:
+        """``choices`` (:meth:`choices` as of ``position``) with the values of the events
+        appended since added; ``None`` when more than ``most`` were (read them afresh)."""
+        if self.last_position() - position > most:
+            return None
+        j = self.dialect.json
+        rows = self.conn.execute(
+            f"SELECT type, seq, {j('payload', '$.provider')}, {j('payload', '$.model')}, "
+            f"{j('payload', '$.name')} FROM events WHERE position > ? AND type IN "
+            "('conversation_started', 'tool_completed', 'tool_call_rejected')",
+            (position,)).fetchall()
+        started = [(p, m) for kind, seq, p, m, _ in rows
+                   if kind == "conversation_started" and seq == 1]
+        tools = [t for kind, _, _, _, t in rows if kind != "conversation_started"]
+        return {**choices,
+                "providers": sorted({*choices["providers"], *(p for p, _ in started if p)}),
+                "models": sorted({*choices["models"], *(m for _, m in started if m)}),
+                "tools": sorted({*choices["tools"], *(t for t in tools if t)})}
 
     def choices(self) -> dict[str, list[str]]:
         """The values the list's filters can take: statuses, providers, models, tools."""
@@ -271,8 +337,13 @@ class Reader:
 
         Each row: ``conversation_id``, ``started_at``, ``status``, ``provider``,
         ``model``, ``turns``, ``events``, ``tools`` (names used), ``tokens``,
-        ``cost`` (``None``: unpriced), ``chain`` (:func:`chain_state`),
-        ``parent``, ``replay_of``.
+        ``cost`` (``None``: unpriced), ``chain``, ``parent``, ``replay_of`` and
+        ``last_position`` (the position of its last event: its head).
+
+        A page verifies no chain: ``chain`` is :func:`deferred_chain` (its events,
+        ancestors' included), which :meth:`chain` verifies after the page is shown.
+        Tokens and costs come from one pass over the page's responses
+        (``engine.audit.costs.conversation_figures``).
         """
         if q.sort not in SORTS:
             raise BadFilterError(f"sort {q.sort!r} is not one of {', '.join(SORTS)}")
@@ -290,19 +361,18 @@ class Reader:
         by_id = {r[0]: r for r in self.conn.execute(
             f"SELECT {_COLUMNS} FROM conversations WHERE conversation_id IN "
             f"({', '.join('?' * len(ids))})", ids)}
-        rows = [by_id[cid] for cid in ids]
-        tools, costs = self._tools_used(ids), self._costs(ids)
-        budget = CHAIN_INLINE
+        rows = [by_id[cid] for cid in ids if cid in by_id]
+        tools, figures = self._tools_used(ids), conversation_figures(self.conn, self.prices, ids)
         items = []
-        for (cid, started, updated, status, provider, model, turns, events, inp, out, parent,
-             replay_of, fork_seq) in rows:
-            chain, budget = self._chain_within(cid, events + (fork_seq or 0), budget)
+        for (cid, started, updated, status, provider, model, turns, events, parent, replay_of,
+             fork_seq, head) in rows:
+            tokens, cost = figures.get(cid, (0, 0.0))
             items.append({"conversation_id": cid, "started_at": started, "updated_at": updated,
                           "status": status, "provider": provider, "model": model,
                           "turns": _turn_count(self.conn, turns, parent, fork_seq),
-                          "events": events, "tokens": inp + out, "tools": tools.get(cid, []),
-                          "cost": costs.get(cid, 0.0), "chain": chain, "parent": parent,
-                          "replay_of": replay_of})
+                          "events": events, "tokens": tokens, "tools": tools.get(cid, []),
+                          "cost": cost, "chain": deferred_chain(events + (fork_seq or 0)),
+                          "parent": parent, "replay_of": replay_of, "last_position": head})
         return {"rows": items, "total": total, "page": q.page,
                 "pages": max(1, math.ceil(total / q.per_page)),
                 "query": msgspec.to_builtins(q)}
@@ -311,7 +381,9 @@ class Reader:
         """The ids of the page, in order, computing only the sort key for every row."""
         if q.sort == "updated" and q.descending and not where \
                 and q.page * q.per_page <= _RECENT_PAGES:
-            return self._recent_ids(q.page * q.per_page)[(q.page - 1) * q.per_page:]
+            ids = (self._recent_ids(q.page * q.per_page) if self.recent is None
+                   else self.recent.ids(self, q.page * q.per_page))
+            return ids[(q.page - 1) * q.per_page:]
         order = SORTS[q.sort]
         join = ""
         if q.sort in _PROJECTED_SORTS and in_step(self.conn):
@@ -334,16 +406,30 @@ class Reader:
                 "SELECT position, stream_id FROM events WHERE position < ? "
                 "ORDER BY position DESC LIMIT ?", (before, batch)).fetchall()
             fresh = [sid for _, sid in rows if not (sid in seen or seen.add(sid))]
-            if fresh:  # streams that are conversations (a stream's first event starts it)
-                marks = ", ".join("?" * len(fresh))
-                started = {sid for (sid,) in self.conn.execute(
-                    "SELECT stream_id FROM events WHERE seq = 1 AND type = "
-                    f"'conversation_started' AND stream_id IN ({marks})", fresh)}
-                found += [sid for sid in fresh if sid in started]
+            started = self._conversations_of(fresh)
+            found += [sid for sid in fresh if sid in started]
             if len(rows) < batch:
                 break
             before, batch = rows[-1][0], batch * 2
         return found[:count]
+
+    def _conversations_of(self, streams: list[str]) -> set[str]:
+        """Which of ``streams`` are conversations (a stream's first event starts it)."""
+        if not streams:
+            return set()
+        return {sid for (sid,) in self.conn.execute(
+            "SELECT stream_id FROM events WHERE seq = 1 AND type = 'conversation_started' "
+            f"AND stream_id IN ({', '.join('?' * len(streams))})", streams)}
+
+    def _appended_ids(self, position: int, ids: list[str]) -> list[str]:
+        """``ids`` (conversations newest first as of ``position``) brought up to date: the
+        conversations of the events after ``position``, newest first, then the others."""
+        seen: set[str] = set()
+        fresh = [sid for (sid,) in self.conn.execute(
+            "SELECT stream_id FROM events WHERE position > ? ORDER BY position DESC",
+            (position,)) if not (sid in seen or seen.add(sid))]
+        started = self._conversations_of(fresh)
+        return [sid for sid in fresh if sid in started] + [i for i in ids if i not in seen]
 
     def _tools_used(self, ids: list[str]) -> dict[str, list[str]]:
         if not ids:
@@ -356,11 +442,6 @@ class Reader:
                 f"AND stream_id IN ({marks}) ORDER BY 1, 2", ids):
             found[cid].append(name)
         return found
-
-    def _costs(self, ids: list[str]) -> dict[str, float | None]:
-        """Each conversation's cost, as ``turnlog audit`` figures it (``engine.audit.costs``):
-        each call at its recorded charge, else at the prices of its time."""
-        return conversation_costs(self.conn, self.prices, ids)
 
     def _model_calls(self) -> str:
         if in_step(self.conn):
@@ -387,6 +468,13 @@ class Reader:
             raise ConversationNotFound(
                 f"no conversation {conversation_id!r} in {shown_url(self.path)}")
         return chain_state(self.journal, conversation_id)
+
+    def head(self, conversation_id: str) -> int | None:
+        """The position of the conversation's last event (its head), ``None`` for an unknown
+        id: what a chain state verified before stays true of, the journal being append-only."""
+        row = self.conn.execute("SELECT position FROM events WHERE stream_id = ? "
+                                "ORDER BY seq DESC LIMIT 1", (conversation_id,)).fetchone()
+        return None if row is None else row[0]
 
     def conversation_row(self, conversation_id: str) -> dict[str, Any]:
         """The conversation's listing row (``engine.audit.listing.conversation_info``);

@@ -23,6 +23,7 @@ from turnlog.journal import (
     journal_file,
     shown_url,
 )
+from turnlog.engine.model.jsontext import indented
 from turnlog.journal.errors import CheckpointError
 
 from ._errors import CLIError, Interrupted
@@ -97,18 +98,30 @@ def emit(data: Any) -> None:
     click.echo(json.dumps(msgspec.to_builtins(data), ensure_ascii=False, indent=2))
 
 
-def emit_streamed(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+#: about how many characters ``emit_streamed`` gathers before it writes them
+STREAM_CHUNK = 1 << 16
+
+
+def emit_streamed(head: dict[str, Any], key: str, items: Iterable[Any], *,
+                  exact: bool = False) -> None:
     """Print ``head`` with ``key`` (its last key) holding ``items``, byte for byte as
-    :func:`emit` prints ``{**head, key: list(items)}``, one item in memory at a time."""
+    :func:`emit` prints ``{**head, key: list(items)}``, one item in memory at a time (and
+    written about :data:`STREAM_CHUNK` characters at a time). ``exact``: the items are JSON
+    data read with exact floats (``jsontext.loads``), written by msgspec."""
     opening = json.dumps(msgspec.to_builtins({**head, key: []}), ensure_ascii=False, indent=2)
     assert opening.endswith("[]\n}"), "the streamed key must come last"
-    opened = False
+    pending: list[str] = []
+    opened, held = False, 0
     for item in items:
-        text = json.dumps(msgspec.to_builtins(item), ensure_ascii=False, indent=2)
-        click.echo((",\n    " if opened else opening[:-4] + "[\n    ")
-                   + text.replace("\n", "\n    "), nl=False)
-        opened = True
-    click.echo("\n  ]\n}" if opened else opening)
+        text = (indented(item) if exact else
+                json.dumps(msgspec.to_builtins(item), ensure_ascii=False, indent=2))
+        text = text.replace("\n", "\n    ")
+        pending.append((",\n    " if opened else opening[:-4] + "[\n    ") + text)
+        opened, held = True, held + len(text)
+        if held >= STREAM_CHUNK:
+            click.echo("".join(pending), nl=False)
+            pending, held = [], 0
+    click.echo("".join(pending) + "\n  ]\n}" if opened else opening)
 
 
 def problem(message: str) -> None:

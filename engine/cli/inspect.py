@@ -114,9 +114,10 @@ def show(conversation_id: str, full: bool, db_path: str, as_json: bool) -> None:
     conn = _reader(db_path)
     try:
         info = conversation_info(conn, conversation_id, shown_url(db_path))
-        events = iter_conversation_events(conn, conversation_id)  # read as they are printed
+        # read as they are printed
+        events = iter_conversation_events(conn, conversation_id, exact_floats=as_json)
         if as_json:
-            emit_streamed({"conversation_id": conversation_id}, "events", events)
+            emit_streamed({"conversation_id": conversation_id}, "events", events, exact=True)
             return
         first = next(events, None)
         started = first["payload"] if first and first["type"] == "conversation_started" else {}

@@ -28,6 +28,7 @@ import msgspec
 from turnlog.journal import NewEvent
 
 from .canonical import sorted_json_bytes, valid_unicode
+from .jsontext import loads
 from turnlog.engine.errors import CorruptEventError, InvalidEventError
 from .messages import Part, Text, ToolCall, Usage
 from .nesting import too_deep
@@ -705,7 +706,8 @@ def decode_event(type_: str, version: int, payload: str | bytes, *, where: str =
     return event
 
 
-def payload_of(type_: str, version: int, payload: str | bytes, *, where: str = "") -> Any:
+def payload_of(type_: str, version: int, payload: str | bytes, *, where: str = "",
+               exact_floats: bool = False) -> Any:
     """A stored payload as its type's *current* version, as plain JSON data: the one step
     every reader of stored events takes (timelines, exports, the viewer, ``tail``), so a
     version-2 event type reads as version 2 wherever a journal holds its version-1 events.
@@ -716,17 +718,21 @@ def payload_of(type_: str, version: int, payload: str | bytes, *, where: str = "
     lift). Raises ``CorruptEventError`` naming ``where`` for a payload that is not valid
     JSON, or a known type at a version newer than this code or with no upcaster.
 
+    ``exact_floats``: its floats as ``jsontext.ExactFloat``, for data written again as
+    JSON text (``jsontext.indented``).
+
     >>> payload_of("user_message", 1, '{"parts":[{"text":"hi","type":"text"}],"type":"user_message"}')
     {'parts': [{'text': 'hi', 'type': 'text'}], 'type': 'user_message'}
     """
     current = VERSIONS.get(type_)
     if current is None or version == current:
         try:
-            return json.loads(payload)
+            return loads(payload, exact_floats=exact_floats)
         except ValueError as exc:
             at = f" at {where}" if where else ""
             raise CorruptEventError(f"cannot decode {type_!r}{at}: {exc}") from None
-    return msgspec.to_builtins(decode_event(type_, version, payload, where=where))
+    data = msgspec.to_builtins(decode_event(type_, version, payload, where=where))
+    return loads(json.dumps(data), exact_floats=True) if exact_floats else data
 
 
 def tool_calls(event: ModelResponded) -> list[ToolCall]:

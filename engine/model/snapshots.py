@@ -225,15 +225,76 @@ def _open(journal: JournalProtocol, conversation_id: str, to_seq: int | None,
         base = 0
     else:
         base = saved.seq
+        tail = list(journal.read(conversation_id, base + 1, to_seq))
         tracked = _Tracked(base)
-        builder = StateBuilder.deferred(saved, _loader(journal, conversation_id, tracked))
-        builder = fold_stored(tracked.rows(journal.read(conversation_id, base + 1, to_seq)),
-                              builder)
+        gated = _past_snapshot(journal, saved, tail, tracked)
+        if gated is None:  # the events past it need facts older than their turn: all read
+            tracked = _Tracked(base)
+            gated = fold_stored(tracked.rows(tail), StateBuilder.deferred(
+                saved, _loader(journal, conversation_id, tracked)))
+        builder = gated
     if not builder.seq:
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
     if save and to_seq is None and tracked.count >= SNAPSHOT_AFTER and builder.seq > base:
         save_snapshot(journal, conversation_id, builder)
     return builder
+
+
+def _past_snapshot(journal: JournalProtocol, saved: ConversationState,
+                   tail: list[StoredEvent], tracked: _Tracked) -> StateBuilder | None:
+    """The builder of a snapshot's ``saved`` head with the ``tail`` of events after it folded,
+    its :data:`~engine.model.state.DEFERRED` attributes unread: O(tail), whatever the
+    conversation's length.
+
+    The tail's lifecycle reads the facts that gate it (the calls pending and started, the
+    approvals and decisions) as of the snapshot: they are those of the conversation's
+    events since its last model response at or before the snapshot (a response replaces
+    the calls pending, and none of them has started), read from the journal, never from
+    the snapshot. ``None`` when those facts need more than that: no own response at or
+    before the snapshot (a fork's first turn), or a tail the lifecycle refuses with them
+    (a call id a response reused, asked for approval in an earlier turn); the caller
+    then folds with every fact read. Everything else is read, and the whole history
+    checked again, when first needed (``_loader``).
+    """
+    if not tail:
+        return StateBuilder.deferred(saved, _loader(journal, saved.conversation_id, tracked))
+    turn: list[StoredEvent] = []
+    for row in journal.read(saved.conversation_id, 1, saved.seq, reverse=True):
+        turn.append(row)
+        if row.type == "model_responded":
+            break
+    else:
+        return None
+    where = f"stream {saved.conversation_id!r} seq {{}}"
+    responded = decode_event(turn[-1].type, turn[-1].version, turn[-1].payload,
+                             where=where.format(turn[-1].seq))
+    pending = {c.id: c for c in tool_calls(responded)} if isinstance(responded,
+                                                                      ModelResponded) else {}
+    started: set[str] = set()
+    approvals: dict[str, ApprovalRequested] = {}
+    decisions: dict[str, ApprovalDecided] = {}
+    for row in reversed(turn[:-1]):
+        if row.type in _CALL_EVENTS:
+            call_id = _call_id(row)
+            if row.type == "tool_started":
+                started.add(call_id)
+            else:
+                started.discard(call_id)
+                pending.pop(call_id, None)
+        elif row.type in ("approval_requested", "approval_decided"):
+            event = decode_event(row.type, row.version, row.payload, where=where.format(row.seq))
+            if isinstance(event, ApprovalRequested):
+                approvals[event.call_id] = event
+            elif isinstance(event, ApprovalDecided):
+                decisions[event.call_id] = event
+    gated = StateBuilder(msgspec.structs.replace(
+        saved, pending_calls=tuple(pending.values()), started_calls=frozenset(started),
+        approvals=approvals, decisions=decisions))
+    try:
+        fold_stored(tracked.rows(tail), gated)
+    except InvalidTransition:
+        return None
+    return StateBuilder.deferred(gated.head(), _loader(journal, saved.conversation_id, tracked))
 
 
 def _loader(journal: JournalProtocol, conversation_id: str,

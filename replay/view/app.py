@@ -12,6 +12,8 @@ resolves to this address (DNS rebinding) reads nothing.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from importlib import resources
 from typing import Any
@@ -26,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from turnlog.engine.audit import AuditQuery, ListQuery, Prices, PriceTable, Reader, parse_since
+from turnlog.engine.audit.queries import RecentOrder
 from turnlog.engine.errors import BadFilterError, ConversationNotFound
 from turnlog.journal import TurnlogError, shown_url
 
@@ -41,6 +44,9 @@ _LIST_FILTERS = ("status", "provider", "model", "tool", "since", "until")
 
 #: the names a browser on this machine uses for a loopback address
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+#: the most conversations one ``/chains`` request verifies (a list page's most rows)
+_MAX_CHAINS = 500
 
 #: the largest number a query parameter takes (a page, a position: SQL's BIGINT)
 _LARGEST = 2**63 - 1
@@ -85,6 +91,36 @@ def _param(request: Request, name: str) -> str | None:
     return request.query_params.get(name) or None
 
 
+class _Chains:
+    """The chain states this viewer verified, by conversation and head (the position of its
+    last event), the newest ``size`` kept: the journal is append-only, so a state stays true
+    until the conversation grows, and a page shows it without verifying again."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._states: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
+        self._size, self._lock = size, threading.Lock()
+
+    def get(self, conversation_id: str, head: int) -> dict[str, Any] | None:
+        with self._lock:
+            state = self._states.get((conversation_id, head))
+            if state is not None:
+                self._states.move_to_end((conversation_id, head))
+            return state
+
+    def state(self, reader: Reader, conversation_id: str) -> dict[str, Any]:
+        """The conversation's chain state, verified unless its head's is known
+        (``ConversationNotFound`` for an unknown id)."""
+        head = reader.head(conversation_id)
+        state = None if head is None else self.get(conversation_id, head)
+        if state is None:
+            state = reader.chain(conversation_id)
+            with self._lock:
+                self._states[(conversation_id, head)] = state
+                while len(self._states) > self._size:
+                    self._states.popitem(last=False)
+        return state
+
+
 class _App:
     """The routes, bound to one journal path and price table."""
 
@@ -94,20 +130,28 @@ class _App:
         self.env = environment()
         self.follower = Follower(self.reader, poll, max_streams)
         self._choices: tuple[int, dict[str, list[str]]] | None = None
+        self.verified = _Chains()
+        self.recent = RecentOrder()  # the list's default order, caught up with each page
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(db=shown_url(self.path), **context),
                             status_code=status)
 
     def choices(self, reader: Reader, position: int) -> dict[str, list[str]]:
-        """The filters' values (``Reader.choices``), read again only when events were appended
-        since they were last read (they are distinct values over the whole journal)."""
-        if self._choices is None or self._choices[0] != position:
-            self._choices = (position, reader.choices())
+        """The filters' values (``Reader.choices``: distinct values over the whole journal),
+        read once, then with those of the events appended since added
+        (``Reader.choices_after``)."""
+        known = self._choices
+        if known is not None and known[0] == position:
+            return known[1]
+        fresh = None
+        if known is not None and known[0] < position:
+            fresh = reader.choices_after(known[0], known[1])
+        self._choices = (position, fresh if fresh is not None else reader.choices())
         return self._choices[1]
 
     def reader(self) -> Reader:
-        return Reader(self.path, self.prices)
+        return Reader(self.path, self.prices, self.recent)
 
     def conversations(self, request: Request) -> Response:
         q = ListQuery(**{k: _param(request, k) for k in _LIST_FILTERS},
@@ -117,6 +161,9 @@ class _App:
         with self.reader() as r:
             listing, after = r.conversations(q), r.last_position()
             choices = self.choices(r, after)
+        for row in listing["rows"]:  # chains verified before are shown; the others after paint
+            row["chain"] = self.verified.get(row["conversation_id"], row["last_position"]) \
+                or row["chain"]
         return self.page("list.html", listing=listing, choices=choices,
                          live={"after": after, "conversation": None})
 
@@ -133,11 +180,21 @@ class _App:
         return StreamingResponse(_flushed(pieces), media_type="text/html; charset=utf-8")
 
     def chain(self, request: Request) -> Response:
-        """One conversation's chain state as JSON (``Reader.chain``): what a page too long to
-        verify before answering (``CHAIN_INLINE``) fetches after it is shown."""
+        """One conversation's chain state as JSON (``Reader.chain``, kept per head): what a page
+        too long to verify before answering (``CHAIN_INLINE``) fetches after it is shown."""
         with self.reader() as r:
-            state = r.chain(request.query_params.get("id", ""))
+            state = self.verified.state(r, request.query_params.get("id", ""))
         return JSONResponse(state, headers={"Cache-Control": "no-store"})
+
+    def chains(self, request: Request) -> Response:
+        """Several conversations' chain states (``id`` repeated, at most a list page's rows)
+        as one JSON object by id: what the list page fetches after it is shown."""
+        ids = list(dict.fromkeys(request.query_params.getlist("id")))
+        if not 1 <= len(ids) <= _MAX_CHAINS:
+            raise BadFilterError(f"/chains takes 1 to {_MAX_CHAINS} ids, not {len(ids)}")
+        with self.reader() as r:
+            states = {cid: self.verified.state(r, cid) for cid in ids}
+        return JSONResponse(states, headers={"Cache-Control": "no-store"})
 
     def diff(self, request: Request) -> Response:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -295,6 +352,7 @@ def create_app(path: str, prices: Prices | PriceTable | None = None, *, poll: fl
         Route("/", routes.conversations),
         Route("/conversation", routes.conversation),
         Route("/chain", routes.chain),
+        Route("/chains", routes.chains),
         Route("/diff", routes.diff),
         Route("/audit", routes.audit),
         Route("/report", routes.report),

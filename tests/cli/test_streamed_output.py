@@ -174,3 +174,71 @@ def test_streamed_json_is_the_whole_documents_text(head, items):
             emit({**head, "items": items})
 
     assert runner.invoke(out, ["--streamed"]).stdout_bytes == runner.invoke(out).stdout_bytes
+
+
+def _any(tp: Any) -> Any:
+    """Any instance of ``tp`` (an event, one of its fields' types): every field drawn,
+    free JSON values (``Any``) as ``json_values``: floats of every magnitude, any text."""
+    import types
+    import typing
+
+    import msgspec
+
+    from turnlog.testing import json_values
+
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return json_values()
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        hints = typing.get_type_hints(tp)
+        return st.builds(tp, **{name: _any(hints[name]) for name in tp.__struct_fields__})
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*map(_any, args))
+    if origin is dict:
+        return st.dictionaries(_any(args[0]), _any(args[1]), max_size=2)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return st.lists(_any(args[0]), max_size=2).map(tuple)
+        return st.tuples(*map(_any, args))
+    if origin is list:
+        return st.lists(_any(args[0]), max_size=2)
+    if origin is typing.Literal:
+        return st.sampled_from(args)
+    return st.from_type(tp)
+
+
+def _every_event_type() -> Any:
+    from turnlog.engine.model.events import EVENT_TYPES
+
+    return st.tuples(*(_any(cls) for cls in EVENT_TYPES.values()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(events=_every_event_type(), more=st.lists(st.floats(allow_nan=False), max_size=3))
+def test_show_json_writes_what_json_wrote_for_every_event_type(tmp_path_factory, events, more):
+    """``show --json`` (msgspec, written in chunks) prints the bytes the whole document printed
+    by ``json.dumps`` did, for a conversation holding every event type with any field values
+    (and an event whose floats json writes with an exponent)."""
+    from unittest.mock import patch
+
+    from turnlog.engine.cli import _common
+    from turnlog.engine.cli.inspect import show
+    from turnlog.engine.model.events import EVENT_TYPES, ToolCompleted, encode_event
+
+    events = [*events, ToolCompleted(call_id="c", name="t", success=True, content="",
+                                     data=[*more, 1e-05, 1e16, -0.0], duration_ms=1.5e-07)]
+    assert {type(e) for e in events} == set(EVENT_TYPES.values())
+    db = tmp_path_factory.mktemp("every") / "every.db"
+    with Journal(db) as journal:
+        journal.append("c", [encode_event(e, "2025-01-01T00:00:00.000000Z") for e in events], 0)
+    with sqlite3.connect(db) as conn:  # the events as the whole document read them: json's
+        rows = [{"seq": seq, "type": kind, "recorded_at": at, "payload": json.loads(payload)}
+                for seq, kind, at, payload in conn.execute(
+                    "SELECT seq, type, recorded_at, payload FROM events ORDER BY seq")]
+    expected = json.dumps({"conversation_id": "c", "events": rows}, ensure_ascii=False,
+                          indent=2) + "\n"
+    for chunk in (64, _common.STREAM_CHUNK):  # written in many pieces, or in one
+        with patch.object(_common, "STREAM_CHUNK", chunk):
+            r = CliRunner().invoke(show, ["c", "--json", "--db", str(db)])
+        assert r.exit_code == 0, r.output
+        assert r.output == expected

@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.model.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     ConversationStarted,
     ForkRef,
     ModelRequested,
     ModelResponded,
+    ToolCallRejected,
     ToolCompleted,
     ToolStarted,
     UserMessage,
@@ -173,3 +176,65 @@ def test_a_journal_with_whole_state_snapshots_opens_from_its_events_then_saves_a
         assert head.seq == whole.seq and len(head.data) < 1000
         conv = Conversation.open(journal, "c")
         assert conv.builder.unset() == DEFERRED and conv.state == whole
+
+
+class _Counting:
+    """A journal whose ``lineage`` and ``read`` calls are counted (what an open reads)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal, self.lineages, self.rows = journal, 0, 0
+
+    def lineage(self, *args, **kwargs):
+        self.lineages += 1
+        return self.journal.lineage(*args, **kwargs)
+
+    def read(self, *args, **kwargs):
+        for row in self.journal.read(*args, **kwargs):
+            self.rows += 1
+            yield row
+
+    def __getattr__(self, name):
+        return getattr(self.journal, name)
+
+
+@_SETTINGS
+@given(histories(), st.data())
+def test_events_past_the_snapshot_are_folded_without_reading_the_history(events, data):
+    """An open reads the snapshot, the events after it and those of the snapshot's own turn
+    (since its last model response): no lineage, nothing of the bodies or gates held; the
+    head is the full fold's, and what is read later is too."""
+    journal = _journal_of(events, len(events))[0]
+    at = data.draw(st.integers(1, len(events)), label="snapshot seq")
+    save_snapshot(journal, "c", fold_stored(journal.lineage("c", at)))
+    counting = _Counting(journal)
+    builder = open_builder(counting, "c")  # type: ignore[arg-type]
+    full = fold_stored(journal.lineage("c"))
+    assert builder.head() == full.head()
+    responded = [i + 1 for i, e in enumerate(events[:at]) if isinstance(e, ModelResponded)]
+    if responded or at == len(events):  # else the tail's facts start before any response
+        assert counting.lineages == 0 and set(builder.unset()) == set(DEFERRED)
+        turn = at - responded[-1] + 1 if responded and at < len(events) else 0
+        assert counting.rows == len(events) - at + turn  # the tail and the snapshot's turn
+    assert builder.state() == full.state()
+
+
+def test_a_tail_its_turn_cannot_gate_is_folded_with_every_fact_read():
+    """A response that reuses a call id asked for approval in an earlier turn: the decision
+    past the snapshot answers that earlier request, which the snapshot's turn does not hold;
+    the open folds with the whole history instead, as the full fold does."""
+    call = ToolCall(id="x", name="add", arguments={"a": 1, "b": 2})
+    asked = ApprovalRequested(call_id="x", name="add", arguments_hash="h", spec_hash="s")
+    events = [ConversationStarted(conversation_id="c", provider="scripted", model="m",
+                                  max_turns=10), UserMessage.of("go"),
+              ModelRequested(turn=1, digest="d", provider="scripted", model="m"),
+              ModelResponded(turn=1, parts=(call,), stop_reason="tool_use"), asked,
+              ToolCallRejected(call_id="x", name="add", reason="disabled", content="not now"),
+              ModelRequested(turn=2, digest="d", provider="scripted", model="m"),
+              ModelResponded(turn=2, parts=(call,), stop_reason="tool_use"),
+              ApprovalDecided(call_id="x", decision="approve", approver="ann",
+                              decided_at="2025-01-01T00:00:00Z", arguments_hash="h"),
+              ToolStarted(call_id="x", name="add", arguments=call.arguments),
+              ToolCompleted(call_id="x", name="add", success=True, content="3")]
+    journal = _journal_of(events, len(events))[0]
+    save_snapshot(journal, "c", fold_stored(journal.lineage("c", 8)))
+    assert Conversation.open(journal, "c").state == fold_stored(journal.lineage("c")).state()

@@ -58,10 +58,15 @@ def severe(driver) -> list[str]:
 
 def test_list_conversation_fork_and_diff_as_a_person_sees_them(db, shots):
     with server(db) as url, chromium() as driver:
+        from selenium.webdriver.support.ui import WebDriverWait
+
         driver.get(url + "/")
         text = body(driver)
-        assert "Conversations" in text and "4 conversations" in text
-        assert "verified ✓" in text and "demo-fork" in text
+        assert "Conversations" in text and "4 conversations" in text and "demo-fork" in text
+        # every row's chain is verified once the list is shown (/chains), then filled in
+        WebDriverWait(driver, 30).until(lambda d: "verifying" not in body(d)
+                                        and "verify " not in body(d))
+        assert body(driver).count("verified ✓") == 4, body(driver)
         driver.save_screenshot(str(shots / "1-list.png"))
 
         click(driver, "demo")

@@ -1,6 +1,7 @@
 """The viewer over conversations too long to read whole: pages read only their turns, the
 timeline's pages hold every event exactly once, "next" links walk them, and chains too long
-to verify before a page answers are verified by ``/chain`` (tampering still shows)."""
+to verify before a page answers are verified by ``/chain`` (tampering still shows), and the
+list's chains after it is shown (``/chains``, kept per head)."""
 
 from __future__ import annotations
 
@@ -160,14 +161,63 @@ def test_a_chain_too_long_for_the_page_is_verified_by_its_own_request(long_db):
     client = TestClient(create_app(str(long_db)), base_url="http://127.0.0.1")
     page = client.get(f"/conversation?id={LONG}").text
     assert f'data-chain="{LONG}"' in page and "verified ✓" not in page.split(FLUSH)[0]
-    listing = client.get("/").text
-    row = listing.split(f'id={LONG}">{LONG}</a>', 1)[1].split("</tr>", 1)[0]
-    assert f'href="/chain?id={LONG}"' in row
-    short = listing.split('id=short">short</a>', 1)[1].split("</tr>", 1)[0]
-    assert "verified ✓" in short  # a short chain is still verified on the page
     r = client.get(f"/chain?id={LONG}")
     assert r.status_code == 200 and r.json() == {"ok": True, "checked": _events(long_db, LONG)}
     assert client.get("/chain?id=nope").status_code == 404
+
+
+def _row(listing: str, cid: str) -> str:
+    return listing.split(f'id={cid}">{cid}</a>', 1)[1].split("</tr>", 1)[0]
+
+
+def test_the_list_verifies_its_chains_after_it_is_shown_and_keeps_them_per_head(long_db,
+                                                                                 tmp_path):
+    db = tmp_path / "copy.db"
+    db.write_bytes(long_db.read_bytes())
+    client = TestClient(create_app(str(db)), base_url="http://127.0.0.1")
+    listing = client.get("/").text
+    for cid in (LONG, "short"):  # no chain verified before the list answers, however short
+        events = _events(db, cid)
+        assert (f'data-chain="{cid}" data-events="{events}" href="/chain?id={cid}">'
+                f"verify {events:,} events</a>") in _row(listing, cid)
+    r = client.get(f"/chains?id={LONG}&id=short")
+    assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
+    assert r.json() == {LONG: {"ok": True, "checked": _events(db, LONG)},
+                        "short": {"ok": True, "checked": _events(db, "short")}}
+    listing = client.get("/").text  # verified once for these heads: shown at once
+    assert all("verified ✓" in _row(listing, cid) and "verify " not in _row(listing, cid)
+               for cid in (LONG, "short"))
+    with Journal(db, extensions=EXTENSIONS) as journal:  # a new head is verified again
+        Loop(journal, ScriptedProvider({"turns": [{"text": "again"}]}, model="scripted-short"),
+             [], clock=clock()).send("short", "once more")
+    listing = client.get("/").text
+    assert "verified ✓" in _row(listing, LONG)
+    assert f'verify {_events(db, "short")} events</a>' in _row(listing, "short")
+    assert client.get("/chains?id=short").json() == {
+        "short": {"ok": True, "checked": _events(db, "short")}}
+
+
+def test_the_chains_route_refuses_unknown_ids_and_too_many(long_db):
+    client = TestClient(create_app(str(long_db)), base_url="http://127.0.0.1")
+    assert client.get("/chains?id=short&id=nope").status_code == 404
+    assert client.get("/chains").status_code == 400
+    too_many = "&".join(f"id=c{i}" for i in range(501))
+    r = client.get(f"/chains?{too_many}")
+    assert r.status_code == 400 and "1 to 500 ids, not 501" in r.text
+
+
+def test_a_list_page_verifies_no_chain(long_db):
+    from turnlog.engine.audit import ListQuery
+
+    with Reader(str(long_db)) as reader:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a list page verified a chain")
+
+        reader.journal.verify = refuse  # type: ignore[method-assign]
+        rows = reader.conversations(ListQuery())["rows"]
+    assert {r["conversation_id"]: r["chain"] for r in rows} == {
+        cid: {"ok": None, "deferred": True, "events": _events(long_db, cid)}
+        for cid in (LONG, "short")}
 
 
 def test_a_tampered_long_chain_is_reported_by_chain(long_db, tmp_path):

@@ -75,6 +75,8 @@ def odd(tmp_path: Path) -> Path:
 
 def test_a_fork_of_an_edited_conversation_names_the_broken_ancestor(odd):
     client = TestClient(create_app(str(odd)), base_url=LOOPBACK)
+    state = client.get("/chains?id=child").json()["child"]  # what the list fetches once shown
+    assert (state["ok"], state["seq"], state["conversation_id"]) == (False, 2, "parent")
     row = client.get("/").text.split('id=child">child</a>', 1)[1].split("</tr>", 1)[0]
     assert "broken at seq 2 of ancestor parent" in unescape(row)
     page = unescape(client.get("/conversation?id=child").text)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turnlog.engine.audit import AuditQuery, audit
 from turnlog.engine.errors import BadFilterError, ConversationNotFound
 from turnlog.engine.audit.prices import PriceTable
-from turnlog.engine.audit.queries import ListQuery, Reader
+from turnlog.engine.audit.queries import ListQuery, Reader, RecentOrder
+from turnlog.engine.model.events import ConversationStarted, UserMessage, encode_event
+from turnlog.engine.model.messages import Text
+from turnlog.journal import Journal
 from turnlog.engine.audit.views import connect_readonly
 
 PRICES = PriceTable.parse('[[prices]]\nprovider="scripted"\nmodel="*"\nsince=2020-01-01\n'
@@ -76,3 +81,60 @@ def test_bad_requests_are_typed_errors(db):
             reader.conversations(ListQuery(sort="x"))
         with pytest.raises(BadFilterError, match="until 'soon'"):
             reader.conversations(ListQuery(until="soon"))
+
+
+
+@settings(max_examples=30, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 6), st.integers(1, 3)), min_size=1, max_size=14),
+       count=st.sampled_from([1, 3, 50]))
+def test_the_recent_order_caught_up_is_the_order_read_afresh(tmp_path_factory, steps, count):
+    """``RecentOrder`` brought up to date from the appended events orders the conversations
+    as a fresh read from the journal's end does, whatever was appended where; a stream that is
+    not a conversation (here ``s6``: no start event) is never listed."""
+    path = tmp_path_factory.mktemp("recent") / "recent.db"
+    recent, started = RecentOrder(), set()
+    with Journal(path) as journal:
+        for stream, events in steps:
+            sid, last = f"s{stream}", journal.last_seq(f"s{stream}")
+            new = [UserMessage(parts=(Text(text="hi"),))] * events
+            if not last and stream != 6:
+                new.insert(0, ConversationStarted(conversation_id=sid, provider="p", model="m"))
+                started.add(sid)
+            journal.append(sid, [encode_event(e, "2025-01-01T00:00:00.000000Z") for e in new],
+                           last)
+            with Reader(str(path), recent=recent) as reader:
+                kept, fresh = recent.ids(reader, count), reader._recent_ids(count)
+            assert kept == fresh and len(kept) == min(count, len(started))
+            assert stream == 6 or kept[0] == sid
+
+
+def test_the_filters_values_caught_up_are_the_values_read_afresh(db):
+    """``choices_after`` adds the providers, models and tools of the events appended since
+    (a new conversation on another provider and model, calling a tool no one called), as
+    ``choices`` reads them over the whole journal; past ``most`` events it says read afresh."""
+    from turnlog.engine.audit.views import EXTENSIONS
+    from turnlog.engine.loop import Loop
+    from turnlog.engine.providers.scripted import ScriptedProvider
+    from turnlog.engine.tools import tool
+
+    @tool(effect="read_only")
+    def shout(text: str) -> str:
+        """Shout the text.
+
+        Args:
+            text: anything
+        """
+        return text.upper()
+
+    with Reader(str(db)) as reader:
+        before, position = reader.choices(), reader.last_position()
+    with Journal(db, extensions=EXTENSIONS) as journal:
+        Loop(journal, ScriptedProvider({"turns": [
+            {"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]}, {"text": "HI"}]},
+            model="loud-model"), [shout]).start("shout hi", conversation_id="loud",
+                                                model="loud-model")
+    with Reader(str(db)) as reader:
+        caught_up, fresh = reader.choices_after(position, before), reader.choices()
+        assert reader.choices_after(position, before, most=2) is None
+    assert caught_up == fresh and "shout" in fresh["tools"] and "loud-model" in fresh["models"]
+    assert "shout" not in before["tools"] and "loud-model" not in before["models"]

@@ -51,8 +51,12 @@ def test_the_list_shows_every_conversation_with_its_columns(client, db):
     assert set(listed(r.text)) >= {"demo", "demo-fork", "demo-swap"}
     assert "4 conversations" in r.text
     row = r.text.split('id=demo">demo</a>', 1)[1].split("</tr>", 1)[0]
-    for cell in ("completed", ">5<", "add, get_current_time, get_weather", f"{tokens:,}", "verified ✓"):
+    for cell in ("completed", ">5<", "add, get_current_time, get_weather", f"{tokens:,}",
+                 'data-chain="demo"'):  # the chain verified after the page is shown
         assert cell in row, cell
+    assert client.get("/chains?id=demo").json()["demo"]["ok"] is True
+    row = client.get("/").text.split('id=demo">demo</a>', 1)[1].split("</tr>", 1)[0]
+    assert "verified ✓" in row  # then shown at once while its head stays
 
 
 @pytest.mark.parametrize(("query", "expected"), [
@@ -165,6 +169,8 @@ def test_a_tampered_event_shows_as_broken_at_its_seq(db):
     conn.close()
     client = TestClient(create_app(str(db)), base_url="http://127.0.0.1")
     assert "broken at seq 4" in client.get("/conversation?id=demo").text
+    state = client.get("/chains?id=demo").json()["demo"]  # what the list fetches once shown
+    assert state["ok"] is False and state["seq"] == 4 and state["conversation_id"] == "demo"
     row = client.get("/").text.split('id=demo">demo</a>', 1)[1].split("</tr>", 1)[0]
     assert "broken at seq 4" in row
 

@@ -1,28 +1,55 @@
-// Chains too long to verify before a page answers (CHAIN_INLINE): verified by /chain, filled in.
+// Chains not verified before a page answered (the list's, and a conversation's beyond
+// CHAIN_INLINE): verified by /chains after the page is shown, a batch of about CHAIN_BATCH
+// events per request (a long chain alone), and filled in.
 // Live pages: follow the server-sent events of /live and swap in the fresh #live block.
 (function () {
   "use strict";
+  var CHAIN_BATCH = 500;
+  function show(link, c) {
+    var shown = document.createElement("span");
+    if (c && c.ok) {
+      shown.className = "ok";
+      shown.textContent = "verified ✓ (" + Number(c.checked).toLocaleString("en") + " events)";
+    } else {
+      c = c || {};
+      shown.className = "bad";
+      shown.textContent = (c.seq === null || c.seq === undefined ? "projection differs"
+        : "broken at seq " + c.seq) + (c.conversation_id && c.conversation_id !== link.dataset.chain
+        ? " of ancestor " + c.conversation_id : "") + ": " + (c.reason || c.message || "");
+    }
+    link.replaceWith(shown);
+  }
+  function send(group) {
+    var query = group.map(function (link) {
+      return "id=" + encodeURIComponent(link.dataset.chain);
+    }).join("&");
+    fetch("/chains?" + query, { credentials: "same-origin" })
+      .then(function (r) {
+        if (!r.ok) { throw new Error("/chains: " + r.status); }
+        return r.json();
+      })
+      .then(function (states) {
+        group.forEach(function (link) { show(link, states[link.dataset.chain]); });
+      })
+      .catch(function () {
+        group.forEach(function (link) { link.textContent = "verify (failed to load)"; });
+      });
+  }
   function verifyChains() {
+    var batch = [], held = 0;
     document.querySelectorAll("a.chain-pending[data-chain]").forEach(function (link) {
       link.classList.remove("chain-pending");
       link.textContent = "verifying…";
-      fetch("/chain?id=" + encodeURIComponent(link.dataset.chain), { credentials: "same-origin" })
-        .then(function (r) { return r.json(); })
-        .then(function (c) {
-          var shown = document.createElement("span");
-          if (c.ok) {
-            shown.className = "ok";
-            shown.textContent = "verified ✓ (" + Number(c.checked).toLocaleString("en") + " events)";
-          } else {
-            shown.className = "bad";
-            shown.textContent = (c.seq === null || c.seq === undefined ? "projection differs"
-              : "broken at seq " + c.seq) + (c.conversation_id && c.conversation_id !== link.dataset.chain
-              ? " of ancestor " + c.conversation_id : "") + ": " + (c.reason || c.message || "");
-          }
-          link.replaceWith(shown);
-        })
-        .catch(function () { link.textContent = "verify (failed to load)"; });
+      var events = Number(link.dataset.events) || CHAIN_BATCH;
+      if (batch.length && held + events > CHAIN_BATCH) {
+        send(batch);
+        batch = [];
+        held = 0;
+      }
+      batch.push(link);
+      held += events;
     });
+    if (batch.length) { send(batch); }
   }
   verifyChains();
   var config = document.getElementById("live-config");
