@@ -56,7 +56,7 @@ from ._schema import (
     missing_guards,
     open_schema,
 )
-from ._snapshots import SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._snapshots import SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, erased_since, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -109,6 +109,7 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
+_WRITE_SNAPSHOT = WRITE_SNAPSHOT.format(p="?")
 _LAST_SEQ = "SELECT max(seq) FROM events WHERE stream_id = ?"
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (?, ?)"
@@ -727,15 +728,13 @@ class Journal:
         if self._unwritable:
             raise NotAJournalError(self._unwritable)
         try:
-            self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq))
+            self._conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq, stream_id))
             row = self._conn.execute(self._sql.hash_at, (stream_id, seq)).fetchone()
             saved = self._conn.execute(SAVED_SNAPSHOT, (stream_id, kind, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
         if saved is None and row is not None:
-            raise InvalidAppendError(
-                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
-                "state folded up to there may hold content erased since; save one at its end")
+            raise erased_since(action, stream_id, seq)
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

@@ -66,7 +66,7 @@ from ._blobs import (
 )
 from ._rows import Row, chain_rows, check_appends, clock_stamp, sql_limit, stale_error, system_stamp
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, TILES_FROM, Extension, check_extensions
-from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, erased_since, links_hold
 from ._types import (
     BadEvent,
     Head,
@@ -128,7 +128,7 @@ _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _HEADS = ("SELECT DISTINCT ON (stream_id) stream_id, seq, hash FROM events "
           "ORDER BY stream_id, seq DESC")
 _READ_SNAPSHOT = READ_SNAPSHOT.format(hash="s.hash").replace("?", "%s")
-_WRITE_SNAPSHOT = WRITE_SNAPSHOT.replace("?", "%s")
+_WRITE_SNAPSHOT = WRITE_SNAPSHOT.replace("?", "%s").format(p='%s::text COLLATE "C"')
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = %s"
 _STREAMS = """
     SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
@@ -659,14 +659,12 @@ class PostgresJournal:
         if self._unwritable:
             raise NotAJournalError(self._unwritable)
         with self._pool.connection(action) as conn, conn.transaction():
-            conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq))
+            conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq, stream_id))
             row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
             saved = conn.execute(SAVED_SNAPSHOT.replace("?", "%s"),
                                  (stream_id, kind, seq)).fetchone()
         if saved is None and row is not None:
-            raise InvalidAppendError(
-                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
-                "state folded up to there may hold content erased since; save one at its end")
+            raise erased_since(action, stream_id, seq)
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

@@ -24,6 +24,7 @@ from turnlog.engine.errors import ConversationErasedError, InvalidEventError
 from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
+    ForkRef,
     ErasureRecorded,
     HoldPlaced,
     ModelRequested,
@@ -167,3 +168,41 @@ def test_a_state_folded_before_an_erasure_is_never_saved_after_it(tmp_path, back
         fresh = open_builder(journal, "c")  # read after it: saved at its end
         assert fresh.system == ERASED and save_snapshot(journal, "c", fresh) is not None
         assert "QRACEZ" not in "".join(e.payload for e in journal.read_all())
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_forks_state_folded_before_its_parent_was_erased_is_never_saved_after_it(tmp_path,
+                                                                                    backend):
+    """A fork's fold holds its parent's history up to the fork point: a writer that folded
+    the fork before the parent was erased cannot save that state as the fork's snapshot
+    (the erasure dropped the forks' snapshots; the fork itself records no erasure)."""
+    from tests.pgcluster import fresh_url
+    from turnlog.engine.model.snapshots import open_builder, save_snapshot, snapshot_kind
+    from turnlog.journal import InvalidAppendError
+
+    target = str(tmp_path / "j.db") if backend == "sqlite" else fresh_url()
+    with Journal.open(target) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QPARENTZ")], 0)
+        started = ConversationStarted(conversation_id="f", provider="p", model="m",
+                                      fork=ForkRef(conversation_id="c", seq=9,
+                                                   hash=journal.hash_at("c", 9)))
+        journal.append("f", [encode_event(started), encode_event(UserMessage.of("more"))], 0,
+                       parent=("c", 9))
+        grandchild = ConversationStarted(conversation_id="g", provider="p", model="m",
+                                         fork=ForkRef(conversation_id="f", seq=2,
+                                                      hash=journal.hash_at("f", 2)))
+        journal.append("g", [encode_event(grandchild), encode_event(UserMessage.of("again"))],
+                       0, parent=("f", 2))
+        stale = {sid: open_builder(journal, sid) for sid in ("f", "g")}  # before the erasure
+        assert all("QPARENTZ" in repr(b.state().messages) for b in stale.values())
+        erase_conversation(journal, "c", reason="asked")
+        for sid, builder in stale.items():
+            assert save_snapshot(journal, sid, builder) is None
+            assert journal.read_snapshot(sid, snapshot_kind()) is None
+            with pytest.raises(InvalidAppendError, match=r"erasure recorded after seq 2 \(in it or in a fork parent"):
+                journal.write_snapshot(sid, "k", builder.seq, b"QPARENTZ")
+        journal.append("f", [encode_event(UserMessage.of("later"))], 2)
+        fresh = open_builder(journal, "f")  # folded after the erasure, saved past it
+        assert "QPARENTZ" not in repr(fresh.state().messages)
+        assert save_snapshot(journal, "f", fresh) is not None
+        assert "QPARENTZ" not in "".join(e.payload for e in journal.read_all())
