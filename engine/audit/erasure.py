@@ -339,7 +339,8 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
     hold records aside) is older than ``before``, except those held (a ``hold_placed`` in force, or named in ``holds``).
 
     Each conversation is erased as :func:`erase_conversation` does (one transaction per
-    conversation, recorded with ``via="prune"``); one already erased is left as it is.
+    conversation, recorded with ``via="prune"``, its forks' copies of its start included,
+    except in a held fork and the forks of it); one already erased is left as it is.
     ``dry_run`` changes nothing and says what would be erased.
     """
     limit = _parse_before(before)
@@ -348,7 +349,10 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
     kept_held: list[str] = []
     unchanged: list[str] = []
     listed = list(journal.streams())
-    children = _children(listed)  # one listing: a fork's copy of its parent's start goes with it
+    # one listing: a fork's copy of its parent's start goes with the parent, except in a
+    # held fork (and the forks of it): a legal hold keeps retention away from its content
+    children = {parent: [fork for fork in forks if fork not in named and held(journal, fork) is None]
+                for parent, forks in _children(listed).items()}
     for sid in sorted(info.stream_id for info in listed):
         while True:  # decided on the rows read; again if another writer appended meanwhile
             rows = list(journal.read(sid))

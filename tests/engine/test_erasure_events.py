@@ -207,3 +207,19 @@ def test_a_forks_state_folded_before_its_parent_was_erased_is_never_saved_after_
         fresh = open_builder(journal, "f")  # folded after the erasure, saved past it
         assert fresh.state().messages[0].parts[0].text == ERASED
         assert save_snapshot(journal, "f", fresh) is not None
+
+
+def test_prune_erases_a_forks_copy_of_the_parents_start_except_in_a_held_fork(tmp_path):
+    with Journal.open(str(tmp_path / "j.db")) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QPRUNEZ")], 0)
+        for fork in ("f", "h"):
+            journal.append(fork, [encode_event(ConversationStarted(
+                conversation_id=fork, provider="p", model="m", system="QPRUNEZ",
+                fork=ForkRef(conversation_id="c", seq=9, hash=journal.hash_at("c", 9))))], 0,
+                parent=("c", 9))
+        hold(journal, "h", reason="litigation")
+        done = prune(journal, "2999-01-01")
+        assert done.held == ["h"] and list(done.erased) == ["c"] and done.unchanged == ["f"]
+        assert [next(journal.read(sid, 1, 1)).erased for sid in ("c", "f", "h")] == [
+            True, True, False]
+        assert journal.verify().ok
