@@ -396,7 +396,7 @@ class MCPToolset(ToolRegistry):
                     self.name = self.redactor.text(info.name)
                     self.server_info = self.clean(_block(info))
                     if self.log is not None:
-                        self.log.server = info.name
+                        self.log.server = self.name
                 self.protocol_version = client.protocol_version
                 tools = await self._list(client)
                 self.catalogue_digest = digest(tools)
@@ -468,7 +468,8 @@ class MCPToolset(ToolRegistry):
             return self._cleaned(call.wait(future, self.timeout + 5), where)
         except (concurrent.futures.TimeoutError, TimeoutError):
             future.cancel()
-            return call.failed(f"{where}: no answer within {self.timeout:g} s")
+            return self._cleaned(call.failed(f"{where}: no answer within {self.timeout:g} s"),
+                                 where)
         except _call_errors() as exc:  # the SDK's protocol and transport errors
             described = _describe(exc)
             if _LOST in described:  # no later call can reach it
