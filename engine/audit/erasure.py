@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -204,18 +204,15 @@ def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason
 
     copies = _fork_copies(journal, conversation_id, rows, kept, children)
 
-    def copied(fork: str) -> Callable[[Mapping[int, str]], NewEvent]:
-        def record_copy(erased: Mapping[int, str]) -> NewEvent:
-            return encode_event(ErasureRecorded(
-                by=who, reason=f"{reason} (the copy of {conversation_id!r}'s start it was "
-                               "forked with)", seqs=tuple(erased), via=via,
-                kept=tuple(erased.values())))
-        return record_copy
+    def record_copy(erased: Mapping[int, str]) -> NewEvent:  # in each fork
+        return encode_event(ErasureRecorded(
+            by=who, reason=f"{reason} (this fork's copy of the start of {conversation_id!r})",
+            seqs=tuple(erased), via=via, kept=tuple(erased.values())))
 
     if not kept and not copies:
         return []
     return journal.erase(conversation_id, kept, record, expected_seq,
-                         also={fork: (start, copied(fork)) for fork, start in copies.items()})
+                         also={fork: (start, record_copy) for fork, start in copies.items()})
 
 
 def forks_of(journal: JournalProtocol, conversation_id: str,
