@@ -297,7 +297,8 @@ def test_erasing_a_parent_erases_what_its_forks_copied_and_show_them_erased(tmp_
     erasing the parent erases that copy in every fork, forks of forks included, each fork
     recording it, in the same transaction; the forks' own later events stay theirs."""
     script = write_script(tmp_path / "p.json", {"text": "ZQPARENT-ANSWER"})
-    started = run("run", "ZQPARENT-USER hello", "--system", "ZQPARENT-SYSTEM", "--script",
+    system = "ZQPARENT-SYSTEM " * 400  # large: kept once in blobs, shared with the forks
+    started = run("run", "ZQPARENT-USER hello", "--system", system, "--script",
                   str(script), "--id", "p", "--db", db, cwd=tmp_path)
     assert started.returncode == 0, started.stderr
     more = write_script(tmp_path / "f.json", {"text": "own answer"})
