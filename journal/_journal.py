@@ -56,7 +56,7 @@ from ._schema import (
     missing_guards,
     open_schema,
 )
-from ._snapshots import SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._snapshots import SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, erased_since, links_hold
 from ._sqlite import connect_readonly as _connect_readonly
 from ._sqlite import (
     SQLITE_CONSTRAINT_CHECK,
@@ -109,6 +109,7 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_LINK = "INSERT INTO stream_links (stream_id, parent_stream_id, parent_seq) VALUES (?, ?, ?)"
+_WRITE_SNAPSHOT = WRITE_SNAPSHOT.format(p="?")
 _LAST_SEQ = "SELECT max(seq) FROM events WHERE stream_id = ?"
 _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _INSERT_NODE = "INSERT INTO tree (id, hash) VALUES (?, ?)"
@@ -328,7 +329,8 @@ class Journal:
         return written
 
     def erase(self, stream_id: str, kept: Mapping[int, str], record: Record,
-              expected_seq: int | None = None) -> list[int]:
+              expected_seq: int | None = None, *,
+              also: Mapping[str, tuple[Mapping[int, str], Record]] | None = None) -> list[int]:
         """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``: all or nothing.
 
         In one transaction, each payload not erased yet becomes an erased payload that
@@ -343,7 +345,9 @@ class Journal:
         erased everywhere readers look; running it again finishes the checkpoint).
         Returns the seqs erased (empty: all were erased already, nothing was written).
         ``expected_seq``, when given, is the stream's last seq the caller read: if another
-        writer appended since, :class:`ConcurrencyError` and nothing is erased.
+        writer appended since, :class:`ConcurrencyError` and nothing is erased. ``also``
+        (stream id -> its ``kept`` and ``record``) erases other streams in the same
+        transaction, each recording its own erasure (a fork's copy of its parent's content).
         """
         if self.readonly:
             raise ReadOnlyJournalError(f"erase in stream {stream_id!r}: {self.path} is open read-only")
@@ -351,24 +355,30 @@ class Journal:
             raise NotAJournalError(self._unwritable)
         check_chain(self.path, self.chain_version, stream_id)
         conn, cursor = self._conn, self._cursor
-        seqs = sorted(kept)
+        jobs = [(stream_id, kept, record, expected_seq),
+                *((sid, more, rec, None) for sid, (more, rec) in (also or {}).items())]
+        erased: dict[str, list[int]] = {}
+        written: list[list[StoredEvent]] = []
         try:
             cursor.execute("PRAGMA secure_delete = ON")
             cursor.execute("BEGIN IMMEDIATE")
             try:
-                check_head(stream_id, expected_seq,
-                           cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0] or 0)
-                marks = ", ".join("?" * len(seqs))
-                stored = cursor.execute(
-                    f"SELECT seq, type, payload FROM events WHERE stream_id = ? AND seq IN ({marks})",
-                    (stream_id, *seqs)).fetchall()
-                changes = erasures(self.path, stream_id, stored, kept)
-                if changes:
-                    self._erase_rows(stream_id, changes,
-                                     parts_of(stored, [seq for seq, _ in changes]))
-                    last = cursor.execute(_LAST_SEQ, (stream_id,)).fetchone()[0]
-                    written = [self._write(StreamAppend(stream_id, [record(recorded(changes))],
-                                                        last), self._now())]
+                for sid, wanted, rec, expected in jobs:
+                    last = cursor.execute(_LAST_SEQ, (sid,)).fetchone()[0] or 0
+                    check_head(sid, expected, last)
+                    seqs = sorted(wanted)
+                    marks = ", ".join("?" * len(seqs))
+                    stored = cursor.execute(
+                        f"SELECT seq, type, payload FROM events WHERE stream_id = ? AND seq IN ({marks})",
+                        (sid, *seqs)).fetchall()
+                    changes = erasures(self.path, sid, stored, wanted)
+                    erased[sid] = [seq for seq, _ in changes]
+                    if changes:
+                        self._erase_rows(sid, changes,
+                                         parts_of(stored, [seq for seq, _ in changes]))
+                        written.append(self._write(StreamAppend(
+                            sid, [rec(recorded(changes))], last), self._now()))
+                if written:
                     edge = self._grow_tree(written)
                     if self._hooks:
                         self._run_hooks(written)
@@ -377,9 +387,10 @@ class Journal:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            if changes:
+            if written:
                 self._edge = edge
-                self._heads[stream_id] = (written[0][-1].seq, written[0][-1].hash)
+                for rows in written:
+                    self._heads[rows[-1].stream_id] = (rows[-1].seq, rows[-1].hash)
             busy = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, f"erase in stream {stream_id!r}") from exc
@@ -388,7 +399,7 @@ class Journal:
                 f"erase in stream {stream_id!r}: the content is erased from the journal, but "
                 f"another connection is reading {self.path}, so older copies of its pages are "
                 "still in the WAL file; run the erase again once the readers have closed")
-        return [seq for seq, _ in changes]
+        return erased[stream_id]
 
     def _erase_rows(self, stream_id: str, changes: list[tuple[int, str]],
                     parts: set[str]) -> None:
@@ -727,15 +738,13 @@ class Journal:
         if self._unwritable:
             raise NotAJournalError(self._unwritable)
         try:
-            self._conn.execute(WRITE_SNAPSHOT, (kind, data, stream_id, seq))
+            self._conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq, stream_id))
             row = self._conn.execute(self._sql.hash_at, (stream_id, seq)).fetchone()
             saved = self._conn.execute(SAVED_SNAPSHOT, (stream_id, kind, seq)).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, self.path, action) from exc
         if saved is None and row is not None:
-            raise InvalidAppendError(
-                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
-                "state folded up to there may hold content erased since; save one at its end")
+            raise erased_since(action, stream_id, seq)
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

@@ -66,7 +66,7 @@ from ._blobs import (
 )
 from ._rows import Row, chain_rows, check_appends, clock_stamp, sql_limit, stale_error, system_stamp
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, TILES_FROM, Extension, check_extensions
-from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, links_hold
+from ._snapshots import READ_SNAPSHOT, SAVED_SNAPSHOT, WRITE_SNAPSHOT, check_snapshot, erased_since, links_hold
 from ._types import (
     BadEvent,
     Head,
@@ -128,7 +128,7 @@ _LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 _HEADS = ("SELECT DISTINCT ON (stream_id) stream_id, seq, hash FROM events "
           "ORDER BY stream_id, seq DESC")
 _READ_SNAPSHOT = READ_SNAPSHOT.format(hash="s.hash").replace("?", "%s")
-_WRITE_SNAPSHOT = WRITE_SNAPSHOT.replace("?", "%s")
+_WRITE_SNAPSHOT = WRITE_SNAPSHOT.replace("?", "%s").format(p='%s::text COLLATE "C"')
 _LINK = "SELECT parent_stream_id, parent_seq FROM stream_links WHERE stream_id = %s"
 _STREAMS = """
     SELECT g.stream_id, g.last_seq, z.hash, a.recorded_at, z.recorded_at, g.events,
@@ -327,7 +327,8 @@ class PostgresJournal:
         return written
 
     def erase(self, stream_id: str, kept: Mapping[int, str], record: Record,
-              expected_seq: int | None = None) -> list[int]:
+              expected_seq: int | None = None, *,
+              also: Mapping[str, tuple[Mapping[int, str], Record]] | None = None) -> list[int]:
         """As :meth:`journal.Journal.erase`, in one transaction under the position lock (the
         append-only triggers disabled for its statements only). After the commit, ``VACUUM
         FULL`` rewrites ``events`` and ``snapshots`` so the old row versions (and their
@@ -339,54 +340,71 @@ class PostgresJournal:
         if self._unwritable:
             raise NotAJournalError(self._unwritable)
         check_chain(self.path, self.chain_version, stream_id)
-        seqs = sorted(kept)
+        jobs = [(stream_id, kept, record, expected_seq),
+                *((sid, more, rec, None) for sid, (more, rec) in (also or {}).items())]
+        erased: dict[str, list[int]] = {}
+        records: list[StreamAppend] = []
+        copies: list[str] = []
         with self._pool.connection(f"erase in stream {stream_id!r}") as conn:
             with conn.transaction():
                 conn.execute(_LOCK, (self._lock_key,))
-                if expected_seq is not None:
-                    head = conn.execute(_HEAD, (stream_id,)).fetchone()
-                    check_head(stream_id, expected_seq, head[0] if head else 0)
-                stored = conn.execute(
-                    "SELECT seq, type, payload FROM events WHERE stream_id = %s AND seq = ANY(%s)",
-                    (stream_id, seqs)).fetchall()
-                changes = erasures(self.path, stream_id, stored, kept)
-                if changes:
-                    for table, name in _ERASE_GUARDS:
-                        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {name}")
-                    conn.cursor().executemany(
-                        "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
-                        [(payload, stream_id, seq) for seq, payload in changes])
-                    conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
-                    copies = [table for table, column in COPIES if one_row(conn.execute(
-                        "SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone(), self.path)[0]]
-                    for table, column in COPIES:
-                        if table in copies:
-                            conn.execute(drop_copies(table, column, '%s::text COLLATE "C"'),
-                                         (stream_id,))
-                    for digest in sorted(parts_of(stored, [seq for seq, _ in changes])):
-                        if conn.execute("SELECT 1 FROM events WHERE strpos(payload, %s) > 0 "
-                                        "LIMIT 1", (f'{{"$blob":"{digest}"',)).fetchone() is None:
-                            conn.execute("DELETE FROM blobs WHERE digest = %s", (digest,))
-                    for table, name in _ERASE_GUARDS:
-                        conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
-                    last = one_row(conn.execute(_HEAD, (stream_id,)).fetchone(), self.path)[0]
+                copies = [table for table, column in COPIES if one_row(conn.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone(), self.path)[0]]
+                for sid, wanted, rec, expected in jobs:
+                    head = conn.execute(_HEAD, (sid,)).fetchone()
+                    last = head[0] if head else 0
+                    check_head(sid, expected, last)
+                    changes = self._erase_stream(conn, sid, wanted, copies)
+                    erased[sid] = [seq for seq, _ in changes]
+                    if changes:
+                        records.append(StreamAppend(sid, [rec(recorded(changes))], last))
+                if records:
                     parts: dict[str, bytes] = {}
-                    [rows] = self._chain(conn, [StreamAppend(
-                        stream_id, [record(recorded(changes))], last)], self._now(), parts)
+                    rows = [row for chained in self._chain(conn, records, self._now(), parts)
+                            for row in chained]
                     if parts:
                         conn.cursor().executemany(INSERT_BLOB_POSTGRES, list(parts.items()))
                     first, _, _ = one_row(conn.execute(
                         _INSERT, [*map(list, zip(*rows)), self.channel]).fetchone(), self.path)
                     edge = self._grow_tree(conn, first - 1, rows)
-            if changes:
+            if records:
                 self._edge = edge
-                self._heads[stream_id] = (rows[-1][1], rows[-1][7])
+                for row in rows:
+                    self._heads[row[0]] = (row[1], row[7])
                 conn.execute(", ".join(["VACUUM FULL events, snapshots, blobs", *copies]))
                 try:
                     conn.execute("CHECKPOINT")
                 except pg_errors.InsufficientPrivilege:
                     pass  # documented: the server's own checkpoint follows within minutes
-        return [seq for seq, _ in changes]
+        return erased[stream_id]
+
+    def _erase_stream(self, conn: psycopg.Connection, stream_id: str, kept: Mapping[int, str],
+                      copies: list[str]) -> list[tuple[int, str]]:
+        """Inside :meth:`erase`'s transaction: rewrite one stream's payloads, drop its (and its
+        forks') snapshots, its rows in ``copies`` and the parts no other event references;
+        the changes made (seq, erased payload)."""
+        stored = conn.execute(
+            "SELECT seq, type, payload FROM events WHERE stream_id = %s AND seq = ANY(%s)",
+            (stream_id, sorted(kept))).fetchall()
+        changes = erasures(self.path, stream_id, stored, kept)
+        if not changes:
+            return changes
+        for table, name in _ERASE_GUARDS:
+            conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {name}")
+        conn.cursor().executemany(
+            "UPDATE events SET payload = %s WHERE stream_id = %s AND seq = %s",
+            [(payload, stream_id, seq) for seq, payload in changes])
+        conn.execute(DROP_SNAPSHOTS.format(p='%s::text COLLATE "C"'), (stream_id,))
+        for table, column in COPIES:
+            if table in copies:
+                conn.execute(drop_copies(table, column, '%s::text COLLATE "C"'), (stream_id,))
+        for digest in sorted(parts_of(stored, [seq for seq, _ in changes])):
+            if conn.execute("SELECT 1 FROM events WHERE strpos(payload, %s) > 0 "
+                            "LIMIT 1", (f'{{"$blob":"{digest}"',)).fetchone() is None:
+                conn.execute("DELETE FROM blobs WHERE digest = %s", (digest,))
+        for table, name in _ERASE_GUARDS:
+            conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")
+        return changes
 
     def _lost_commit(self, batches: list[StreamAppend], exc: Exception) -> JournalConnectionError:
         """The connection broke while the append's COMMIT was under way: the server may or
@@ -659,14 +677,12 @@ class PostgresJournal:
         if self._unwritable:
             raise NotAJournalError(self._unwritable)
         with self._pool.connection(action) as conn, conn.transaction():
-            conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq))
+            conn.execute(_WRITE_SNAPSHOT, (kind, data, stream_id, seq, stream_id))
             row = conn.execute(_HASH_AT, (stream_id, seq)).fetchone()
             saved = conn.execute(SAVED_SNAPSHOT.replace("?", "%s"),
                                  (stream_id, kind, seq)).fetchone()
         if saved is None and row is not None:
-            raise InvalidAppendError(
-                f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq}, so a "
-                "state folded up to there may hold content erased since; save one at its end")
+            raise erased_since(action, stream_id, seq)
         if saved is None or row is None:
             raise EventNotFoundError(
                 f"{action}: {self.path} has no event at stream {stream_id!r} seq {seq}")

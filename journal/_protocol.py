@@ -266,7 +266,10 @@ class JournalProtocol(Protocol):
 
     def erase(self, stream_id: str, kept: Mapping[int, str],
               record: Callable[[Mapping[int, str]], NewEvent],
-              expected_seq: int | None = None) -> list[int]:
+              expected_seq: int | None = None, *,
+              also: Mapping[str, tuple[Mapping[int, str],
+                                       Callable[[Mapping[int, str]], NewEvent]]] | None = None
+              ) -> list[int]:
         """Erase the payloads of ``stream_id``'s events at the seqs of ``kept``, keeping each
         one's SHA-256 and the JSON object ``kept[seq]``, and append ``record(erased)``
         (an ``erasure_recorded`` event; ``erased`` maps each seq erased, in order, to the
@@ -276,7 +279,10 @@ class JournalProtocol(Protocol):
         Raises :class:`~journal.NotErasableError` under chain version 1. Returns the seqs
         erased (those erased already are skipped; none: nothing written). ``expected_seq``:
         the stream's last seq the caller read; another writer's append since is a
-        :class:`~journal.ConcurrencyError` and nothing is erased."""
+        :class:`~journal.ConcurrencyError` and nothing is erased. ``also`` erases other
+        streams' events in the same transaction (stream id -> its ``kept`` and ``record``:
+        each stream records its own erasure), as a fork's copy of its parent's content
+        goes with the parent's."""
         ...
 
     def verify(

@@ -22,6 +22,7 @@ __all__ = [
     "SAVED_SNAPSHOT",
     "WRITE_SNAPSHOT",
     "check_snapshot",
+    "erased_since",
     "links_hold",
 ]
 
@@ -39,13 +40,22 @@ WRITE_SNAPSHOT = (
     "SELECT stream_id, ?, seq, hash, ? FROM events WHERE stream_id = ? AND seq = ? "
     "AND NOT EXISTS (SELECT 1 FROM events AS x WHERE x.stream_id = events.stream_id "
     "AND x.seq > events.seq AND x.type = 'erasure_recorded') "
+    "AND NOT EXISTS (WITH RECURSIVE up(s) AS (SELECT l.parent_stream_id FROM stream_links "
+    "AS l WHERE l.stream_id = {p} UNION SELECT l.parent_stream_id FROM stream_links AS l "
+    "JOIN up ON l.stream_id = up.s) SELECT 1 FROM events AS x WHERE x.stream_id IN "
+    "(SELECT s FROM up) AND x.position > events.position AND x.type = 'erasure_recorded') "
     "ON CONFLICT (stream_id, kind, seq) DO NOTHING"
 )
 """Take the hash from the event itself: a snapshot can only name an event that exists.
 
-Never at a seq before an erasure's record of the stream: a state folded up to there may
+Parameters: kind, data, stream id, seq, and the stream id again (``{p}``: its
+placeholder, typed as the column is on PostgreSQL). Never at a seq before an erasure's
+record of the stream, nor before (in position order) one of any fork ancestor (a fork's
+fold holds its parents' history up to the fork point): a state folded up to there may
 have been read before the erasure (a writer racing it), with the content it erased
-(erasures keep every hash, so the hash alone cannot tell).
+(erasures keep every hash, so the hash alone cannot tell). An ancestor's erasure of
+events after the fork point counts too (one comparison of positions); the fork's next
+snapshot, past the record, is saved as usual.
 
 Inserts only (the table refuses UPDATE and DELETE): a snapshot already saved at that
 seq stays as it is."""
@@ -53,6 +63,14 @@ seq stays as it is."""
 
 SAVED_SNAPSHOT = "SELECT data FROM snapshots WHERE stream_id = ? AND kind = ? AND seq = ?"
 """The bytes saved as a stream's snapshot of a kind at a seq."""
+
+
+def erased_since(action: str, stream_id: str, seq: int) -> InvalidAppendError:
+    """The error for a snapshot :data:`WRITE_SNAPSHOT` refused at an event that exists."""
+    return InvalidAppendError(
+        f"{action}: stream {stream_id!r} has an erasure recorded after seq {seq} (in it or in "
+        "a fork parent it inherits from), so a state folded up to there may hold content "
+        "erased since; save one at its end")
 
 
 def check_snapshot(stream_id: object, kind: object, seq: object, data: object) -> bytes:

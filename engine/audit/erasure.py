@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from turnlog.journal import ConcurrencyError, JournalProtocol, NewEvent, StoredEvent
+from turnlog.journal import ConcurrencyError, JournalProtocol, NewEvent, StoredEvent, StreamInfo
 
 from ..errors import ConversationErasedError, ConversationNotFound, InvalidEventError
 from turnlog.engine.model.events import (
@@ -56,7 +56,10 @@ __all__ = [
     "default_by",
     "erase_conversation",
     "erasure_summary",
+    "erasures_after",
     "first_erased",
+    "fork_children",
+    "forks_of",
     "held",
     "hold",
     "prune",
@@ -158,9 +161,18 @@ def _check_id(journal: JournalProtocol, conversation_id: str) -> int:
 
 def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason: str,
                        seq: int | None = None, by: str | None = None,
-                       via: str = "erase", expected_seq: int | None = None) -> list[int]:
+                       via: str = "erase", expected_seq: int | None = None,
+                       children: Mapping[str, Sequence[str]] | None = None) -> list[int]:
     """Erase the content of ``conversation_id``'s events (or only the one at ``seq``) and
     record it (:class:`ErasureRecorded`), in one transaction: all or nothing.
+
+    Its forks (at any depth) read its events through it, so they show them erased; each
+    fork's own start copied the parent's configuration (system prompt, metadata) when it
+    was forked, so erasing the start (all of it, or ``seq`` 1) also erases that copy in
+    every fork, each fork recording it, in the same transaction (and finishes it when the
+    start was erased before). The forks' own later events are theirs: erase them by
+    their ids. ``children`` (parent -> forks, from :func:`fork_children`) spares a
+    listing of the streams.
 
     Returns the seqs erased (none: everything asked was erased already). Raises
     :class:`ConversationNotFound`, ``InvalidEventError`` for an empty ``reason`` or a
@@ -190,9 +202,64 @@ def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason
         return encode_event(ErasureRecorded(by=who, reason=reason, seqs=tuple(erased),
                                             via=via, kept=tuple(erased.values())))
 
-    if not kept:
+    copies = _fork_copies(journal, conversation_id, rows, kept, children)
+
+    def record_copy(erased: Mapping[int, str]) -> NewEvent:  # in each fork
+        return encode_event(ErasureRecorded(
+            by=who, reason=f"{reason} (this fork's copy of the start of {conversation_id!r})",
+            seqs=tuple(erased), via=via, kept=tuple(erased.values())))
+
+    if not kept and not copies:
         return []
-    return journal.erase(conversation_id, kept, record, expected_seq)
+    return journal.erase(conversation_id, kept, record, expected_seq,
+                         also={fork: (start, record_copy) for fork, start in copies.items()})
+
+
+def forks_of(journal: JournalProtocol, conversation_id: str,
+             children: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """Every fork of the conversation, forks of forks included, in the order found
+    (``children``: parent id -> its forks' ids, when the caller has it already)."""
+    if children is None:
+        children = fork_children(journal)
+    found: list[str] = []
+    todo = list(children.get(conversation_id, ()))
+    while todo:
+        fork = todo.pop(0)
+        if fork not in found:
+            found.append(fork)
+            todo += children.get(fork, ())
+    return found
+
+
+def fork_children(journal: JournalProtocol) -> dict[str, list[str]]:
+    """Each conversation that has forks -> its forks' ids (one listing of the streams)."""
+    return _children(journal.streams())
+
+
+def _children(listed: Iterable[StreamInfo]) -> dict[str, list[str]]:
+    children: dict[str, list[str]] = {}
+    for info in listed:
+        if info.parent_stream_id is not None:
+            children.setdefault(info.parent_stream_id, []).append(info.stream_id)
+    return {parent: sorted(forks) for parent, forks in children.items()}
+
+
+def _fork_copies(journal: JournalProtocol, conversation_id: str, rows: Sequence[StoredEvent],
+                 kept: Mapping[int, str], children: Mapping[str, Sequence[str]] | None
+                 ) -> dict[str, dict[int, str]]:
+    """What an erasure of the conversation's start also erases: each fork's own start (any
+    depth), which copied the parent's configuration (system prompt, metadata) when it was
+    forked — fork id -> ``{1: kept}`` for those not erased yet. Nothing when the start is
+    neither erased by this erasure nor already."""
+    start = next((row for row in rows if row.seq == 1), None)
+    if start is None or (1 not in kept and not start.erased):
+        return {}
+    copies: dict[str, dict[int, str]] = {}
+    for fork in forks_of(journal, conversation_id, children):
+        first = next(iter(journal.read(fork, 1, 1)), None)
+        if first is not None and first.type == "conversation_started" and not first.erased:
+            copies[fork] = {1: _kept(first)}
+    return copies
 
 
 def first_erased(journal: JournalProtocol, conversation_id: str,
@@ -269,7 +336,8 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
     hold records aside) is older than ``before``, except those held (a ``hold_placed`` in force, or named in ``holds``).
 
     Each conversation is erased as :func:`erase_conversation` does (one transaction per
-    conversation, recorded with ``via="prune"``); one already erased is left as it is.
+    conversation, recorded with ``via="prune"``, its forks' copies of its start included,
+    except in a held fork and the forks of it); one already erased is left as it is.
     ``dry_run`` changes nothing and says what would be erased.
     """
     limit = _parse_before(before)
@@ -277,7 +345,12 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
     erased: dict[str, list[int]] = {}
     kept_held: list[str] = []
     unchanged: list[str] = []
-    for sid in sorted(info.stream_id for info in journal.streams()):
+    listed = list(journal.streams())
+    # one listing: a fork's copy of its parent's start goes with the parent, except in a
+    # held fork (and the forks of it): a legal hold keeps retention away from its content
+    children = {parent: [fork for fork in forks if fork not in named and held(journal, fork) is None]
+                for parent, forks in _children(listed).items()}
+    for sid in sorted(info.stream_id for info in listed):
         while True:  # decided on the rows read; again if another writer appended meanwhile
             rows = list(journal.read(sid))
             content = [r for r in rows if r.type not in MARKERS]
@@ -295,11 +368,34 @@ def prune(journal: JournalProtocol, before: str | datetime, *, reason: str = "re
                 break
             try:  # refused if the stream grew since it was read (a hold placed meanwhile)
                 erased[sid] = erase_conversation(journal, sid, reason=reason, by=by, via="prune",
-                                                 expected_seq=rows[-1].seq)
+                                                 expected_seq=rows[-1].seq, children=children)
             except ConcurrencyError:
                 continue
             break
     return PruneResult(erased, kept_held, unchanged, dry_run)
+
+
+def erasures_after(journal: JournalProtocol, size: int) -> list[dict[str, Any]]:
+    """The erasures recorded after the journal's first ``size`` events (a signed
+    checkpoint's), in position order: each record's conversation, seq, position, who, why,
+    when, the seqs it erased and which of them the checkpoint signed (``signed``).
+
+    A checkpoint fixes every event and every erasure record up to its size, so an erasure
+    forged by someone who can write the file must show here; it cannot tell a forged one
+    from a genuine one (the erased form keeps the original's digest, so every hash holds).
+    """
+    found: list[dict[str, Any]] = []
+    for row in journal.read_all(size, types=["erasure_recorded"]):
+        event = decode_event(row.type, row.version, row.payload,
+                             where=f"conversation {row.stream_id!r} seq {row.seq}")
+        assert isinstance(event, ErasureRecorded)
+        signed = [seq for seq in event.seqs for erased in journal.read(row.stream_id, seq, seq)
+                  if erased.position <= size]
+        found.append({"conversation_id": row.stream_id, "seq": row.seq,
+                      "position": row.position, "by": event.by, "reason": event.reason,
+                      "recorded_at": row.recorded_at, "erased": list(event.seqs),
+                      "signed": signed})
+    return found
 
 
 def erasure_summary(journal: JournalProtocol) -> dict[str, Any]:

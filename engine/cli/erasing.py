@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..audit.erasure import erase_conversation, hold, prune
+from ..audit.erasure import erase_conversation, forks_of, hold, prune
 from ._common import db_option, emit, journal_for, json_option, translate_errors
 
 __all__ = ["COMMANDS", "erase", "hold_command", "prune_command"]
@@ -38,13 +38,20 @@ def erase(conversation_id: str, seq: int | None, reason: str, by: str | None, db
     """
     with journal_for(db_path) as journal:
         seqs = erase_conversation(journal, conversation_id, reason=reason, seq=seq, by=by)
+        forks = [fork for fork in forks_of(journal, conversation_id)
+                 if next(iter(journal.read(fork, 1, 1))).erased]
     if as_json:
-        emit({"conversation_id": conversation_id, "erased": seqs})
-    elif seqs:
+        emit({"conversation_id": conversation_id, "erased": seqs, "forks": forks})
+        return
+    if seqs:
         click.echo(f"erased {len(seqs)} event(s) of {conversation_id} (seqs "
                    f"{', '.join(map(str, seqs))}); the erasure is recorded")
     else:
         click.echo(f"nothing to erase: {conversation_id} was erased already")
+    if forks:
+        click.echo(f"its forks show its events erased, and the copy of its start each began "
+                   f"with is erased too ({', '.join(forks)}); their own later events stay: "
+                   "erase them by their ids")
 
 
 @click.command("prune")

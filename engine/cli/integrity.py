@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
+from turnlog.engine.audit.erasure import erasures_after
 from turnlog.engine.model.conversation import require_conversation
 from turnlog.journal import (
     BadEvent,
@@ -72,6 +74,7 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
         turnlog verify --checkpoint today.checkpoint --key acme+1a2b3c4d+AbC...
     """
     checked = None
+    since: list[dict[str, Any]] = []
     if (checkpoint_file is None) != (vkey is None):
         raise CLIError("--checkpoint FILE and --key VKEY go together")
     if checkpoint_file is not None and conversation_id is not None:
@@ -97,13 +100,14 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
                 checked = check_checkpoint(tree, note, key)
             if not checked.ok and checked.position is not None and first_bad is None:
                 first_bad = _event_at(journal, checked.position, checked.problem or "")
+            since = erasures_after(journal, checked.size) if checked.ok else []
     ok = (first_bad is None and not report.projections and not report.missing_guards
           and (checked is None or checked.ok))
     forged = [{"table": m.object, "conversation_id": m.stream_id, "position": m.position,
                "column": m.column, "reason": m.reason, "seq": m.seq}
               for m in report.projections]
     signed = None if checked is None else {"size": checked.size, "ok": checked.ok,
-                                           "problem": checked.problem}
+                                           "problem": checked.problem, "erased_since": since}
     if as_json:
         emit({"ok": ok, "checked_events": report.checked_events, "first_bad": _bad(first_bad),
               "projections": forged, "missing_guards": list(report.missing_guards),
@@ -111,6 +115,18 @@ def verify(conversation_id: str | None, heads_file: str | None, checkpoint_file:
     elif ok:
         also = "" if checked is None else f"; the checkpoint of {checked.size} events holds"
         click.echo(f"{colour('ok', 'ok')}: {report.checked_events} events verified{also}")
+        for one in since:
+            seqs = ", ".join(map(str, one["erased"]))
+            signed_seqs = ", ".join(map(str, one["signed"]))
+            click.echo(f"erased after the checkpoint: conversation {one['conversation_id']!r} "
+                       f"seq{'s' * (len(one['erased']) > 1)} {seqs}"
+                       + (" (signed by it)" if one["signed"] == one["erased"]
+                          else f" ({signed_seqs} signed by it)" if one["signed"] else "")
+                       + f", by {one['by']}, reason {one['reason']!r}, at {one['recorded_at']}")
+        if since:
+            click.echo("(a checkpoint shows what was signed and that these erasures came "
+                       "after it, not that they were requested: whoever can write the "
+                       "journal could forge one; match each against its request)")
     elif first_bad is None and checked is not None and not checked.ok:
         click.echo(f"{colour('TAMPERED', 'tampered')}: {checked.problem}")
     elif first_bad is not None and not first_bad.stream_id:

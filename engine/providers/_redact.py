@@ -30,18 +30,26 @@ nesting deeper than ``MAX_DEPTH`` and lone surrogates — as a
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
+import shlex
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import MalformedResponseError
 from turnlog.engine.model.nesting import MAX_DEPTH, too_deep
 
-__all__ = ["MASK", "MAX_DEPTH", "Redactor", "read_body"]
+__all__ = ["CREDENTIAL", "MASK", "MAX_DEPTH", "Redactor", "command_secrets", "credential_values",
+           "read_body"]
 
 MASK = "[redacted key]"
 _MIN_SECRET = 8  # shorter "keys" (test placeholders) would mask ordinary words
+#: Names that say their value is a credential: headers, query parameters, command-line
+#: flags and environment variables, on any wire (matched lower-case).
+CREDENTIAL = re.compile(r"auth|api[-_]?key|^key$|token|secret|password|credential|cookie"
+                        r"|signature|^sig$")
 _KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
 
 
@@ -74,6 +82,64 @@ def _variants(secret: str) -> list[str]:
     return sorted((v for v in found if len(v) >= _MIN_SECRET), key=len, reverse=True)
 
 
+def credential_values(value: str) -> list[str]:
+    """The secrets in one credential value: itself, its token after any scheme word
+    (``Bearer``, ``bearer``, ``Basic``, ``Token`` ...), and a Basic token's decoded parts."""
+    value = value.strip()
+    out = [value]
+    scheme, _, token = value.partition(" ")
+    token = token.strip()
+    if token:
+        out.append(token)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(token, validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                pair = ""
+            out += [pair, *pair.split(":", 1)] if pair else []
+    return out
+
+
+def _url_secrets(word: str) -> list[str]:
+    """A URL's password and the values of its query parameters named as credentials."""
+    try:
+        parts = urllib.parse.urlsplit(word)
+        password = parts.password
+    except ValueError:
+        return []
+    found = [password] if password else []
+    for name, value in urllib.parse.parse_qsl(parts.query):
+        if CREDENTIAL.search(name.lower()):
+            found += credential_values(value)
+    return found
+
+
+def command_secrets(words: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The credentials a command line (or a URL, as one word) carries, for a
+    :class:`Redactor`: the value of each flag named as one (``--api-key KEY``,
+    ``--token=KEY``), of each ``NAME=VALUE`` word so named (``env GITHUB_TOKEN=KEY cmd``),
+    a URL's password and credential query values, and the values of ``env`` so named.
+
+        >>> command_secrets(["srv", "--api-key", "k1", "--token=k2", "TOKEN=k3", "-v", "x"])
+        ('k1', 'k2', 'k3')
+    """
+    found: list[str] = []
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        flag = name.startswith("-")
+        if "://" in word:
+            found += _url_secrets(word)
+        elif CREDENTIAL.search(name.lstrip("-").lower()) and (eq or flag):
+            if eq:
+                found += credential_values(value)
+            elif i + 1 < len(words):
+                found += credential_values(words[i + 1])
+    for name, value in (env or {}).items():
+        if CREDENTIAL.search(name.lower()):
+            found += credential_values(value)
+    return tuple(dict.fromkeys(v for v in found if v))
+
+
 class Redactor:
     """Masks secrets (and their encodings) in text and in parsed JSON data.
 
@@ -99,6 +165,26 @@ class Redactor:
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(MASK, text)
+
+    def command(self, words: Sequence[str]) -> str:
+        """A command line as output shows it, shell-quoted: a word that is a secret, or
+        ``NAME=secret``, masked whatever the secret's length (a word is not prose: it
+        cannot mask an ordinary word by accident); every other word as :meth:`text`
+        masks it.
+
+            >>> Redactor("p4ss", "sk-live-0123456789").command(
+            ...     ["srv", "--password", "p4ss", "--api-key=sk-live-0123456789"])
+            "srv --password '[redacted key]' '--api-key=[redacted key]'"
+        """
+        shown = []
+        for word in words:
+            name, eq, value = word.partition("=")
+            if word in self.secrets:
+                word = MASK
+            elif eq and value in self.secrets:
+                word = f"{name}={MASK}"
+            shown.append(self.text(word))
+        return shlex.join(shown)
 
     def cut(self, text: str, limit: int) -> str:
         """``text``'s first ``limit`` characters as :meth:`message` masks them, with no part of

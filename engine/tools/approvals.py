@@ -157,14 +157,17 @@ def decide(journal: JournalProtocol, conversation_id: str, call_id: str, approve
            clock: Callable[[], datetime] | None = None) -> ApprovalDecided:
     """Record a person's decision on ``call_id`` (``approval_decided``) and return it.
 
-    Raises (writing nothing) ``ConversationNotFound``, ``UnknownCallError``,
+    Raises (writing nothing) ``ConversationNotFound``, ``ConversationErasedError`` (the
+    conversation's history, its fork parents' included, has an erased event: resume
+    could never act on the decision), ``UnknownCallError``,
     ``NotAwaitingApprovalError``, ``AlreadyDecidedError``,
     ``ApprovalMismatchError`` (the call's arguments hash differs from the
     requested one) or ``ApprovalError`` (bad ``approver`` / ``arguments``);
     ``TranscriptLockContention`` when another writer appended at the same time.
     """
-    from turnlog.engine.model.conversation import Conversation
+    from turnlog.engine.audit.erasure import refuse_erased
     from turnlog.engine.errors import ConversationNotFound
+    from turnlog.engine.model.conversation import Conversation
 
     if not isinstance(approver, str) or not approver.strip():
         raise ApprovalError("an approval needs the approver's name (approver / --as)")
@@ -177,6 +180,8 @@ def decide(journal: JournalProtocol, conversation_id: str, call_id: str, approve
             raise ApprovalError(f"the edited arguments are not JSON data: {exc}") from None
     if not journal.last_seq(conversation_id):
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
+    # resume refuses an erased history, so a decision could never be acted on
+    refuse_erased(journal, conversation_id, f"decide call {call_id!r} of")
     conv = Conversation.open(journal, conversation_id)
     b = conv.builder
     where = f"call {call_id!r} of conversation {conversation_id!r}"

@@ -73,9 +73,10 @@ from typing import Any
 
 from turnlog.journal import shown_url
 
-from turnlog.engine.errors import EngineError, ToolError
+from turnlog.engine.errors import EngineError, MalformedResponseError, ToolError
 from turnlog.engine.model.canonical import canonical_json, digest
 from turnlog.engine.model.events import ToolEffect, ToolSpec
+from turnlog.engine.providers._redact import Redactor, command_secrets
 from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
 __all__ = ["ELICIT_POLICIES", "TASKS_EXTENSION", "Elicitor", "MCPError", "MCPTool", "MCPToolset",
@@ -327,8 +328,16 @@ class MCPToolset(ToolRegistry):
         except ImportError:
             raise MCPError("MCP tools need the mcp package: pip install -e '.[mcp]' in turnlog's "
                            "checkout") from None
-        #: the server as messages show it (a URL's password masked: ``shown_url``)
-        self.target = shown_url(server)
+        url = server.startswith(("http://", "https://"))
+        words = [server] if url else shlex.split(server)
+        if not words:
+            raise MCPError("--mcp: name a server as a command line or an http(s) URL")
+        #: masks the credentials the server was given (its command line's, its URL's,
+        #: ``env``'s) in everything the toolset hands the journal: specs, results, progress
+        self.redactor = Redactor(*command_secrets(words, env))
+        #: the server as messages show it: a URL's password masked (``shown_url``), a
+        #: command line's credentials (``Redactor.command``)
+        self.target = shown_url(server) if url else self.redactor.command(words)
         self.timeout = timeout
         #: who answers the server's elicitations (default: ``decline``, as a policy)
         self.elicit = elicit or elicitor("decline")
@@ -340,12 +349,9 @@ class MCPToolset(ToolRegistry):
         self.protocol_version: str | None = None
         self.catalogue_digest: str | None = None
         self.output_schemas: dict[str, Any] = {}
-        if server.startswith(("http://", "https://")):
+        if url:
             transport: Any = server
         else:
-            words = shlex.split(server)
-            if not words:
-                raise MCPError("--mcp: name a server as a command line or an http(s) URL")
             transport = StdioServerParameters(command=words[0], args=words[1:],
                                               env={**os.environ, **(env or {})})
         self._client_type = Client
@@ -354,7 +360,7 @@ class MCPToolset(ToolRegistry):
         if isinstance(transport, StdioServerParameters):
             from mcp.client.stdio import stdio_client
 
-            self.log = ServerLog(server)
+            self.log = ServerLog(self.target)
             transport = stdio_client(transport, errlog=self.log.file)
         self._transport = transport
         self._loop = asyncio.new_event_loop()
@@ -387,10 +393,10 @@ class MCPToolset(ToolRegistry):
                 self._client = client
                 info = getattr(client, "server_info", None)
                 if info is not None and getattr(info, "name", None):
-                    self.name = info.name
-                    self.server_info = _block(info)
+                    self.name = self.redactor.text(info.name)
+                    self.server_info = self.clean(_block(info))
                     if self.log is not None:
-                        self.log.server = info.name
+                        self.log.server = self.name
                 self.protocol_version = client.protocol_version
                 tools = await self._list(client)
                 self.catalogue_digest = digest(tools)
@@ -427,7 +433,15 @@ class MCPToolset(ToolRegistry):
         said = f"; its last stderr line: {line}" if line else ""
         return f"cannot use MCP server {self.target!r}: {described}{said}"
 
+    def clean(self, value: Any) -> Any:
+        """``value`` (JSON data the server sent, or built from it) with the server's
+        credentials masked in every string (:attr:`redactor`); as it is when it has none."""
+        if not self.redactor.secrets:
+            return value
+        return self.redactor.data(value, f"MCP server {self.name!r}")
+
     def _spec(self, tool: dict[str, Any]) -> ToolSpec:
+        tool = self.clean(tool)
         schema = dict(tool.get("inputSchema") or {"type": "object", "properties": {}})
         annotations = tool.get("annotations") or {}
         return ToolSpec(name=tool["name"], description=tool.get("description") or "",
@@ -451,15 +465,24 @@ class MCPToolset(ToolRegistry):
         call = _Call(self, name, arguments, context)
         future = asyncio.run_coroutine_threadsafe(call.run(client), self._loop)
         try:
-            return call.wait(future, self.timeout + 5)
+            return self._cleaned(call.wait(future, self.timeout + 5), where)
         except (concurrent.futures.TimeoutError, TimeoutError):
             future.cancel()
-            return call.failed(f"{where}: no answer within {self.timeout:g} s")
+            return self._cleaned(call.failed(f"{where}: no answer within {self.timeout:g} s"),
+                                 where)
         except _call_errors() as exc:  # the SDK's protocol and transport errors
             described = _describe(exc)
             if _LOST in described:  # no later call can reach it
                 self._lost = f"the connection was lost during a call to {name!r}"
-            return call.failed(f"{where}: {described}", exc)
+            return self._cleaned(call.failed(f"{where}: {described}", exc), where)
+
+    def _cleaned(self, outcome: dict[str, Any], where: str) -> dict[str, Any]:
+        """A call's outcome as :meth:`clean` masks it (one it cannot walk fails, saying why)."""
+        try:
+            cleaned: dict[str, Any] = self.clean(outcome)
+        except MalformedResponseError as exc:
+            return {"success": False, "error": f"{where}: {exc}"}
+        return cleaned
 
     def _with_log(self, message: str) -> str:
         """``message`` plus what the server wrote to its stderr, if anything (after close)."""
@@ -585,7 +608,7 @@ class _Call:
         """Record ``item`` (a round, an answer, a task state) through ``progress``: durable
         before the call goes on."""
         if self.progress is not None:
-            progress = self.progress
+            progress, item = self.progress, self.toolset.clean(item)
             await self._on_caller(lambda: progress(item))
 
     async def run(self, client: Any) -> dict[str, Any]:

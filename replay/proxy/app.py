@@ -12,10 +12,7 @@ wire's reader refuses, is recorded as an unparsed exchange.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import re
 import ssl
 import sys
 import tempfile
@@ -33,7 +30,7 @@ from starlette.routing import Route
 
 from turnlog.engine.errors import MalformedResponseError, ProviderError
 from turnlog.engine.providers._common import error_for_status, error_message
-from turnlog.engine.providers._redact import Redactor, read_body
+from turnlog.engine.providers._redact import CREDENTIAL, Redactor, credential_values, read_body
 
 from .recorder import SPOOL_MEMORY, Exchange, Recorder, settle_request
 from .replaying import Divergence, ReplayBook
@@ -61,40 +58,17 @@ _HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding
 _BACK_HOP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
 
 
-#: Header and query-parameter names that carry credentials, on any wire (matched lower-case).
-_CREDENTIAL = re.compile(r"auth|api[-_]?key|^key$|token|secret|password|credential|cookie"
-                         r"|signature|^sig$")
-
-
-def _credential_values(value: str) -> list[str]:
-    """The secrets in one credential value: itself, its token after any scheme word
-    (``Bearer``, ``bearer``, ``Basic``, ``Token`` ...), and a Basic token's decoded parts."""
-    value = value.strip()
-    out = [value]
-    scheme, _, token = value.partition(" ")
-    token = token.strip()
-    if token:
-        out.append(token)
-        if scheme.lower() == "basic":
-            try:
-                pair = base64.b64decode(token, validate=True).decode()
-            except (binascii.Error, UnicodeDecodeError):
-                pair = ""
-            out += [pair, *pair.split(":", 1)] if pair else []
-    return out
-
-
 def _secrets(request: Request) -> tuple[str, ...]:
     """Every credential the request carries: any header or query parameter whose name
     says it holds one (``Authorization`` in any scheme, ``x-api-key``,
     ``x-goog-api-key``, ``api-key``, ``key=`` ...), each value and its token."""
     found: list[str] = []
     for name, value in request.headers.items():
-        if _CREDENTIAL.search(name.lower()):
-            found += _credential_values(value)
+        if CREDENTIAL.search(name.lower()):
+            found += credential_values(value)
     for name, value in request.query_params.multi_items():
-        if _CREDENTIAL.search(name.lower()):
-            found += _credential_values(value)
+        if CREDENTIAL.search(name.lower()):
+            found += credential_values(value)
     return tuple(dict.fromkeys(v for v in found if v))
 
 
@@ -248,7 +222,7 @@ class _Proxy:
         url, headers, body, _ = target_request(target, model, parsed,
                                                self.upstreams[target_wire.upstream], wire.name)
         exchange.secrets += tuple(v for value in headers.values()
-                                  for v in _credential_values(value))
+                                  for v in credential_values(value))
         try:
             answer = await client.post(url, json=body, headers=headers)
         except httpx.HTTPError as exc:

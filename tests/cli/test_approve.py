@@ -162,3 +162,29 @@ def test_a_misspelt_approve_name_exits_2_and_runs_nothing(tmp_path, db, command)
         assert events(db) == before
     else:
         assert not db.exists()  # refused before the journal was created
+
+
+@pytest.mark.parametrize("arguments", [{"a": 2, "b": 3}, {}], ids=["with-arguments", "none"])
+def test_deciding_a_call_of_an_erased_conversation_exits_2_naming_the_erasure(tmp_path, db,
+                                                                                arguments):
+    """The content is gone and resume refuses the conversation, so a decision would be a
+    record nobody can act on: refused, typed, and the journal stays as it was (a call whose
+    arguments were ``{}`` still matched its approval hash, and the decision was recorded)."""
+    tool = "add" if arguments else "get_current_time"
+    script = write_script(tmp_path / "s.json", {"tool_calls": [
+        {"id": "k1", "name": tool, "arguments": arguments}]}, {"text": "Done."})
+    code, out = invoke("run", "go", "--script", script, "--tools", "demo", "--approve", tool,
+                       "--id", "c1", "--db", db)
+    assert code == 0 and "waiting for approval" in out, out
+    assert turnlog("erase", "c1", "--reason", "request 9", "--db", db).returncode == 0
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    for decision in ("--yes", "--no"):
+        done = turnlog("--debug", "approve", "c1", "--call", "k1", decision, "--as", "bob",
+                       "--db", db)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.strip() == (
+            "Error: ConversationErasedError: cannot decide call 'k1' of conversation 'c1': "
+            "the content of its event at seq 1 was erased (turnlog erase), so what the model "
+            "was sent is gone")
+        assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert [e[0] for e in events(db)][-1] == "erasure_recorded"

@@ -289,3 +289,98 @@ def test_erase_deletes_the_replay_reports_that_copied_the_content(tmp_path, db):
     if not db.startswith("postgresql"):
         assert b"ZQREPORTED" not in stored_bytes(db)
     assert run("verify", "--db", db, cwd=tmp_path).returncode == 0
+
+
+def test_erasing_a_parent_erases_what_its_forks_copied_and_show_them_erased(tmp_path, db):
+    """A fork reads its parent's events through the parent (the same events: erased with
+    it) and began with its own start, a copy of the parent's system prompt and metadata:
+    erasing the parent erases that copy in every fork, forks of forks included, each fork
+    recording it, in the same transaction; the forks' own later events stay theirs."""
+    script = write_script(tmp_path / "p.json", {"text": "ZQPARENT-ANSWER"})
+    system = "ZQPARENT-SYSTEM " * 400  # large: kept once in blobs, shared with the forks
+    started = run("run", "ZQPARENT-USER hello", "--system", system, "--script",
+                  str(script), "--id", "p", "--db", db, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    more = write_script(tmp_path / "f.json", {"text": "own answer"})
+    assert run("fork", "p", "--at", "4", "--id", "f", "--message", "own question", "--script",
+               str(more), "--db", db, cwd=tmp_path).returncode == 0
+    assert run("fork", "f", "--at", "2", "--id", "g", "--db", db, cwd=tmp_path).returncode == 0
+    vkey = run("keygen", "acme", "-o", "acme.key", cwd=tmp_path).stdout.strip()
+    assert run("checkpoint", "--key", "acme.key", "-o", "old.cp", "--db", db,
+               cwd=tmp_path).returncode == 0
+    assert "ZQPARENT-SYSTEM" in run("show", "g", "--db", db, cwd=tmp_path).stdout
+
+    erased = run("erase", "p", "--reason", "request 5", "--json", "--db", db, cwd=tmp_path)
+    assert erased.returncode == 0, erased.stderr
+    assert json.loads(erased.stdout)["forks"] == ["f", "g"]
+
+    assert b"ZQPARENT" not in stored_bytes(db)
+    for fork in ("f", "g"):
+        shown = run("show", fork, "--db", db, cwd=tmp_path).stdout
+        assert "system: erased" in shown and "ZQPARENT" not in shown, shown
+        assert "copy of the start of 'p'" in shown  # the fork's own erasure record says why
+        exported = run("export", fork, "--format", "jsonl", "--db", db, cwd=tmp_path).stdout
+        assert "ZQPARENT" not in exported and '"text":"erased"' in exported
+    assert "own question" in run("show", "f", "--db", db, cwd=tmp_path).stdout
+    client = TestClient(create_app(db), base_url="http://127.0.0.1")
+    for url in ("/conversation?id=f", "/conversation?id=g", "/report?id=g", "/diff?a=p&b=f"):
+        page = client.get(url)
+        assert page.status_code == 200 and "ZQPARENT" not in page.text, url
+    assert run("verify", "--db", db, cwd=tmp_path).returncode == 0
+    assert run("checkpoint", "--key", "acme.key", "-o", "new.cp", "--db", db,
+               cwd=tmp_path).returncode == 0
+    proofs_hold(tmp_path, db, "old.cp", "new.cp", vkey)
+    again = run("erase", "p", "--reason", "again", "--db", db, cwd=tmp_path)
+    assert again.returncode == 0 and "erased already" in again.stdout
+    with Journal.open(db, readonly=True) as journal:  # nothing recorded twice
+        assert [e.type for e in journal.read("g")][-1] == "erasure_recorded"
+        assert sum(e.type == "erasure_recorded" for e in journal.read_all()) == 3
+
+
+def test_a_forged_erasure_after_a_signed_checkpoint_is_listed_by_verify(tmp_path):
+    """Someone who can write the file rewrites an event to the erased form (the original's
+    digest kept, so its hash holds) and appends a matching erasure record: nothing in the
+    journal tells that from a genuine erasure, so verify --checkpoint passes, but it lists
+    every erasure recorded after the signed checkpoint, naming the signed events it
+    erased, for the auditor to match against the requests; one slipped in under the
+    checkpoint's size changes the signed tree and fails (exit 1)."""
+    db = str(tmp_path / "j.db")
+    converse(tmp_path, db, "c1", "ZQFORGE")
+    vkey = run("keygen", "acme", "-o", "acme.key", cwd=tmp_path).stdout.strip()
+    assert run("checkpoint", "--key", "acme.key", "-o", "old.cp", "--db", db,
+               cwd=tmp_path).returncode == 0
+    clean = json.loads(run("verify", "--checkpoint", "old.cp", "--key", vkey, "--json",
+                           "--db", db, cwd=tmp_path).stdout)
+    assert clean["ok"] and clean["checkpoint"]["erased_since"] == []
+
+    from hashlib import sha256
+
+    from turnlog.engine.audit.erasure import redact
+    from turnlog.engine.model.events import ErasureRecorded, decode_event, encode_event
+    from turnlog.journal import erased_payload
+
+    with closing(sqlite3.connect(db)) as conn:  # the forger edits the file directly
+        (payload,) = conn.execute(
+            "SELECT payload FROM events WHERE stream_id = 'c1' AND seq = 2").fetchone()
+        (guard,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = "
+                                "'events_refuse_update'").fetchone()
+        kept = encode_event(redact(decode_event("user_message", 1, payload))).payload
+        forged = erased_payload(sha256(payload.encode()).hexdigest(), kept)
+        conn.execute("DROP TRIGGER events_refuse_update")
+        conn.execute("UPDATE events SET payload = ? WHERE stream_id = 'c1' AND seq = 2", (forged,))
+        conn.execute(guard)
+        conn.commit()
+    with Journal.open(db) as journal:
+        journal.append("c1", [encode_event(ErasureRecorded(
+            by="dpo@acme", reason="GDPR request 99", seqs=(2,),
+            kept=(sha256(forged.encode()).hexdigest(),)))], journal.last_seq("c1"))
+    checked = run("verify", "--checkpoint", "old.cp", "--key", vkey, "--json", "--db", db,
+                  cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout  # indistinguishable from a genuine one
+    (since,) = json.loads(checked.stdout)["checkpoint"]["erased_since"]
+    assert (since["conversation_id"], since["erased"], since["signed"], since["by"],
+            since["reason"]) == ("c1", [2], [2], "dpo@acme", "GDPR request 99")
+    said = run("verify", "--checkpoint", "old.cp", "--key", vkey, "--db", db, cwd=tmp_path)
+    assert said.returncode == 0
+    assert ("erased after the checkpoint: conversation 'c1' seq 2 (signed by it), by "
+            "dpo@acme, reason 'GDPR request 99'") in said.stdout

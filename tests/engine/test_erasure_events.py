@@ -24,6 +24,7 @@ from turnlog.engine.errors import ConversationErasedError, InvalidEventError
 from turnlog.engine.model.events import (
     ConversationCompleted,
     ConversationStarted,
+    ForkRef,
     ErasureRecorded,
     HoldPlaced,
     ModelRequested,
@@ -124,11 +125,11 @@ class _HoldPlacedMidPrune:
     def __getattr__(self, name):
         return getattr(self._journal, name)
 
-    def erase(self, stream_id, kept, record, expected_seq=None):
+    def erase(self, stream_id, kept, record, expected_seq=None, **more):
         if not self.raced:
             self.raced = True
             hold(self._journal, self._id, reason="litigation", by="counsel")
-        return self._journal.erase(stream_id, kept, record, expected_seq)
+        return self._journal.erase(stream_id, kept, record, expected_seq, **more)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
@@ -167,3 +168,58 @@ def test_a_state_folded_before_an_erasure_is_never_saved_after_it(tmp_path, back
         fresh = open_builder(journal, "c")  # read after it: saved at its end
         assert fresh.system == ERASED and save_snapshot(journal, "c", fresh) is not None
         assert "QRACEZ" not in "".join(e.payload for e in journal.read_all())
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_forks_state_folded_before_its_parent_was_erased_is_never_saved_after_it(tmp_path,
+                                                                                    backend):
+    """A fork's fold holds its parent's history up to the fork point: a writer that folded
+    the fork before an event of the parent was erased cannot save that state as the fork's
+    snapshot (the erasure dropped the forks' snapshots; erasing a user message, the fork
+    itself records no erasure)."""
+    from tests.pgcluster import fresh_url
+    from turnlog.engine.model.snapshots import open_builder, save_snapshot, snapshot_kind
+    from turnlog.journal import InvalidAppendError
+
+    target = str(tmp_path / "j.db") if backend == "sqlite" else fresh_url()
+    with Journal.open(target) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QPARENTZ")], 0)
+        started = ConversationStarted(conversation_id="f", provider="p", model="m",
+                                      fork=ForkRef(conversation_id="c", seq=9,
+                                                   hash=journal.hash_at("c", 9)))
+        journal.append("f", [encode_event(started), encode_event(UserMessage.of("more"))], 0,
+                       parent=("c", 9))
+        grandchild = ConversationStarted(conversation_id="g", provider="p", model="m",
+                                         fork=ForkRef(conversation_id="f", seq=2,
+                                                      hash=journal.hash_at("f", 2)))
+        journal.append("g", [encode_event(grandchild), encode_event(UserMessage.of("again"))],
+                       0, parent=("f", 2))
+        stale = {sid: open_builder(journal, sid) for sid in ("f", "g")}  # before the erasure
+        assert all(b.state().messages[0].parts[0].text == "QPARENTZ" for b in stale.values())
+        erase_conversation(journal, "c", reason="asked", seq=2)  # the forks record nothing
+        for sid, builder in stale.items():
+            assert save_snapshot(journal, sid, builder) is None
+            assert journal.read_snapshot(sid, snapshot_kind()) is None
+            with pytest.raises(InvalidAppendError, match=r"erasure recorded after seq 2 \(in it or in a fork parent"):
+                journal.write_snapshot(sid, "k", builder.seq, b"QPARENTZ")
+        assert [journal.last_seq(sid) for sid in ("f", "g")] == [2, 2]
+        journal.append("f", [encode_event(UserMessage.of("later"))], 2)
+        fresh = open_builder(journal, "f")  # folded after the erasure, saved past it
+        assert fresh.state().messages[0].parts[0].text == ERASED
+        assert save_snapshot(journal, "f", fresh) is not None
+
+
+def test_prune_erases_a_forks_copy_of_the_parents_start_except_in_a_held_fork(tmp_path):
+    with Journal.open(str(tmp_path / "j.db")) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QPRUNEZ")], 0)
+        for fork in ("f", "h"):
+            journal.append(fork, [encode_event(ConversationStarted(
+                conversation_id=fork, provider="p", model="m", system="QPRUNEZ",
+                fork=ForkRef(conversation_id="c", seq=9, hash=journal.hash_at("c", 9))))], 0,
+                parent=("c", 9))
+        hold(journal, "h", reason="litigation")
+        done = prune(journal, "2999-01-01")
+        assert done.held == ["h"] and list(done.erased) == ["c"] and done.unchanged == ["f"]
+        assert [next(journal.read(sid, 1, 1)).erased for sid in ("c", "f", "h")] == [
+            True, True, False]
+        assert journal.verify().ok

@@ -131,6 +131,23 @@ def test_erasing_a_missing_event_or_an_erasure_record_changes_nothing(journal):
     assert list(journal.read_all()) == before
 
 
+def test_erasing_with_other_streams_is_one_transaction_each_recording_its_own(journal):
+    """``also`` erases other streams (a fork's copy of its parent's content) with the
+    stream, all or nothing: one refused stream leaves every stream as it was."""
+    journal.append("a", [secret("a", 1), secret("a", 2)], 0)
+    journal.append("b", [secret("b", 1), secret("b", 2)], 0, parent=("a", 2))
+    before = list(journal.read_all())
+    with pytest.raises(EventNotFoundError, match="'b' seq 7"):
+        journal.erase("a", {1: "{}"}, record, also={"b": ({1: "{}", 7: "{}"}, record)})
+    assert list(journal.read_all()) == before
+    assert journal.erase("a", {1: "{}"}, record, also={"b": ({1: "{}"}, record)}) == [1]
+    assert [(e.stream_id, e.seq, e.erased) for e in journal.read_all()
+            if e.erased or e.type == "erasure_recorded"] == [
+        ("a", 1, True), ("b", 1, True), ("a", 3, False), ("b", 3, False)]
+    assert journal.erase("a", {}, record, also={"b": ({1: "{}"}, record)}) == []
+    assert len(list(journal.read_all())) == 6 and journal.verify().ok
+
+
 def test_an_erased_payload_without_its_record_is_reported_as_tampering(journal_path):
     with Journal(journal_path) as journal:
         journal.append("a", [secret("a", 1), secret("a", 2)], 0)

@@ -25,6 +25,8 @@ from turnlog.engine.providers.scripted import ScriptedProvider
 from turnlog.journal import Journal
 from turnlog.replay.deterministic import replay
 
+from tests.cli.conftest import write_script
+
 SERVER = Path(__file__).with_name("server.py")
 COMMAND = f"{sys.executable} {SERVER}"
 #: a server's start imports the SDK's server stack: slow on a loaded machine
@@ -308,3 +310,39 @@ def test_a_server_that_dies_at_start_is_reported_with_its_last_stderr_line(tmp_p
     dying = f"{sys.executable} -c \"import sys; sys.exit('bad config: no API key')\""
     with pytest.raises(MCPError, match="last: bad config: no API key"):
         MCPToolset(dying, timeout=TIMEOUT)
+
+
+def test_a_credential_on_the_servers_command_line_never_reaches_the_journal(tmp_path):
+    """A server that leaves its name empty is named by its command line, which may carry a
+    credential (``--api-key KEY``, ``--token=KEY``, ``env NAME_TOKEN=KEY server``): every
+    one is masked in what is recorded (the tools' ``server``, the results, the errors), and
+    in what the server echoes (its description, its result), through the one redaction
+    boundary (a short one where turnlog shows the command line)."""
+    unnamed = Path(__file__).with_name("unnamed_server.py")
+    secrets = ["sk-live-CMDLINE0123456789", "tok-EQUALS-9876543210", "env-TOKEN-5555-abcdef",
+               "p4ss"]
+    command = (f"env MCP_TOKEN={secrets[2]} {sys.executable} {unnamed} --api-key {secrets[0]} "
+               f"--token={secrets[1]} --password {secrets[3]} --verbose")
+    script = write_script(tmp_path / "s.json",
+                          {"tool_calls": [{"id": "w1", "name": "whoami", "arguments": {}}]},
+                          {"text": "done"})
+    db = tmp_path / "t.db"
+    out = _console("run", "who?", "--script", script, "--mcp", command, "--id", "c1",
+                   "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    with Journal(db) as journal:
+        (tool,) = load_state(journal, "c1").tools
+        (result,) = [json.loads(e.payload) for e in journal.read("c1")
+                     if e.type == "tool_completed"]
+    assert tool.server.startswith("env 'MCP_TOKEN=[redacted key]' ") and tool.server.endswith(
+        "--api-key '[redacted key]' '--token=[redacted key]' --password '[redacted key]' "
+        "--verbose")
+    assert "--api-key [redacted key]" in tool.description
+    assert result["data"]["server"] == tool.server and result["success"]
+    assert "token=[redacted key]" in result["content"]
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("t.db"))
+    shown = _console("show", "c1", "--db", db).stdout + out.stdout + out.stderr
+    for secret in secrets[:3]:
+        assert secret.encode() not in stored and secret not in shown
+    # a 4-character one is masked where turnlog names the server (above); in text the server
+    # writes, the Redactor leaves values under 8 characters, which would mask ordinary words
