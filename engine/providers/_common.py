@@ -303,7 +303,26 @@ def response_body(body: Any, provider: str) -> dict[str, Any]:
                                      provider=provider)
     check_depth(body, "response body",
                 error=lambda message: MalformedResponseError(message, provider=provider))
+    where = _not_finite(body)
+    if where is not None:
+        raise MalformedResponseError(f"response body: {where} is not a JSON number "
+                                     "(NaN and Infinity cannot be stored)", provider=provider)
     return body
+
+
+def _not_finite(body: dict[str, Any]) -> str | None:
+    """The path of the first NaN or infinite number in ``body`` (an SDK's parser, and
+    ``json.loads`` for ``1e400``, yield them; the journal could not store them), else None."""
+    stack: list[tuple[str, Any]] = [("", body)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+        elif type(value) is float and not math.isfinite(value):
+            return path
+    return None
 
 
 def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str, provider: str) -> Any:
