@@ -114,8 +114,7 @@ R = RejectReason
 Notice = tuple[str, dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(msgspec.Struct, frozen=True):
     """Stage ``events`` (or, with ``now``, append them at once in one transaction), then
     ``flush`` if asked, then tell observers ``notices``."""
 
@@ -125,16 +124,14 @@ class Record:
     now: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class CallModel:
+class CallModel(msgspec.Struct, frozen=True):
     """Flush, send ``request`` to the provider, and hand back its response or ``ProviderError``."""
 
     request: ModelRequest
     turn: int
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRun:
+class ToolRun(msgspec.Struct, frozen=True):
     """One accepted call, ready to run: the tool, the validated arguments, the context."""
 
     call: ToolCall
@@ -143,8 +140,7 @@ class ToolRun:
     context: ToolContext
 
 
-@dataclass(frozen=True, slots=True)
-class RunTools:
+class RunTools(msgspec.Struct, frozen=True):
     """Flush, then run ``runs``: at most ``concurrency`` at a time, or, when ``order`` is
     given, one at a time in that order (indexes into ``runs``). Hand back each outcome as
     it completes (``Step.tool_done``)."""
@@ -154,22 +150,19 @@ class RunTools:
     order: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(msgspec.Struct, frozen=True):
     """Wait ``delay`` seconds (with the loop's retry policy) before the next action."""
 
     delay: float
 
 
-@dataclass(frozen=True, slots=True)
-class RunRunner:
+class RunRunner(msgspec.Struct, frozen=True):
     """Flush, offer the run to the loop's runner, and hand back its result (``Step.ran``)."""
 
     request: RunRequest
 
 
-@dataclass(frozen=True, slots=True)
-class Stop:
+class Stop(msgspec.Struct, frozen=True):
     """The run is over (or paused, for a single-turn run); the shell returns its result."""
 
 
