@@ -32,7 +32,7 @@ _PLAIN = (int, bool, type(None))
 def _flat_and_plain(arguments: dict[str, Any]) -> bool:
     """Whether sorted JSON of ``arguments`` already is canonical (the common case, fast)."""
     for key, value in arguments.items():
-        if not key.isascii():
+        if type(key) is not str or not key.isascii():
             return False
         kind = type(value)
         if kind is str:
