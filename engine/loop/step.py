@@ -104,8 +104,8 @@ from .texts import refusal_message, tool_failed_message
 from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
 __all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "StepSettings", "Stop",
-           "ToolRun", "Wait", "concurrent", "context_of", "executor_failure", "ordered", "progress_of",
-           "refusal_of", "request_of"]
+           "ToolRun", "Wait", "check_result_json", "concurrent", "context_of", "executor_failure",
+           "ordered", "progress_of", "refusal_of", "request_of"]
 
 L = Lifecycle
 R = RejectReason
@@ -695,7 +695,7 @@ class Step:
         try:
             data = _builtins(data)
             check_depth(data, "result")  # the one nesting limit (engine.nesting), before walks
-            check_json_data(valid_unicode(data)[0])  # invalid Unicode: replaced below
+            check_result_json(data)  # invalid Unicode: replaced below
         except (TypeError, ValueError, NestingError) as exc:
             error = str(exc) if isinstance(exc, NestingError) else f"result is not JSON data: {exc}"
             outcome = ToolExecution(success=False, error=error,
@@ -718,6 +718,16 @@ class Step:
 def ordered(runs: Sequence[ToolRun], order: Sequence[int] | None) -> list[ToolRun]:
     """``runs`` in the order a ``RunTools`` asks for (call order if none)."""
     return list(runs) if order is None else [runs[i] for i in order]
+
+
+def check_result_json(data: Any) -> None:
+    """``check_json_data`` of a tool result's ``data`` with its invalid Unicode replaced (the
+    event replaces it): checked as it is first, in C; walked for lone surrogates only when
+    the encoder meets one."""
+    try:
+        check_json_data(data)
+    except UnicodeEncodeError:
+        check_json_data(valid_unicode(data)[0])
 
 
 def _builtins(data: Any) -> Any:
