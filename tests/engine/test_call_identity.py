@@ -212,3 +212,20 @@ def test_comparable_call_marks_invalid_exactly_the_arguments_without_a_canonical
     # the same rule keys calls: on their repr exactly when there is no canonical form (an
     # int key included: it raised AttributeError before)
     assert call_key("t", arguments).startswith("t\x02") == refused
+
+
+@given(st.dictionaries(_KEYS | st.sampled_from(["k\udd20", "tab\t"]),
+                       _VALUES | st.sampled_from(["v\udd20", "\u00e9", 2**70]), max_size=4))
+def test_the_flat_and_plain_test_is_its_rule_and_its_json_is_canonical(arguments):
+    """``_flat_and_plain`` (type set and one ASCII check of the JSON, in C) answers its rule:
+    string keys, values strings, ints, bools or nulls, all ASCII; and then the sorted JSON
+    call_key uses is the canonical JSON."""
+    from turnlog.engine.model.canonical import canonical_json
+    from turnlog.engine.tools.duplicates import _flat_and_plain, _sorted
+
+    rule = all(type(k) is str and k.isascii() and (
+        type(v) in (int, bool, type(None)) or (type(v) is str and v.isascii()))
+        for k, v in arguments.items())
+    assert _flat_and_plain(arguments) == rule
+    if rule:
+        assert _sorted.encode(arguments).decode() == canonical_json(arguments)
