@@ -18,7 +18,12 @@ from ..view.cli import _extra, _listen
 from .translate import TARGETS
 from .wires import UPSTREAM_NAMES
 
-__all__ = ["COMMANDS", "proxy"]
+__all__ = ["COMMANDS", "SWITCH_INTERVAL", "proxy"]
+
+#: How long (seconds) the recorder's thread may hold the interpreter while a request waits
+#: for it (Python's default is 5 ms: a request that arrived while an exchange was being
+#: recorded could wait that long before the proxy read it).
+SWITCH_INTERVAL = 0.0005
 
 
 def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
@@ -95,6 +100,7 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, repla
         sys.stdout.flush()
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
                                                timeout_graceful_shutdown=2, lifespan="on"))
+        sys.setswitchinterval(SWITCH_INTERVAL)
         server.run(sockets=[sock])
     finally:
         if recorder is not None:

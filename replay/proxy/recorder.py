@@ -27,6 +27,7 @@ through the providers' ``Redactor`` with the request's key.
 
 from __future__ import annotations
 
+import functools
 import queue
 import sys
 import threading
@@ -134,10 +135,16 @@ class Exchange:
 
     @property
     def redactor(self) -> Redactor:
-        """The ``Redactor`` of every credential the request carried (built once per set)."""
+        """The ``Redactor`` of every credential the request carried (one per set of them:
+        an agent sends the same key with every request)."""
         if self._masks is None or self._masks[0] != self.secrets:
-            self._masks = (self.secrets, Redactor(*self.secrets))
+            self._masks = (self.secrets, _redactor(self.secrets))
         return self._masks[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _redactor(secrets: tuple[str, ...]) -> Redactor:
+    return Redactor(*secrets)
 
 
 def _unspool(exchange: Exchange) -> None:
