@@ -8,6 +8,7 @@ install them when they are missing.
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -101,6 +102,9 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, repla
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
                                                timeout_graceful_shutdown=2, lifespan="on"))
         sys.setswitchinterval(SWITCH_INTERVAL)
+        # what start-up made (modules, the thread index) lives as long as the proxy: out of
+        # the collector's sight, a full collection no longer walks it (measured: 20-60 ms)
+        gc.freeze()
         server.run(sockets=[sock])
     finally:
         if recorder is not None:
