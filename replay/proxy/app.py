@@ -55,7 +55,7 @@ __all__ = ["CONVERSATION_HEADER", "create_app"]
 CONVERSATION_HEADER = "x-turnlog-conversation"
 _HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
         "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding", "trailer",
-        CONVERSATION_HEADER}
+        "expect", CONVERSATION_HEADER}  # expect: the body is sent at once (no interim answer)
 _BACK_HOP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
 
 

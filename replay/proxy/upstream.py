@@ -61,13 +61,13 @@ class _Conn:
         self.parser = httptools.HttpResponseParser(self)
         self.headers: list[tuple[str, str]] = []
         self.chunks: list[bytes] = []
-        self.head_done = self.done = False
+        self.head_done = self.done = self.keep = False
         self.framed = False  # a length or chunks say where the body ends (else: at EOF)
 
     def reset(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
         self.headers, self.chunks = [], []
-        self.head_done = self.done = self.framed = False
+        self.head_done = self.done = self.framed = self.keep = False
 
     # httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -83,6 +83,8 @@ class _Conn:
 
     def on_message_complete(self) -> None:
         self.done = True
+        # asked here: once the feed that completed the message returns, the parser says False
+        self.keep = self.parser.should_keep_alive()
 
     async def feed(self, timeout: float) -> bool:
         """Read once and parse; ``False`` at the end of the connection."""
@@ -136,8 +138,7 @@ class Answer:
             if not await conn.feed(self._upstream.timeout):
                 if conn.framed:
                     raise UpstreamBroken("the upstream closed the connection mid-answer")
-                conn.done = True  # the body ended with the connection
-                conn.parser = None
+                conn.done = True  # the body ended with the connection (which is not kept)
         self._release()
 
     async def aread(self) -> bytes:
@@ -154,7 +155,7 @@ class Answer:
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if conn.parser is not None and conn.parser.should_keep_alive():
+        if conn.keep:
             self._upstream._idle(conn)
         else:
             conn.close()
