@@ -206,6 +206,8 @@ class Upstream:
             except BaseException:
                 conn.close()
                 raise
+            if method == "HEAD":  # its answer has no body, whatever its length says
+                conn.chunks, conn.done, conn.keep = [], True, False
             return Answer(self, conn)
 
     async def aclose(self) -> None:

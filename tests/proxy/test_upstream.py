@@ -1,5 +1,6 @@
 """The proxy's upstream client against a keep-alive HTTP/1.1 upstream: connections are reused,
-and one the upstream closed while idle is replaced without the client seeing it."""
+and one the upstream closed while idle is replaced without the client seeing it; a HEAD
+request's answer has no body, whatever its length says."""
 
 from __future__ import annotations
 
@@ -71,3 +72,11 @@ def test_a_keep_alive_upstream_s_connections_are_reused_and_replaced_when_it_clo
     # two answers per connection: each reused once, then replaced after the upstream closed it
     assert _KeepAlive.connections == 3
     assert len(conversations(Path(tmp_path / "p.db"))) == 6
+
+
+def test_a_head_request_gets_its_answer_without_waiting_for_a_body(fake_api, tmp_path):
+    # the fake has no HEAD: its 501 names a content-length and, answering a HEAD, sends no body
+    with ProxyServer(tmp_path / "p.db", fake_api, timeout=5) as proxy:
+        answer = httpx.head(proxy.base_url("openai") + "/models", timeout=10)
+    assert answer.status_code == 501
+    assert answer.elapsed.total_seconds() < 4
