@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-__all__ = ["Answer", "Upstream", "UpstreamBroken", "UpstreamError", "UpstreamTimeout",
+__all__ = ["KEEP_IDLE", "Answer", "Upstream", "UpstreamBroken", "UpstreamError", "UpstreamTimeout",
            "UpstreamUnreachable"]
 
 #: Idle connections kept per origin.
