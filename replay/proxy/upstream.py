@@ -1,37 +1,52 @@
-"""The proxy's upstream client: HTTP/1.1 over asyncio streams, answers parsed by httptools.
+"""The proxy's upstream client: aiohttp's, kept to passing bytes on.
 
-The proxy needs little of an HTTP client: send one request with the client's
-headers and body (bytes, or an async iterator with its length given), and
-pass the answer on as it arrives, its transfer encoding undone and nothing
-else. httpx did that through its client, anyio and h11 for about 1.2 ms of
-CPU per request (most of what the proxy added); this does it with the
-parser uvicorn uses (the ``view`` extra's httptools) on the running loop.
+The proxy needs little of an HTTP client, but needs it exact: send one
+request with the client's headers and body (bytes, or an async iterator with
+its length given) and pass the answer on as it arrives, its transfer encoding
+undone and nothing else. aiohttp's ``ClientSession`` does that on the running
+loop with a C parser and a keep-alive pool (``TCPConnector``); httpx's client
+cost about 1.2 ms of CPU per request through anyio and h11. The session is
+set so it adds nothing of its own: no ``User-Agent``, ``Accept`` or
+``Accept-Encoding`` of aiohttp's (the client's own go), no decompression (the
+bytes the client gets are the bytes the upstream sent), no cookie jar (one
+client's cookies never reach another's requests), no redirects followed (a
+3xx goes back to the client as it came).
 
-Connections are kept alive and reused per origin when the upstream allows it;
-a reused connection that the upstream closed while idle is replaced once,
-before any of the answer was read, when the body can be sent again. What
-went wrong is one of three errors: ``UpstreamTimeout`` (no byte for
-``timeout`` seconds, or no connection in ``connect_timeout``),
-``UpstreamUnreachable`` (no connection), ``UpstreamBroken`` (the answer
-stopped part-way or is not HTTP).
+Environment proxies: ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` are
+honoured, as the official SDKs' httpx clients honour them, so an agent that
+reaches its API through a corporate proxy still does through turnlog. They
+are read once per origin with the standard library's ``getproxies`` and
+``proxy_bypass``, not with aiohttp's ``trust_env``: that would also read
+``~/.netrc`` and add an ``Authorization`` of its own (refusing the request
+when the client sent one), and look both up in a thread on every request.
+
+A reused connection that the upstream closed while idle is replaced once,
+before any of the answer was read, when the body can be sent again (aiohttp
+does that only for idempotent methods; the model APIs are POSTs). What went
+wrong is one of three errors: ``UpstreamTimeout`` (no byte for ``timeout``
+seconds, or no connection in ``connect_timeout``), ``UpstreamUnreachable`` (no
+connection), ``UpstreamBroken`` (the answer stopped part-way or is not HTTP).
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
-from urllib.parse import urlsplit
 
-import httptools
+import aiohttp
+from yarl import URL
 
 __all__ = ["KEEP_IDLE", "Answer", "Upstream", "UpstreamBroken", "UpstreamError", "UpstreamTimeout",
            "UpstreamUnreachable"]
 
-#: Idle connections kept per origin.
-KEEP_IDLE = 32
-_READ = 1 << 16
+#: Seconds an idle connection to an upstream is kept for reuse.
+KEEP_IDLE = 30
+# what aiohttp would add of its own; the client's own go instead
+_SKIP = frozenset({"User-Agent", "Accept", "Accept-Encoding", "Content-Type"})
 
 
 class UpstreamError(Exception):
@@ -50,96 +65,29 @@ class UpstreamBroken(UpstreamError):
     """The answer stopped part-way, or is not HTTP."""
 
 
-class _Conn:
-    """One connection and the parser of the answer being read on it."""
-
-    def __init__(self, origin: tuple[str, str, int], reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
-        self.origin = origin
-        self.reader, self.writer = reader, writer
-        self.reused = False
-        self.parser = httptools.HttpResponseParser(self)
-        self.headers: list[tuple[str, str]] = []
-        self.chunks: list[bytes] = []
-        self.head_done = self.done = self.keep = False
-        self.framed = False  # a length or chunks say where the body ends (else: at EOF)
-
-    def reset(self) -> None:
-        self.parser = httptools.HttpResponseParser(self)
-        self.headers, self.chunks = [], []
-        self.head_done = self.done = self.framed = self.keep = False
-
-    # httptools callbacks
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name.decode("latin-1"), value.decode("latin-1")))
-        if name.lower() in (b"content-length", b"transfer-encoding"):
-            self.framed = True
-
-    def on_headers_complete(self) -> None:
-        self.head_done = True
-
-    def on_body(self, body: bytes) -> None:
-        self.chunks.append(body)
-
-    def on_message_complete(self) -> None:
-        self.done = True
-        # asked here: once the feed that completed the message returns, the parser says False
-        self.keep = self.parser.should_keep_alive()
-
-    async def feed(self, timeout: float) -> bool:
-        """Read once and parse; ``False`` at the end of the connection."""
-        try:
-            async with asyncio.timeout(timeout):
-                data = await self.reader.read(_READ)
-        except TimeoutError:
-            raise UpstreamTimeout(f"no answer from the upstream in {timeout:g} s") from None
-        except OSError as exc:
-            raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
-        if not data:
-            return False
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            raise UpstreamBroken(f"the upstream's answer is not HTTP ({exc})") from None
-        return True
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 class Answer:
     """The upstream's answer: its status and headers, its body read with ``aiter_raw``
     (chunk by chunk as it arrives) or ``aread`` (whole). ``aclose`` when done with it."""
 
-    def __init__(self, upstream: Upstream, conn: _Conn) -> None:
-        self._upstream, self._conn = upstream, conn
-        self.status_code = conn.parser.get_status_code()
-        self.headers = conn.headers
+    def __init__(self, response: aiohttp.ClientResponse, timeout: float) -> None:
+        self._response, self._timeout = response, timeout
+        self.status_code = response.status
+        self.headers = [(k.decode("latin-1"), v.decode("latin-1"))
+                        for k, v in response.raw_headers]
 
     def header(self, name: str) -> str:
-        """The first value of header ``name`` (lower-case), or ``""``."""
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return ""
+        """The first value of header ``name``, or ``""``."""
+        return self._response.headers.get(name, "")
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive (chunked transfer encoding undone)."""
-        conn = self._conn
-        if conn is None:
-            return
-        while True:
-            if conn.chunks:
-                chunks, conn.chunks = conn.chunks, []
-                for chunk in chunks:
-                    yield chunk
-            if conn.done:
-                break
-            if not await conn.feed(self._upstream.timeout):
-                if conn.framed:
-                    raise UpstreamBroken("the upstream closed the connection mid-answer")
-                conn.done = True  # the body ended with the connection (which is not kept)
-        self._release()
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except asyncio.TimeoutError:
+            raise UpstreamTimeout(f"no answer from the upstream in {self._timeout:g} s") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
 
     async def aread(self) -> bytes:
         """The whole body."""
@@ -147,18 +95,11 @@ class Answer:
 
     async def aclose(self) -> None:
         """Give the connection back (whole answer read, and the upstream keeps it) or close it."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-
-    def _release(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        if conn.keep:
-            self._upstream._idle(conn)
+        response = self._response
+        if response.content.is_eof():
+            response.release()
         else:
-            conn.close()
+            response.close()
 
 
 class Upstream:
@@ -166,7 +107,19 @@ class Upstream:
 
     def __init__(self, timeout: float, connect_timeout: float, tls: ssl.SSLContext) -> None:
         self.timeout, self.connect_timeout, self.tls = timeout, connect_timeout, tls
-        self._pools: dict[tuple[str, str, int], list[_Conn]] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[tuple[str, str], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
+
+    def _open(self) -> aiohttp.ClientSession:
+        reuse = aiohttp.TraceConfig()
+        reuse.on_connection_reuseconn.append(_reused)
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self.tls, limit=0, keepalive_timeout=KEEP_IDLE),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout,
+                                          sock_read=self.timeout),
+            skip_auto_headers=_SKIP, auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(), trust_env=False, trace_configs=[reuse])
+        return self._session
 
     async def send(self, method: str, url: str, headers: list[tuple[str, str]],
                    content: bytes | AsyncIterator[bytes]) -> Answer:
@@ -175,94 +128,53 @@ class Upstream:
         ``headers`` go as given, after ``host``; a ``bytes`` body gets its
         ``content-length`` here, an iterator's is the caller's to give.
         """
-        parts = urlsplit(url)
-        scheme = parts.scheme
-        host = parts.hostname or ""
-        port = parts.port or (443 if scheme == "https" else 80)
-        origin = (scheme, host, port)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [f"{method} {target} HTTP/1.1", f"host: {parts.netloc.rpartition('@')[2]}"]
-        lines += [f"{k}: {v}" for k, v in headers]
+        session = self._session or self._open()
+        target = URL(url, encoded=True)
+        proxy, proxy_auth = self._proxy(target)
+        headers = [(k, v) for k, v in headers if k.lower() != "expect"]
         replayable = isinstance(content, bytes)
-        if replayable and (content or method in ("POST", "PUT", "PATCH")):
-            lines.append(f"content-length: {len(content)}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        data: Any = content or None  # no body: content-length 0 where the method takes one
         while True:
-            conn = self._take(origin) if replayable else None
-            reused = conn is not None
-            if conn is None:
-                conn = await self._connect(origin)
+            state = SimpleNamespace(reused=False)
             try:
-                await self._write(conn, head, content)
-                while not conn.head_done:
-                    if not await conn.feed(self.timeout):
-                        raise UpstreamBroken("the upstream closed the connection "
-                                             "before it answered")
-            except UpstreamBroken:
-                conn.close()
-                if reused and not conn.chunks and not conn.head_done:
+                response = await session.request(
+                    method, target, headers=headers, data=data, allow_redirects=False,
+                    proxy=proxy, proxy_auth=proxy_auth, trace_request_ctx=state)
+            except aiohttp.ConnectionTimeoutError:
+                raise UpstreamTimeout(f"no connection to {target.host}:{target.port} in "
+                                      f"{self.connect_timeout:g} s") from None
+            except asyncio.TimeoutError:
+                raise UpstreamTimeout(f"no answer from the upstream in {self.timeout:g} s") from None
+            except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
+                raise UpstreamUnreachable(f"{target.host}:{target.port}: {exc}") from None
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                if state.reused and replayable:
                     continue  # closed while idle: once more on a new connection
-                raise
-            except BaseException:
-                conn.close()
-                raise
-            if method == "HEAD":  # its answer has no body, whatever its length says
-                conn.chunks, conn.done, conn.keep = [], True, False
-            return Answer(self, conn)
+                raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
+            except (aiohttp.ClientError, OSError) as exc:
+                raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
+            return Answer(response, self.timeout)
 
     async def aclose(self) -> None:
-        """Close every idle connection."""
-        for pool in self._pools.values():
-            for conn in pool:
-                conn.close()
-        self._pools.clear()
+        """Close every connection."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
-    def _take(self, origin: tuple[str, str, int]) -> _Conn | None:
-        pool = self._pools.get(origin)
-        while pool:
-            conn = pool.pop()
-            if not conn.writer.is_closing() and not conn.reader.at_eof():
-                conn.reset()
-                return conn
-            conn.close()
-        return None
-
-    def _idle(self, conn: _Conn) -> None:
-        pool = self._pools.setdefault(conn.origin, [])
-        if len(pool) < KEEP_IDLE and not conn.writer.is_closing():
-            pool.append(conn)
-        else:
-            conn.close()
-
-    async def _connect(self, origin: tuple[str, str, int]) -> _Conn:
-        scheme, host, port = origin
-        tls: Any = self.tls if scheme == "https" else None
-        try:
-            async with asyncio.timeout(self.connect_timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, port, ssl=tls, server_hostname=host if tls else None, limit=_READ)
-        except TimeoutError:
-            raise UpstreamTimeout(f"no connection to {host}:{port} in "
-                                  f"{self.connect_timeout:g} s") from None
-        except OSError as exc:
-            raise UpstreamUnreachable(f"{host}:{port}: {exc.strerror or exc}") from None
-        return _Conn(origin, reader, writer)
-
-    async def _write(self, conn: _Conn, head: bytes,
-                     content: bytes | AsyncIterator[bytes]) -> None:
-        writer = conn.writer
-        try:
-            if isinstance(content, bytes):
-                writer.write(head + content)
+    def _proxy(self, url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        """The environment's proxy for ``url``'s origin, and its credentials (looked up once)."""
+        key = (url.scheme, url.host or "")
+        found = self._proxies.get(key)
+        if found is None:
+            proxy = urllib.request.getproxies().get(url.scheme)
+            if proxy and not urllib.request.proxy_bypass(url.host or ""):
+                proxy_url = URL(proxy)
+                found = (proxy_url.with_user(None), aiohttp.BasicAuth.from_url(proxy_url))
             else:
-                writer.write(head)
-                async for chunk in content:
-                    writer.write(chunk)
-                    await writer.drain()
-            async with asyncio.timeout(self.timeout):
-                await writer.drain()
-        except TimeoutError:
-            raise UpstreamTimeout(f"the upstream took no request bytes for "
-                                  f"{self.timeout:g} s") from None
-        except OSError as exc:
-            raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
+                found = (None, None)
+            self._proxies[key] = found
+        return found
+
+
+async def _reused(session: aiohttp.ClientSession, context: SimpleNamespace, params: Any) -> None:
+    context.trace_request_ctx.reused = True
