@@ -72,7 +72,7 @@ def proxy(host: str, port: int, upstream: tuple[str, ...], timeout: float, repla
         turnlog proxy --db agents.db & OPENAI_BASE_URL=http://127.0.0.1:8760/v1 python agent.py
     """
     upstreams = _upstreams(upstream)
-    _extra("proxy", "starlette", "httptools")
+    _extra("proxy", "starlette", "aiohttp")
     (uvicorn,) = _extra("proxy", "uvicorn")
     from .app import create_app
     from .recorder import Recorder

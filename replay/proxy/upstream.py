@@ -7,7 +7,7 @@ undone and nothing else. aiohttp's ``ClientSession`` does that on the running
 loop with a C parser and a keep-alive pool (``TCPConnector``); httpx's client
 cost about 1.2 ms of CPU per request through anyio and h11. The session is
 set so it adds nothing of its own: no ``User-Agent``, ``Accept`` or
-``Accept-Encoding`` of aiohttp's (the client's own go), no decompression (the
+``Accept-Encoding`` of aiohttp's (the caller's own go), no decompression (the
 bytes the client gets are the bytes the upstream sent), no cookie jar (one
 client's cookies never reach another's requests), no redirects followed (a
 3xx goes back to the client as it came).
