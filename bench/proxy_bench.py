@@ -25,6 +25,12 @@ by request so drift on a shared machine hits both sides alike. Reported:
 
 Targets (issue 31): added p50 <= 1 ms and p99 <= 5 ms at 1 client; throughput
 at C=50 >= 0.8 of direct; RSS <= 200 MB.
+
+The fake upstream answers HTTP/1.0 by default: it closes each connection, so
+the direct client reconnects for every request while through the proxy only
+the proxy does (the client keeps its connection to the proxy), which favours
+the proxy's side at 50 clients. ``--keep-alive`` makes the fake keep its
+connections (HTTP/1.1, as the real APIs do): both sides then reuse theirs.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -132,8 +139,21 @@ async def conversations(base: str, clients: int, turns: int, tag: str) -> float:
             await agent.aclose()
 
 
-def serve_fake() -> None:
+def serve_fake(keep_alive: bool) -> None:
     """The upstream's process: print its base URL, serve until stdin closes."""
+    if keep_alive:
+        import socket
+
+        from tests import fakeapi
+
+        setup = fakeapi._Handler.setup
+
+        def nodelay(handler: Any) -> None:  # headers and body are two writes: no Nagle wait
+            handler.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            setup(handler)
+
+        fakeapi._Handler.protocol_version = "HTTP/1.1"
+        fakeapi._Handler.setup = nodelay
     fake = FakeAPI().start()
     fake.answer_with("openai", answer)
     print(fake.base_url("openai"), flush=True)
@@ -146,14 +166,17 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="the fake upstream keeps its connections (HTTP/1.1)")
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fake:
-        serve_fake()
+        serve_fake(args.keep_alive)
         return
     load0 = os.getloadavg()[0]
-    fake = subprocess.Popen([sys.executable, __file__, "--serve-fake"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    fake = subprocess.Popen([sys.executable, __file__, "--serve-fake",
+                             *(["--keep-alive"] if args.keep_alive else [])],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     direct = fake.stdout.readline().strip()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
@@ -185,7 +208,8 @@ def main() -> None:
         fake.communicate(timeout=30)
 
     ms = 1000
-    print(f"1 client, {args.requests} requests each way (interleaved):")
+    print(f"1 client, {args.requests} requests each way (interleaved); the fake upstream "
+          f"{'keeps its connections' if args.keep_alive else 'closes each connection'}:")
     for label, a, b in (("latency", "direct", "proxy"), ("stream TTFB", "ttfb_direct",
                                                         "ttfb_proxy")):
         d50, p50 = statistics.median(one[a]) * ms, statistics.median(one[b]) * ms

@@ -10,9 +10,10 @@ uvicorn), and it reuses ``replay.fork``; the engine never imports it.
 - ``threads``: which recorded conversation a request extends;
 - ``recorder``: the writer thread that turns exchanges into events;
 - ``sse``: the incremental server-sent-events reader;
+- ``upstream``: the client (aiohttp's) that forwards to the model APIs;
 - ``app``: the Starlette app (``create_app``); ``cli``: the command.
 
-Only ``app`` imports Starlette and httpx's async client.
+Only ``app`` imports Starlette; ``upstream`` is its client of the model APIs (aiohttp).
 """
 
 from .recorder import Exchange, Recorder

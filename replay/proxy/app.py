@@ -22,7 +22,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import certifi
-import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -36,6 +35,7 @@ from .recorder import SPOOL_MEMORY, Exchange, Recorder, settle_request
 from .replaying import Divergence, ReplayBook
 from .streams import sse_events
 from .translate import response_body, target_request
+from .upstream import Answer, Upstream, UpstreamError, UpstreamTimeout
 from .wires import (
     DEFAULT_UPSTREAMS,
     WIRES,
@@ -46,15 +46,13 @@ from .wires import (
     wire_for_path,
 )
 
-__all__ = ["CONVERSATION_HEADER", "UPSTREAM_POOLS", "create_app"]
+__all__ = ["CONVERSATION_HEADER", "create_app"]
 
-#: How many upstream connection pools the proxy keeps (see ``_Proxy.open``).
-UPSTREAM_POOLS = 32
 #: The request header that names the conversation an exchange belongs to.
 CONVERSATION_HEADER = "x-turnlog-conversation"
 _HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
         "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding", "trailer",
-        CONVERSATION_HEADER}
+        "expect", CONVERSATION_HEADER}  # expect: the body is sent at once (no interim answer)
 _BACK_HOP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
 
 
@@ -89,37 +87,16 @@ class _Proxy:
         self.to = to
         self.upstreams = {**DEFAULT_UPSTREAMS, **upstreams}
         self.timeout = timeout
-        self.clients: list[httpx.AsyncClient | None] = []
+        self.upstream: Upstream | None = None
 
     def open(self) -> None:
-        """The upstream clients: ``UPSTREAM_POOLS`` of them, sharing one TLS context.
-
-        One httpx pool shared by every request stalls under concurrency once
-        its connections are kept alive (measured: 50 concurrent requests to a
-        keep-alive upstream waited 0.3 s at p50 and 2.6 s at p99 inside
-        ``send`` while the proxy's CPU idled at 16 %); each client connection
-        is given one pool of a few (by its address), as an agent's own SDK
-        client would be.
-        """
-        self._tls = ssl.create_default_context(cafile=certifi.where())
-        self.clients = [None] * UPSTREAM_POOLS
+        """The upstream client (``upstream``): keep-alive connections, one TLS context."""
+        tls = ssl.create_default_context(cafile=certifi.where())
+        self.upstream = Upstream(self.timeout, min(self.timeout, 10.0), tls)
 
     async def close(self) -> None:
-        for client in self.clients:
-            if client is not None:
-                await client.aclose()
-
-    def client(self, request: Request) -> httpx.AsyncClient:
-        """The upstream pool of ``request``'s client connection (made on first use)."""
-        peer = request.scope.get("client") or ("", 0)
-        slot = hash(tuple(peer)) % UPSTREAM_POOLS
-        client = self.clients[slot]
-        if client is None:
-            client = self.clients[slot] = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-                follow_redirects=False, trust_env=False, verify=self._tls)
-        return client
+        if self.upstream is not None:
+            await self.upstream.aclose()
 
     def url(self, wire: Wire, request: Request) -> str:
         base = self.upstreams[wire.upstream].rstrip("/")
@@ -165,9 +142,8 @@ class _Proxy:
         if self.to is not None and known and record:
             exchange.raw_request = await request.body()
             settle_request(exchange)  # the translation needs it now
-            return await self.swap(wire, exchange, self.client(request))
-        client = self.client(request)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
+            return await self.swap(wire, exchange)
+        headers = [(k, v) for k, v in request.headers.items() if k not in _HOP]
         headers.append(("accept-encoding", "identity"))
         size = request.headers.get("content-length", "")
         if size.isdigit() and int(size) <= SPOOL_MEMORY:
@@ -183,21 +159,20 @@ class _Proxy:
                     pass
                 headers.append(("content-length", str(exchange.spool.tell())))
                 content = _unspooled(exchange.spool)
-        upstream = client.build_request(request.method, self.url(wire, request),
-                                             headers=headers, content=content)
         try:
-            answer = await client.send(upstream, stream=True)
-        except httpx.HTTPError as exc:
+            answer = await self.upstream.send(request.method, self.url(wire, request), headers,
+                                              content)
+        except UpstreamError as exc:
             return self._not_sent(exchange, wire, exc, record)
         exchange.status = answer.status_code
-        back = [(k, v) for k, v in answer.headers.items() if k.lower() not in _BACK_HOP]
-        streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
+        back = {k: v for k, v in answer.headers if k.lower() not in _BACK_HOP}
+        streamed = answer.header("content-type").startswith("text/event-stream")
         if streamed and answer.status_code == 200:
             return StreamingResponse(self._relay(answer, exchange, record),
-                                     status_code=answer.status_code, headers=dict(back))
+                                     status_code=answer.status_code, headers=back)
         try:
             data = await answer.aread()
-        except httpx.HTTPError as exc:
+        except UpstreamError as exc:
             await answer.aclose()
             return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
                                      f"the upstream's answer broke ({type(exc).__name__})", record)
@@ -206,9 +181,9 @@ class _Proxy:
             exchange.ended = time.monotonic()
             exchange.raw_response = data
             self.submit(exchange)
-        return Response(data, status_code=answer.status_code, headers=dict(back))
+        return Response(data, status_code=answer.status_code, headers=back)
 
-    async def swap(self, wire: Wire, exchange: Exchange, client: httpx.AsyncClient) -> Response:
+    async def swap(self, wire: Wire, exchange: Exchange) -> Response:
         """Send the request to the ``--to`` provider and answer in the client's wire."""
         target, model = self.to
         exchange.target, exchange.target_model = target, model
@@ -223,15 +198,18 @@ class _Proxy:
                                                self.upstreams[target_wire.upstream], wire.name)
         exchange.secrets += tuple(v for value in headers.values()
                                   for v in credential_values(value))
+        sent = [(k, v) for k, v in headers.items() if k.lower() != "content-type"]
+        sent.append(("content-type", "application/json"))
         try:
-            answer = await client.post(url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
+            answer = await self.upstream.send("POST", url, sent, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+            text = (await answer.aread()).decode(errors="replace")
+        except UpstreamError as exc:
             return self._not_sent(exchange, wire, exc, True)
         exchange.status = answer.status_code
         exchange.ended = time.monotonic()
-        redactor = Redactor(*exchange.secrets)
+        redactor = exchange.redactor
         try:
-            data = read_body(answer.text, target, redactor)
+            data = read_body(text, target, redactor)
         except MalformedResponseError:
             data = None
         if answer.status_code == 200:
@@ -250,19 +228,20 @@ class _Proxy:
                 return StreamingResponse(iter(sse_events(wire.name, out)),
                                          media_type="text/event-stream")
             return JSONResponse(out)
-        text = error_message(data, redactor.message(answer.text[:2000]))
+        text = error_message(data, redactor.message(text[:2000]))
         exc = error_for_status(answer.status_code, text, target)
         exchange.failure = (type(exc).__name__, str(exc), bool(getattr(exc, "retryable", False)),
                             False, ())
         self.submit(exchange)
         return JSONResponse(error_body(wire, answer.status_code, f"{target}: {text}"),
                             status_code=answer.status_code, headers={
-                                k: v for k, v in answer.headers.items() if k == "retry-after"})
+                                k.lower(): v for k, v in answer.headers
+                                if k.lower() == "retry-after"})
 
-    def _not_sent(self, exchange: Exchange, wire: Wire, exc: httpx.HTTPError,
+    def _not_sent(self, exchange: Exchange, wire: Wire, exc: UpstreamError,
                   record: bool) -> Response:
         """What the client gets when the upstream timed out (504) or could not be reached (502)."""
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, UpstreamTimeout):
             return self._unreachable(exchange, wire, 504, "ProviderTimeout",
                                      f"the upstream timed out ({type(exc).__name__})", record)
         return self._unreachable(exchange, wire, 502, "ProviderConnectionError",
@@ -280,7 +259,7 @@ class _Proxy:
             self.submit(exchange)
         return JSONResponse(body, status_code=status)
 
-    async def _relay(self, answer: httpx.Response, exchange: Exchange,
+    async def _relay(self, answer: Answer, exchange: Exchange,
                      record: bool) -> AsyncIterator[bytes]:
         """Pass the stream on chunk by chunk; keep the chunks for the recorder to read."""
         chunks: list[bytes] = []
@@ -290,8 +269,8 @@ class _Proxy:
                 yield chunk
                 chunks.append(chunk)
             exchange.complete = True
-        except httpx.HTTPError as exc:
-            exchange.broken = f"the stream broke mid-way ({type(exc).__name__})"
+        except UpstreamError as exc:
+            exchange.broken = f"the stream broke mid-way ({type(exc).__name__}: {exc})"
         finally:
             if record:
                 exchange.ended = time.monotonic()

@@ -27,6 +27,7 @@ through the providers' ``Redactor`` with the request's key.
 
 from __future__ import annotations
 
+import functools
 import queue
 import sys
 import threading
@@ -47,6 +48,7 @@ from turnlog.engine.model.events import (
     ConversationFailed,
     ConversationStarted,
     Event,
+    encode_event,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -61,15 +63,16 @@ from turnlog.engine.providers import ModelRequest, ModelResponse
 from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
 from turnlog.engine.providers._stream import CUT_BY_STREAM
 from turnlog.engine.providers._redact import Redactor, read_body
+from turnlog.engine.model.snapshots import open_builder
 from turnlog.engine.model.state import StateBuilder
-from turnlog.journal import Journal, JournalLockedError
+from turnlog.journal import Journal, JournalLockedError, NewEvent, StreamAppend
 
 from ..fork import fork_started
 from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
 from .sse import SSEParser
 from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
 
-__all__ = ["BODY_LIMIT", "CUT_REACH", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
+__all__ = ["BODY_LIMIT", "CUT_REACH", "LOCK_RETRY_SECONDS", "MAX_BATCH", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
            "rebuild_index", "settle", "settle_request"]
 
 #: How much of an unparsed exchange's bodies is kept (characters each).
@@ -87,6 +90,8 @@ RECORD_LIMIT = 16 << 20
 CUT_REACH = 4096
 #: How long a locked journal is retried before the record is reported as lost.
 LOCK_RETRY_SECONDS = 30.0
+#: The most exchanges the writer records in one transaction.
+MAX_BATCH = 256
 
 
 @dataclass
@@ -121,11 +126,25 @@ class Exchange:
     ended: float = field(default_factory=time.monotonic)
     #: a large request body, streamed upstream: its bytes (``raw_request`` is then empty)
     spool: Any = None
+    _masks: tuple[tuple[str, ...], Redactor] | None = field(default=None, repr=False)
 
     @property
     def latency_ms(self) -> float:
         """From the request's arrival to the answer's end."""
         return (self.ended - self.started) * 1000
+
+    @property
+    def redactor(self) -> Redactor:
+        """The ``Redactor`` of every credential the request carried (one per set of them:
+        an agent sends the same key with every request)."""
+        if self._masks is None or self._masks[0] != self.secrets:
+            self._masks = (self.secrets, _redactor(self.secrets))
+        return self._masks[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _redactor(secrets: tuple[str, ...]) -> Redactor:
+    return Redactor(*secrets)
 
 
 def _unspool(exchange: Exchange) -> None:
@@ -159,7 +178,7 @@ def settle_request(exchange: Exchange) -> None:
     raw = exchange.raw_request
     if exchange.secrets:
         text = raw.decode(errors="surrogateescape")
-        masked = Redactor(*exchange.secrets).text(text)
+        masked = exchange.redactor.text(text)
         if masked != text:
             raw = masked.encode(errors="surrogateescape")
     try:
@@ -180,7 +199,7 @@ def settle(exchange: Exchange) -> None:
     if exchange.parsed is None or exchange.response is not None or exchange.failure is not None:
         return
     wire = exchange.wire
-    redactor = Redactor(*exchange.secrets)
+    redactor = exchange.redactor
     if exchange.chunks is not None:
         _settle_stream(exchange, redactor)
         return
@@ -272,14 +291,48 @@ def rebuild_index(journal: Journal, index: ThreadIndex) -> None:
         index.add(info.stream_id, keys, points)
 
 
+class _Pending:
+    """The appends planned for one transaction, and the exchanges they record."""
+
+    def __init__(self) -> None:
+        #: stream -> (events, the stream's last seq before them, fork parent)
+        self.streams: dict[str, tuple[list[NewEvent], int, tuple[str, int] | None]] = {}
+        self.exchanges: list[Exchange] = []
+
+    def add(self, stream: str, events: list[NewEvent], expected: int,
+            parent: tuple[str, int] | None) -> None:
+        held = self.streams.get(stream)
+        if held is None:
+            self.streams[stream] = (events, expected, parent)
+        else:  # a stream appears once per transaction: its later events join its earlier ones
+            held[0].extend(events)
+
+    def appends(self) -> list[StreamAppend]:
+        return [StreamAppend(stream, events, expected, parent)
+                for stream, (events, expected, parent) in self.streams.items()]
+
+
 class Recorder:
-    """The writer thread: ``submit`` exchanges, ``drain`` to wait, ``close`` to stop."""
+    """The writer thread: ``submit`` exchanges, ``drain`` to wait, ``close`` to stop.
+
+    Group commit: the thread takes every exchange queued when it is ready (up to
+    ``MAX_BATCH``) and records them in one transaction, in arrival order, so a
+    busy proxy commits once per batch instead of once per exchange and a quiet one
+    still records each exchange at once. The batch is threaded one exchange after
+    the other against the index as the earlier ones left it (a request that
+    arrives before its predecessor is committed threads onto it all the same).
+    A locked journal is retried for ``LOCK_RETRY_SECONDS``; a batch the journal
+    refuses is recorded again one exchange per transaction, so that only the
+    exchange at fault is reported (on stderr, counted in ``lost``).
+    ``recorded`` counts the exchanges committed, ``commits`` the transactions.
+    """
 
     def __init__(self, db_path: str, *, index: ThreadIndex | None = None) -> None:
         self.db_path = db_path
         self.index = index or ThreadIndex()
         self.recorded = 0
         self.lost = 0
+        self.commits = 0
         self._queue: queue.Queue[Exchange | None] = queue.Queue()
         self._open: dict[str, Conversation] = {}
         self._answered_at: dict[str, float] = {}
@@ -323,33 +376,90 @@ class Recorder:
         self._ready.set()
         try:
             while True:
-                exchange = self._queue.get()
+                items = self._take()
                 try:
-                    if exchange is None:
+                    self.record_all([e for e in items if e is not None])
+                    if items[-1] is None:
                         return
-                    self._record_retrying(exchange)
                 finally:
-                    self._queue.task_done()
+                    for _ in items:
+                        self._queue.task_done()
         finally:
             self._journal.close()
 
-    def _record_retrying(self, exchange: Exchange) -> None:
+    def _take(self) -> list[Exchange | None]:
+        """The next exchange (waiting for it), and every one queued behind it, up to
+        ``MAX_BATCH`` or the stop sign."""
+        items = [self._queue.get()]
+        while items[-1] is not None and len(items) < MAX_BATCH:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return items
+
+    def record_all(self, exchanges: list[Exchange]) -> None:
+        """Record ``exchanges`` in one transaction (in the calling thread; the writer
+        thread's own). A fork from an event that is not committed yet commits what
+        is planned before it first."""
+        pending = _Pending()
+        for exchange in exchanges:
+            try:
+                self._plan_exchange(exchange, pending)
+            except Exception as exc:  # noqa: BLE001 - reported, never silent, never fatal
+                self._report(exchange, exc)
+                self._commit(pending)
+                self._forget()  # its half-planned state is not the journal's
+        self._commit(pending)
+
+    def _commit(self, pending: _Pending) -> None:
+        exchanges, appends = pending.exchanges, pending.appends()
+        pending.streams, pending.exchanges = {}, []
+        if not appends:
+            self.recorded += len(exchanges)
+            return
+        try:
+            self._append_retrying(appends)
+        except JournalLockedError as exc:  # still locked after LOCK_RETRY_SECONDS
+            self._forget()
+            for exchange in exchanges:
+                self._report(exchange, exc)
+        except Exception as exc:  # noqa: BLE001 - find the exchange at fault, report it
+            self._forget()
+            if len(exchanges) == 1:
+                self._report(exchanges[0], exc)
+            else:
+                for exchange in exchanges:
+                    self.record_all([exchange])
+        else:
+            self.recorded += len(exchanges)
+            self.commits += 1
+
+    def _append_retrying(self, appends: list[StreamAppend]) -> None:
         deadline = time.monotonic() + LOCK_RETRY_SECONDS
         delay = 0.02
         while True:
             try:
-                self.record(exchange)
-                self.recorded += 1
+                self._journal.append_many(appends)
                 return
-            except JournalLockedError as exc:
+            except JournalLockedError:
                 if time.monotonic() > deadline:
-                    self._report(exchange, exc)
-                    return
+                    raise
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
-            except Exception as exc:  # noqa: BLE001 - reported, never silent, never fatal
-                self._report(exchange, exc)
-                return
+
+    def _forget(self) -> None:
+        """Drop what the writer planned but did not commit: its open conversations and
+        its index are read again from the journal."""
+        self._open.clear()
+        index = ThreadIndex()
+        try:
+            rebuild_index(self._journal, index)
+        except Exception as exc:  # noqa: BLE001 - threading starts afresh, and says so
+            print(f"turnlog proxy: could not reread the recorded conversations "
+                  f"({type(exc).__name__}: {exc}); new requests start new conversations",
+                  file=sys.stderr, flush=True)
+        self.index = index
 
     def _report(self, exchange: Exchange, exc: BaseException) -> None:
         self.lost += 1
@@ -358,20 +468,30 @@ class Recorder:
 
     # --- one exchange ---------------------------------------------------------
 
-    def record(self, exchange: Exchange) -> str:
-        """Record ``exchange`` now (in the calling thread); return its conversation's id."""
+    def record(self, exchange: Exchange) -> None:
+        """Record ``exchange`` now, in its own transaction (in the calling thread)."""
+        self.record_all([exchange])
+
+    def _plan_exchange(self, exchange: Exchange, pending: _Pending) -> None:
+        """Plan ``exchange``'s events into ``pending``; the writer's state (open
+        conversations, index) moves on as if they were committed."""
         journal = self._journal
         assert journal is not None, "start() first"
         settle(exchange)
-        redactor = Redactor(*exchange.secrets)
+        redactor = exchange.redactor
         if exchange.parsed is None:
-            return self._record_unparsed(exchange, exchange.unparsed or "unreadable", redactor)
+            self._plan_unparsed(exchange, exchange.unparsed or "unreadable", redactor, pending)
+            return
         parsed = exchange.parsed
         keys = history_keys(exchange.wire.name, parsed.system, parsed.messages)
         named = exchange.conversation
-        match = self.index.match(keys, only=named) if named is None or named in self.index else None
-        if match is not None and match.matched <= 1 and not match.extends:
-            match = None  # only the system prompt in common: a conversation of its own
+        # sharing only the system prompt is no departure: a conversation of its own
+        match = (self.index.match(keys, only=named, least=2)
+                 if named is None or named in self.index else None)
+        if match is not None and not match.extends and match.at[0] in pending.streams:
+            self._commit(pending)  # a fork reads its parent's point from the journal
+            self._plan_exchange(exchange, pending)
+            return
         try:
             if match is not None and match.extends:
                 conv_id = match.conversation_id
@@ -379,35 +499,44 @@ class Recorder:
                 events, item_events, new_keys = self._plan(
                     exchange, conversation.builder, keys, match.matched, redactor,
                     self._answered_at.get(conv_id))
-                rows = conversation.append(*events)
-                seqs = [r.seq for r in rows]
             else:
                 conv_id = named if named is not None and named not in self.index else (
                     self._fork_id(match.at) if match is not None else _new_id())
                 started = self._started(exchange, conv_id, match)
-                builder = StateBuilder()
-                if match is not None:
-                    from turnlog.engine.model.conversation import load_state
-
-                    builder = StateBuilder(load_state(journal, *match.at))
-                builder.apply(started, builder.seq + 1)
+                builder = open_builder(journal, *match.at) if match is not None else StateBuilder()
+                scratch = StateBuilder(builder.state())
+                scratch.apply(started, scratch.seq + 1)
                 events, item_events, new_keys = self._plan(
-                    exchange, builder, keys, match.matched if match else 0, redactor, None)
-                conversation = Conversation.start(journal, started, rest=events)
-                self._open[conv_id] = conversation
-                seqs = list(range(conversation.last_seq - len(events) + 1,
-                                  conversation.last_seq + 1))
-                seqs.append(seqs[0] - 1 if seqs else conversation.last_seq)  # [-1]: the start
-                if match is not None:
-                    self.index.branch(match.conversation_id, match.matched, conv_id)
+                    exchange, scratch, keys, match.matched if match else 0, redactor, None)
+                conversation = Conversation(journal, conv_id, builder, 0)
+                events.insert(0, started)
+                item_events = [i + 1 for i in item_events]  # -1 (the start) becomes 0
         except InvalidTransition as exc:
-            self._open.pop(conv_id, None)
-            return self._record_unparsed(
-                exchange, f"its history cannot continue a conversation here: {exc}", redactor)
+            self._plan_unparsed(exchange, f"its history cannot continue a conversation here: "
+                                f"{exc}", redactor, pending)
+            return
+        if conversation.last_seq == 0:  # a new conversation, or a fork
+            seqs = self._stage(pending, conversation, events,
+                               parent=match.at if match is not None else None)
+            self._open[conv_id] = conversation
+            if match is not None:
+                self.index.branch(match.conversation_id, match.matched, conv_id)
+        else:
+            seqs = self._stage(pending, conversation, events)
         self.index.add(conv_id, new_keys, [(conv_id, seqs[i]) for i in item_events])
         if exchange.response is not None:
             self._answered_at[conv_id] = exchange.ended
-        return conv_id
+        pending.exchanges.append(exchange)
+
+    def _stage(self, pending: _Pending, conversation: Conversation, events: list[Event],
+               parent: tuple[str, int] | None = None) -> list[int]:
+        """Apply ``events`` to ``conversation`` and plan them; their seqs."""
+        base = conversation.last_seq
+        for i, event in enumerate(events):
+            conversation.builder.apply(event, base + 1 + i)
+        conversation.last_seq += len(events)
+        pending.add(conversation.id, [encode_event(e) for e in events], base, parent)
+        return list(range(base + 1, base + 1 + len(events)))
 
     def _conversation(self, conv_id: str) -> Conversation:
         conversation = self._open.get(conv_id)
@@ -529,7 +658,8 @@ class Recorder:
                             partial=partial))
         return events, item_events, new_keys
 
-    def _record_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor) -> str:
+    def _plan_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor,
+                       pending: _Pending) -> None:
         conv_id = _new_id()
         reach = BODY_LIMIT + CUT_REACH
         raw_request = redactor.cut(exchange.raw_request[:reach].decode(errors="replace"), BODY_LIMIT)
@@ -541,9 +671,10 @@ class Recorder:
         model = exchange.parsed.model if exchange.parsed is not None else ""
         started = with_valid_unicode(ConversationStarted(
             conversation_id=conv_id, provider=exchange.wire.name, model=model, metadata=meta))
-        Conversation.start(self._journal, started, rest=[ConversationFailed(
-            error=f"unparsed exchange: {reason}", error_type="unparsed")])
-        return conv_id
+        self._stage(pending, Conversation(self._journal, conv_id, StateBuilder(), 0), [
+            started, ConversationFailed(error=f"unparsed exchange: {reason}",
+                                        error_type="unparsed")])
+        pending.exchanges.append(exchange)
 
 
 def _answering(exchange: Exchange) -> tuple[str, str]:

@@ -113,6 +113,9 @@ class ThreadIndex:
     def __init__(self) -> None:
         self._threads: dict[str, _Thread] = {}
         self._by_hash: dict[bytes, dict[str, int]] = {}
+        #: each conversation's last hash -> the conversations that end there (a request
+        #: that extends one is found without scanning every holder of a shared prefix)
+        self._ends: dict[bytes, set[str]] = {}
         self._order = 0
 
     def __contains__(self, conversation_id: object) -> bool:
@@ -132,10 +135,19 @@ class ThreadIndex:
         self._order += 1
         thread.order = self._order
         start = thread.hashes[-1] if thread.hashes else b""
+        self._unend(conversation_id, thread)
         for h, point in zip(chain(keys, start), points, strict=True):
             self._by_hash.setdefault(h, {})[conversation_id] = len(thread.hashes)
             thread.hashes.append(h)
             thread.points.append(point)
+        if thread.hashes:
+            self._ends.setdefault(thread.hashes[-1], set()).add(conversation_id)
+
+    def _unend(self, conversation_id: str, thread: _Thread) -> None:
+        if thread.hashes:
+            ending = self._ends.get(thread.hashes[-1])
+            if ending is not None:
+                ending.discard(conversation_id)
 
     def branch(self, parent: str, matched: int, child: str) -> None:
         """Start ``child`` (a fork) with the first ``matched`` items of ``parent``."""
@@ -145,8 +157,11 @@ class ThreadIndex:
                                                 self._order)
         for i, h in enumerate(thread.hashes):
             self._by_hash.setdefault(h, {})[child] = i
+        if thread.hashes:
+            self._ends.setdefault(thread.hashes[-1], set()).add(child)
 
-    def match(self, keys: Sequence[bytes], only: str | None = None) -> Match | None:
+    def match(self, keys: Sequence[bytes], only: str | None = None,
+              least: int = 1) -> Match | None:
         """The conversation ``keys`` threads onto (``None``: none shares even the system prompt).
 
         A conversation whose whole recorded history the request extends wins
@@ -154,22 +169,23 @@ class ThreadIndex:
         conversation rather than forking at every turn that happens to
         repeat the earlier run). Otherwise the longest match is a departure
         from it. Ties go to the most recently recorded. ``only`` restricts
-        the search to that conversation (the ``x-turnlog-conversation`` header).
+        the search to that conversation (the ``x-turnlog-conversation`` header);
+        a departure that shares fewer than ``least`` items is no match.
         """
         hashes = chain(keys)
         departure: Match | None = None
         for n in range(len(hashes), 0, -1):
-            holders = self._by_hash.get(hashes[n - 1])
-            if not holders:
-                continue
-            candidates = [c for c in holders if only is None or c == only]
-            if not candidates:
-                continue
-            ends = [c for c in candidates if len(self._threads[c].hashes) == n]
+            ends = [c for c in self._ends.get(hashes[n - 1], ()) if only is None or c == only]
             if ends:
                 best = max(ends, key=lambda c: self._threads[c].order)
                 return Match(best, n, True, self._threads[best].points[n - 1])
-            if departure is None:
+            if departure is None and n >= least:
+                holders = self._by_hash.get(hashes[n - 1])
+                if not holders:
+                    continue
+                candidates = [c for c in holders if only is None or c == only]
+                if not candidates:
+                    continue
                 best = max(candidates, key=lambda c: self._threads[c].order)
                 departure = Match(best, n, False, self._threads[best].points[n - 1])
         return departure
