@@ -10,6 +10,7 @@ Unpriced calls make their sums unknown (``None``), never smaller.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
@@ -18,9 +19,10 @@ from typing import Any
 import msgspec
 
 from turnlog.engine.model.events import Charge
-from turnlog.engine.model.messages import Usage
+from turnlog.engine.model.messages import USAGE_COUNTS, Usage
 from turnlog.journal import ReadConnection, dialect_of
 from .prices import Prices, add_cost
+from .projections import MODEL_CALLS, TOOL_CALLS
 
 __all__ = ["call_cost", "conversation_costs", "cost_figures"]
 
@@ -85,7 +87,8 @@ _read = msgspec.json.Decoder(_Read)
 
 def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> list[tuple]:
     """Each response in scope, in conversation order: ``(conversation, recorded_at, provider,
-    model, own provider, own model, usage, charge, tool calls, refused duplicates, attempt)``.
+    model, own provider, own model, usage, recorded amount, tool calls, refused duplicates,
+    attempt)``.
 
     Its conversation's provider and model are those its first event names; its refused
     duplicates the ``duplicate`` refusals after it and before the conversation's next
@@ -111,11 +114,67 @@ def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> li
             if last_request is not None and last_request.turn is not None \
                     and last_request.turn == event.turn:
                 attempt = last_request.attempt
+            charge = event.charge
             last = [cid, at, *started, _str(event.provider) or None, _str(event.model) or None,
-                    event.usage or Usage(), event.charge,
+                    event.usage or Usage(), None if charge is None else charge.amount,
                     sum(1 for p in event.parts if p.type == "tool_call"), 0, attempt]
             rows.append(last)
     return rows
+
+
+def _projected_responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> list[tuple]:
+    """:func:`_responses` read from the model calls' projection (``engine.audit.projections``,
+    kept in step by the journal's triggers) instead of the payloads: the same rows, in the same
+    order, with the usage as its counts (``USAGE_COUNTS`` order) and the recorded charge as
+    its amount. A response's refused duplicates are the ``duplicate`` refusals of the tool
+    calls' projection after it (by position) and before the conversation's next response."""
+    d = dialect_of(conn)
+    counts = ", ".join(f"e.{n}" for n in USAGE_COUNTS)
+    starts = {cid: (_str(p) or "", _str(m) or "") for cid, p, m in conn.execute(
+        f"SELECT e.stream_id, {d.json('e.payload', '$.provider')}, {d.json('e.payload', '$.model')} "
+        f"FROM events AS e WHERE e.seq = 1 AND e.type IN {_TYPES} {in_scope}", tuple(params))}
+    sql = (f"SELECT e.stream_id, e.position, e.recorded_at, e.provider, e.model, {counts}, "
+           "e.charge_amount, e.tool_calls, e.attempt "
+           f"FROM (SELECT m.*, m.conversation_id AS stream_id FROM {MODEL_CALLS} AS m "
+           f"WHERE m.ok) AS e WHERE 1 = 1 {in_scope}")
+    refused = (f"SELECT e.stream_id, e.position FROM (SELECT t.conversation_id AS stream_id, "
+               f"t.position FROM {TOOL_CALLS} AS t WHERE t.outcome = 'refused' "
+               f"AND t.reason = 'duplicate') AS e WHERE 1 = 1 {in_scope}")
+    by_stream: dict[str, list[tuple]] = defaultdict(list)
+    dups: dict[str, list[int]] = defaultdict(list)
+    exact = d.sorts_as_python  # SQLite: integers and floats as they are; PostgreSQL: numeric
+    for row in conn.execute(sql, tuple(params)):
+        by_stream[row[0]].append(row if exact else _exactly(row))
+    for cid, position in conn.execute(refused, tuple(params)):
+        dups[cid].append(position)
+    rows: list[tuple] = []
+    for cid in sorted(by_stream):
+        stream = sorted(by_stream.pop(cid), key=itemgetter(1))  # position: the stream's order
+        provider, model = starts.get(cid, ("", ""))
+        n_dups = _per_response([r[1] for r in stream], sorted(dups.pop(cid, ())))
+        rows.extend((cid, at, provider, model, own_p, own_m, tokens, amount, n_tools, n, attempt)
+                    for (_, _, at, own_p, own_m, *tokens, amount, n_tools, attempt), n
+                    in zip(stream, n_dups))
+    return rows
+
+
+def _exactly(row: tuple) -> tuple:
+    """A PostgreSQL row's numerics as SQLite gives them: integer counts, a float amount."""
+    cid, position, at, own_p, own_m, *tokens, amount, n_tools, attempt = row
+    return (cid, position, at, own_p, own_m, *map(int, tokens),
+            None if amount is None else float(amount), int(n_tools),
+            None if attempt is None else int(attempt))
+
+
+def _per_response(responses: list[int], refusals: list[int]) -> list[int]:
+    """How many of ``refusals`` (positions, sorted) fall after each of ``responses``
+    (positions, sorted) and before the next one."""
+    counts = [0] * len(responses)
+    for position in refusals:
+        i = bisect_left(responses, position) - 1
+        if i >= 0:
+            counts[i] += 1
+    return counts
 
 
 def _str(value: Any) -> str | None:
@@ -124,7 +183,8 @@ def _str(value: Any) -> str | None:
 
 
 def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: bool = False,
-                 in_scope: str = "", params: Sequence[Any] = ()) -> dict[str, Any]:
+                 in_scope: str = "", params: Sequence[Any] = (),
+                 projected: bool = False) -> dict[str, Any]:
     """The ``cost`` section of the audit report, over the responses ``in_scope`` selects
     (a condition on ``e.stream_id`` with ``params``; empty: every conversation).
 
@@ -136,8 +196,12 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     ``retried`` (responses to requests sent more than once), ``recorded``
     (responses priced at their recorded charge) and, with ``reprice``,
     ``repriced`` (the same calls at today's prices: total and per conversation).
+
+    ``projected``: read the model and tool calls' projection tables (the caller has checked
+    that they are in step, ``projections.in_step``) instead of every response's payload; the
+    figures are the same.
     """
-    rows = _responses(conn, in_scope, params)
+    rows = (_projected_responses if projected else _responses)(conn, in_scope, params)
     per_pm: dict[tuple[str, str], float | None] = {}
     per_provider: dict[str, float | None] = {}
     per_day: dict[str, float | None] = {}
@@ -155,10 +219,12 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
         # a response that names its own is priced as that one
         priced = (own_provider or provider, own_model or model)
         now = None
-        if reprice or recorded is None or recorded.amount is None:
+        if reprice or recorded is None:
+            if type(usage) is not Usage:  # the projection's counts
+                usage = Usage(**dict(zip(USAGE_COUNTS, usage)))
             now = prices.charge(*priced, at, usage)
-        if recorded is not None and recorded.amount is not None:
-            cost, recorded_n = recorded.amount, recorded_n + 1
+        if recorded is not None:
+            cost, recorded_n = recorded, recorded_n + 1
         else:
             assert now is not None
             cost = now.amount
