@@ -11,8 +11,19 @@ few numbers the audit needs already extracted:
   ``[call_id, tool, kind]`` — ``kind`` is ``client`` for a ``tool_call``
   part, or the wire type of a server tool call kept as an ``Opaque`` part,
   see ``SERVER_CALL_KINDS``);
+  Since views version 8 a response's row also keeps what its cost needs
+  (``COST_COLUMNS``: seq, time, the provider and model it names itself, its
+  client tool calls, every other token count, the ``attempt`` of the request
+  just before it when that request is of its turn, and the recorded charge's
+  amount, currency and reason), so ``engine.audit.costs`` reads no payload;
 - ``_audit_tool_calls``: one row per ``tool_completed``/``tool_call_rejected``
   (position, conversation, call id, tool, outcome, refusal reason, duration).
+
+Erasure (``turnlog erase``, ``prune``) rewrites payloads but keeps what these rows
+hold (usage, charge, provider, model, turn, attempt, call ids and tool names,
+outcomes, durations), so an erased event keeps its row and the row still equals
+what :func:`check` recomputes from the erased payload; events are never deleted,
+so no row is either.
 
 A requested client call with no row of its own in ``_audit_tool_calls`` (same
 conversation, same call id) is pending: the transcript or run ended before

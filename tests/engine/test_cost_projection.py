@@ -34,7 +34,7 @@ from turnlog.engine.model.events import (
     ToolStarted,
     UserMessage,
 )
-from turnlog.engine.model.messages import Text, ToolCall, Usage
+from turnlog.engine.model.messages import Opaque, Text, ToolCall, Usage
 from turnlog.journal import Journal, dialect_of
 from tests.engine.audit_data import PRICES
 from tests.pgcluster import fresh_url
@@ -302,3 +302,30 @@ def test_sqlite_and_postgresql_give_the_same_audit(tmp_path):
         finally:
             conn.close()
     same(reports[0], reports[1])
+
+
+def test_an_erased_server_tool_call_keeps_its_projection_row(tmp_path):
+    """Erasing a response that holds a call the provider's server ran keeps the call's id and
+    tool (its input goes), so the projection still equals the events and verify passes;
+    before, the erased part became text and verify named the row as forged."""
+    path = tmp_path / "j.db"
+    with Journal(str(path), extensions=EXTENSIONS) as journal:
+        conv = Conversation.start(journal, ConversationStarted(
+            conversation_id="c", provider="anthropic", model="claude-x"))
+        conv.append(UserMessage.of("hi"),
+                    ModelRequested(turn=1, digest="d", provider="anthropic", model="claude-x"),
+                    ModelResponded(turn=1, parts=(
+                        Opaque(provider="anthropic", kind="server_tool_use",
+                               data={"id": "s1", "name": "web_search", "input": {"q": "secret"}}),
+                        Text(text="found")), usage=Usage(input_tokens=3),
+                        charge=Charge(amount=0.5, source="overrides")))
+        before = audit(connect_readonly(str(path)), AuditQuery(), prices())
+        erase_conversation(journal, "c", reason="test", by="t")
+        report = journal.verify()
+        assert report.ok, report.projections
+        payload = next(e.payload for e in journal.read("c") if e.type == "model_responded")
+    assert "secret" not in payload and "found" not in payload
+    after = audit(connect_readonly(str(path)), AuditQuery(), prices())
+    assert after["server_tools"] == before["server_tools"] == [
+        {"kind": "server_tool_use", "tool": "web_search", "calls": 1}]
+    assert after["cost"] == before["cost"] and after["cost"]["total"] == 0.5
