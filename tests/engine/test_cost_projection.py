@@ -47,6 +47,7 @@ fates = st.sampled_from(["ok", "failed", "duplicate", "refused", "pending"])
 turns = st.lists(st.fixed_dictionaries({
     "calls": st.lists(st.tuples(st.sampled_from(TOOLS), fates), max_size=3),
     "retried": st.booleans(),
+    "server": st.booleans(),  # a call the provider's server ran (counted apart)
     # a recorded charge: an amount (a binary fraction: sums are exact in any order), an
     # unpriced charge (a reason, no amount), or none (priced by the audit at its time)
     "charge": st.one_of(st.none(), st.integers(0, 4096).map(lambda n: n / 1024),
@@ -102,7 +103,11 @@ def write(journal: Any, spec: list[dict[str, Any]]) -> None:
                      enumerate(turn["calls"]) if last or fate != "pending"]
             events.append(ModelResponded(
                 turn=t, parts=(Text(text="step"), *(ToolCall(id=call, name=name, arguments={})
-                                                    for call, name, _ in calls)),
+                                                    for call, name, _ in calls),
+                               *([Opaque(provider=provider, kind="server_tool_use",
+                                         data={"id": f"{cid}-{t}-s", "name": "web_search",
+                                               "input": {"q": "x"}})]
+                                 if turn.get("server") else [])),
                 stop_reason="tool_use" if calls else "end_turn", provider=own_p, model=own_m,
                 usage=Usage(input_tokens=i_ + cached + written, output_tokens=o + reasoning,
                             cached_input_tokens=cached, cache_write_tokens=written,
@@ -195,13 +200,14 @@ def _example() -> list[dict[str, Any]]:
     duplicates, pending calls, a fork and both kinds of erasure."""
     def turn(calls, charge, **kw):
         return {"calls": calls, "retried": kw.get("retried", False), "charge": charge,
+                "server": kw.get("server", False),
                 "own": kw.get("own"), "tokens": (1000, 200, 300, 50, 10)}
     return [
         {"model": MODELS[0], "completed": True, "day": 1, "fork_of": None, "erase": None,
          "turns": [turn([("search", "ok"), ("add", "duplicate")], 0.25, retried=True),
                    turn([("search", "duplicate")], None, retried=True), turn([], "unpriced")]},
         {"model": MODELS[1], "completed": False, "day": 2, "fork_of": 0, "erase": "all",
-         "turns": [turn([("get_weather", "failed")], 0.5), turn([("search", "pending")], None)]},
+         "turns": [turn([("get_weather", "failed")], 0.5, server=True), turn([("search", "pending")], None)]},
         {"model": MODELS[2], "completed": True, "day": 3, "fork_of": None, "erase": 4,
          "turns": [turn([("add", "refused")], None, own=MODELS[0]), turn([], 1.0)]},
     ]
@@ -302,6 +308,8 @@ def test_sqlite_and_postgresql_give_the_same_audit(tmp_path):
         finally:
             conn.close()
     same(reports[0], reports[1])
+    assert reports[0][0]["server_tools"] == [
+        {"kind": "server_tool_use", "tool": "web_search", "calls": 1}]
 
 
 def test_an_erased_server_tool_call_keeps_its_projection_row(tmp_path):
