@@ -45,7 +45,8 @@ TOOLS = ["search", "add", "get_weather"]
 # A tool call's fate: its outcome, or none (pending: only the last turn's calls).
 fates = st.sampled_from(["ok", "failed", "duplicate", "refused", "pending"])
 turns = st.lists(st.fixed_dictionaries({
-    "calls": st.lists(st.tuples(st.sampled_from(TOOLS), fates), max_size=3),
+    "calls": st.lists(st.tuples(st.sampled_from(TOOLS), fates, st.integers(1, 500)),
+                      max_size=3),
     "retried": st.booleans(),
     "server": st.booleans(),  # a call the provider's server ran (counted apart)
     # a recorded charge: an amount (a binary fraction: sums are exact in any order), an
@@ -99,11 +100,11 @@ def write(journal: Any, spec: list[dict[str, Any]]) -> None:
                         Charge(amount=charge, source="overrides", currency="USD"))
             own_p, own_m = turn["own"] or ("", "")
             i_, o, cached, written, reasoning = turn["tokens"]
-            calls = [(f"{cid}-{t}-{k}", name, fate) for k, (name, fate) in
+            calls = [(f"{cid}-{t}-{k}", name, fate, ms) for k, (name, fate, ms) in
                      enumerate(turn["calls"]) if last or fate != "pending"]
             events.append(ModelResponded(
                 turn=t, parts=(Text(text="step"), *(ToolCall(id=call, name=name, arguments={})
-                                                    for call, name, _ in calls),
+                                                    for call, name, *_ in calls),
                                *([Opaque(provider=provider, kind="server_tool_use",
                                          data={"id": f"{cid}-{t}-s", "name": "web_search",
                                                "input": {"q": "x"}})]
@@ -112,16 +113,16 @@ def write(journal: Any, spec: list[dict[str, Any]]) -> None:
                 usage=Usage(input_tokens=i_ + cached + written, output_tokens=o + reasoning,
                             cached_input_tokens=cached, cache_write_tokens=written,
                             reasoning_tokens=reasoning), charge=recorded))
-            for call, name, fate in calls:
+            for call, name, fate, ms in calls:
                 if fate in ("ok", "failed"):
                     events += [ToolStarted(call_id=call, name=name, arguments={}),
                                ToolCompleted(call_id=call, name=name, success=fate == "ok",
-                                             content="r", duration_ms=float(len(call)))]
+                                             content="r", duration_ms=ms / 8)]
                 elif fate in ("duplicate", "refused"):
                     events.append(ToolCallRejected(
                         call_id=call, name=name, content="no",
                         reason="duplicate" if fate == "duplicate" else "denied"))
-            if any(fate == "pending" for *_, fate in calls):
+            if any(fate == "pending" for _, _, fate, _ in calls):
                 break
             if not calls and not last:  # the model answered: the user speaks next
                 events.append(UserMessage.of("more"))
@@ -204,12 +205,13 @@ def _example() -> list[dict[str, Any]]:
                 "own": kw.get("own"), "tokens": (1000, 200, 300, 50, 10)}
     return [
         {"model": MODELS[0], "completed": True, "day": 1, "fork_of": None, "erase": None,
-         "turns": [turn([("search", "ok"), ("add", "duplicate")], 0.25, retried=True),
-                   turn([("search", "duplicate")], None, retried=True), turn([], "unpriced")]},
+         "turns": [turn([("search", "ok", 10), ("add", "duplicate", 1)], 0.25, retried=True),
+                   turn([("search", "duplicate", 1)], None, retried=True), turn([], "unpriced")]},
         {"model": MODELS[1], "completed": False, "day": 2, "fork_of": 0, "erase": "all",
-         "turns": [turn([("get_weather", "failed")], 0.5, server=True), turn([("search", "pending")], None)]},
+         "turns": [turn([("get_weather", "failed", 30)], 0.5, server=True),
+                   turn([("search", "ok", 20), ("search", "pending", 1)], None)]},
         {"model": MODELS[2], "completed": True, "day": 3, "fork_of": None, "erase": 4,
-         "turns": [turn([("add", "refused")], None, own=MODELS[0]), turn([], 1.0)]},
+         "turns": [turn([("add", "refused", 1)], None, own=MODELS[0]), turn([], 1.0)]},
     ]
 
 
