@@ -33,7 +33,7 @@ from ..errors import BadFilterError
 from .costs import cost_figures
 from .prices import Prices, PriceTable
 from .projections import check as check_projections
-from .projections import TOOL_CALLS, in_step
+from .projections import in_step
 
 __all__ = [
     "REPLAY_REPORTS",
@@ -161,11 +161,8 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
     requested = {"in_scope": "" if unfiltered else requested_scope(dialect),
                  "and_tool": REQUESTED_TOOL if query.tool else ""}
     pending = dict(conn.execute(src.pending.format(**requested), params).fetchall())
-    if src.name == projected.name:  # counted and ranked in SQL: no row per call is read
-        report["tools"] = _projected_tools(conn, in_scope, and_tool, params, pending)
-    else:
-        report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope,
-                                                               and_tool=and_tool), params), pending)
+    report["tools"] = _tools(conn.execute(src.tools.format(in_scope=in_scope, and_tool=and_tool),
+                                          params), pending)
     step(1)
     report["server_tools"] = [
         {"kind": kind, "tool": tool, "calls": n}
@@ -274,17 +271,6 @@ def _tools(rows: Iterable[tuple], pending: dict[str, int]) -> dict[str, dict[str
         outcomes[(name, "succeeded" if success else "failed", "")] += 1
         if ms is not None:
             durations[name].append(ms)
-    tools = _tallied(outcomes, pending)
-    for name, values in durations.items():
-        tools[name]["median_ms"], tools[name]["p95_ms"] = _median_p95(values)
-    return tools
-
-
-def _tallied(outcomes: Counter[tuple[str, str, str]],
-             pending: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """Per tool, its calls by outcome and refusals by reason (``outcomes``: counts by tool,
-    outcome and reason), sorted by name; no durations yet."""
-    outcomes = outcomes.copy()
     for name, n in pending.items():
         outcomes[(name, "pending", "")] += n
     tools: dict[str, dict[str, Any]] = {}
@@ -303,39 +289,9 @@ def _tallied(outcomes: Counter[tuple[str, str, str]],
                 t["duplicates_prevented"] += n
         else:
             t["succeeded" if outcome == "succeeded" else "failures"] += n
+    for name, values in durations.items():
+        tools[name]["median_ms"], tools[name]["p95_ms"] = _median_p95(values)
     return dict(sorted(tools.items()))
-
-
-def _projected_tools(conn: ReadConnection, in_scope: str, and_tool: str, params: tuple,
-                     pending: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """:func:`_tools` from the tool calls' projection, grouped in SQL: the calls by tool,
-    outcome and refusal reason, and of each tool's durations only the ranks its median and
-    p95 read (:func:`_median_p95`'s), found by a window over the durations in order."""
-    rows: list[tuple] = []
-    for name, outcome, reason, n in conn.execute(
-            f"SELECT tool, outcome, CASE WHEN outcome = 'refused' THEN coalesce(reason, '') "
-            f"ELSE '' END, count(*) FROM {TOOL_CALLS} WHERE 1 = 1 {in_scope} {and_tool} "
-            "GROUP BY 1, 2, 3", params):
-        rows.append((name, outcome, reason, n))
-    counted: Counter[tuple[str, str, str]] = Counter(
-        {(name, outcome, reason): n for name, outcome, reason, n in rows})
-    tools = _tallied(counted, pending)
-    ranked: dict[str, dict[int, Any]] = defaultdict(dict)
-    sizes: dict[str, int] = {}
-    for name, n, rank, ms in conn.execute(
-            "SELECT tool, n, rn, duration_ms FROM (SELECT tool, duration_ms, "
-            "row_number() OVER (PARTITION BY tool ORDER BY duration_ms) AS rn, "
-            "count(*) OVER (PARTITION BY tool) AS n "
-            f"FROM {TOOL_CALLS} WHERE outcome != 'refused' AND duration_ms IS NOT NULL "
-            f"{in_scope} {and_tool}) AS d "
-            "WHERE rn IN ((n - 1) / 2 + 1, n / 2 + 1, (95 * n + 99) / 100)", params):
-        ranked[name][rank] = ms
-        sizes[name] = n
-    for name, n in sizes.items():
-        at = ranked[name]
-        tools[name]["median_ms"] = (at[(n - 1) // 2 + 1] + at[n // 2 + 1]) / 2
-        tools[name]["p95_ms"] = at[(95 * n + 99) // 100]
-    return tools
 
 
 def _median_p95(values: list[float]) -> tuple[float | None, float | None]:
