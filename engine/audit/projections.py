@@ -54,7 +54,7 @@ from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_o
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
+__all__ = ["COST_COLUMNS", "GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
            "drop_postgres",
            "in_step", "install", "install_postgres", "rebuild", "requested_sql"]
 
