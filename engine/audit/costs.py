@@ -144,7 +144,8 @@ def _projected_rows(conn: ReadConnection, in_scope: str, params: Sequence[Any],
     for cid in sorted(by_stream):
         provider, model = starts[cid]
         # position is the stream's order (its events are appended in seq order)
-        rows.extend((cid, at, provider, model, own_p, own_m, tokens, amount, n_tools, 0, attempt)
+        rows.extend((cid, at, provider, model, own_p, own_m, tuple(tokens), amount, n_tools, 0,
+                     attempt)
                     for _, _, at, own_p, own_m, *tokens, amount, n_tools, attempt
                     in sorted(by_stream.pop(cid), key=itemgetter(1)))
     return rows
@@ -206,7 +207,7 @@ def _projected_duplicates(conn: ReadConnection, in_scope: str, params: Sequence[
     for row in found:
         *row, n = row if d.sorts_as_python else (*_exactly(tuple(row[:-1])), int(row[-1]))
         cid, _, at, own_p, own_m, *tokens, amount, n_tools, attempt = row
-        rows.append((cid, at, *starts[cid], own_p, own_m, tokens, amount,
+        rows.append((cid, at, *starts[cid], own_p, own_m, tuple(tokens), amount,
                      n_tools, n, attempt))
     return rows
 
@@ -258,6 +259,7 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     duplicates = {"responses": 0, "cost": 0.0}
     retried = {"responses": 0, "cost": 0.0}
     recorded_n = 0
+    usages: dict[tuple[int, ...], Usage] = {}
 
     def price(provider: str, model: str, own_provider: str | None, own_model: str | None,
               at: str, usage: Any, recorded: float | None) -> tuple[float | None, Charge | None]:
@@ -266,8 +268,9 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
         priced = (own_provider or provider, own_model or model)
         now = None
         if reprice or recorded is None:
-            if type(usage) is not Usage:  # the projection's counts
-                usage = Usage(**dict(zip(USAGE_COUNTS, usage)))
+            if type(usage) is not Usage:  # the projection's counts: one Usage per distinct one
+                usage = usages.get(usage) or usages.setdefault(
+                    usage, Usage(**dict(zip(USAGE_COUNTS, usage))))
             now = prices.charge(*priced, at, usage)
         if recorded is not None:
             return recorded, now
