@@ -4,7 +4,7 @@ The journal is generated through the library (``Conversation.start`` then one
 batched ``Conversation.append`` per conversation, every event checked by the
 lifecycle) with ``synchronous=NORMAL`` to make generation quicker (durability
 is not what this measures). It is cached in /tmp, keyed by the conversation
-count, so later runs skip generation.
+count and the views' version, so later runs skip generation.
 
 Two journals of the same events are measured, each against its own scan:
 ``charged``, written the way the loop writes it (each ``model_responded``
@@ -59,7 +59,7 @@ from turnlog.engine.model.events import (
 )
 from turnlog.engine.model.messages import Text, ToolCall, Usage
 from turnlog.engine.audit.prices import Prices
-from turnlog.engine.audit.views import EXTENSIONS
+from turnlog.engine.audit.views import EXTENSIONS, VIEWS_EXTENSION
 from turnlog.journal import Journal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,13 +175,38 @@ def measure(path: Path, runs: int) -> tuple[list[tuple[str, float]], dict[str, d
 
     baseline()  # warm the page cache for everyone alike
     base = best(baseline, runs)
+    steps = profile(path, runs)
     rows = [("baseline full scan", base),
             ("audit (in-process)", best(cli_json("audit", "audit"), runs)),
             ("audit (subprocess, incl. start-up)", best(subprocess_audit, runs)),
             ("filtered audit", best(cli_json("filtered", "audit", "--provider", "anthropic",
                                              "--since", "2025-10-01", "--tool", "search"), runs)),
             ("ls", best(cli_json("ls", "ls"), runs))]
+    rows += [(f"  audit step: {name}", t) for name, t in steps]
     return rows, reports
+
+
+STEPS = ("scope", "conversations", "turns", "tokens", "model failures", "tools (+ pending)",
+         "server tools, approvals, cost, divergences")
+
+
+def profile(path: Path, runs: int) -> list[tuple[str, float]]:
+    """The median time of each of ``audit``'s steps (its ``progress`` calls), in-process."""
+    from turnlog.engine.audit.figures import AuditQuery, audit
+    from turnlog.engine.audit.views import connect_readonly
+
+    conn = connect_readonly(str(path))
+    prices = Prices.default()
+    per: list[list[float]] = [[] for _ in STEPS]
+    try:
+        for _ in range(runs):
+            marks = [time.perf_counter()]
+            audit(conn, AuditQuery(), prices, progress=lambda _n: marks.append(time.perf_counter()))
+            for i, (a, b) in enumerate(zip(marks, marks[1:])):
+                per[i].append(b - a)
+    finally:
+        conn.close()
+    return [(name, statistics.median(times)) for name, times in zip(STEPS, per)]
 
 
 def main() -> None:
@@ -195,7 +220,10 @@ def main() -> None:
     kinds = ("charged", "uncharged") if a.journal == "both" else (a.journal,)
     for kind in kinds:
         suffix = "-charged" if kind == "charged" else ""  # the uncharged one keeps its old name
-        path = Path(f"/tmp/turnlog-audit-bench-{a.conversations}x{a.events_per_conversation}{suffix}.db")
+        # keyed by the views' version too: a journal cached before a projection changed is
+        # not migrated in place (its file may be another checkout's cache)
+        path = Path(f"/tmp/turnlog-audit-bench-{a.conversations}x{a.events_per_conversation}"
+                    f"{suffix}-views{VIEWS_EXTENSION.version}.db")
         if a.regenerate or not path.exists():
             for tail in ("", "-wal", "-shm"):
                 Path(f"{path}{tail}").unlink(missing_ok=True)

@@ -18,9 +18,10 @@ from typing import Any
 import msgspec
 
 from turnlog.engine.model.events import Charge
-from turnlog.engine.model.messages import Usage
+from turnlog.engine.model.messages import USAGE_COUNTS, Usage
 from turnlog.journal import ReadConnection, dialect_of
 from .prices import Prices, add_cost
+from .projections import MODEL_CALLS, TOOL_CALLS
 
 __all__ = ["call_cost", "conversation_costs", "conversation_figures", "cost_figures"]
 
@@ -83,7 +84,8 @@ _read = msgspec.json.Decoder(_Read)
 
 def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> list[tuple]:
     """Each response in scope, in conversation order: ``(conversation, recorded_at, provider,
-    model, own provider, own model, usage, charge, tool calls, refused duplicates, attempt)``.
+    model, own provider, own model, usage, recorded amount, tool calls, refused duplicates,
+    attempt)``.
 
     Its conversation's provider and model are those its first event names; its refused
     duplicates the ``duplicate`` refusals after it and before the conversation's next
@@ -109,11 +111,111 @@ def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> li
             if last_request is not None and last_request.turn is not None \
                     and last_request.turn == event.turn:
                 attempt = last_request.attempt
+            charge = event.charge
             last = [cid, at, *started, _str(event.provider) or None, _str(event.model) or None,
-                    event.usage or Usage(), event.charge,
+                    event.usage or Usage(), None if charge is None else charge.amount,
                     sum(1 for p in event.parts if p.type == "tool_call"), 0, attempt]
             rows.append(last)
     return rows
+
+
+def _projected_rows(conn: ReadConnection, in_scope: str, params: Sequence[Any],
+                    starts: _Starts, recorded: bool) -> list[tuple]:
+    """:func:`_responses` read from the model calls' projection (``engine.audit.projections``,
+    kept in step with ``events`` by the journal's triggers) instead of the payloads: the same
+    rows in the same order, with the usage as its counts (``USAGE_COUNTS`` order) and
+    ``0`` refused duplicates (:func:`_projected_duplicates` counts them). ``recorded``
+    False: only the responses recorded without a charge amount (the rest are summed in SQL,
+    :func:`_projected_sums`)."""
+    d = dialect_of(conn)
+    counts = ", ".join(f"e.{n}" for n in USAGE_COUNTS)
+    sql = (f"SELECT e.stream_id, e.position, e.recorded_at, e.provider, e.model, {counts}, "
+           "e.charge_amount, e.tool_calls, e.attempt "
+           f"FROM (SELECT m.*, m.conversation_id AS stream_id FROM {MODEL_CALLS} AS m "
+           f"WHERE m.ok{'' if recorded else ' AND m.charge_amount IS NULL'}) AS e "
+           f"WHERE 1 = 1 {in_scope}")
+    by_stream: dict[str, list[tuple]] = defaultdict(list)
+    exact = d.sorts_as_python  # SQLite: integers and floats as they are; PostgreSQL: numeric
+    for row in conn.execute(sql, tuple(params)):
+        by_stream[row[0]].append(row if exact else _exactly(row))
+    rows: list[tuple] = []
+    for cid in sorted(by_stream):
+        provider, model = starts[cid]
+        # position is the stream's order (its events are appended in seq order)
+        rows.extend((cid, at, provider, model, own_p, own_m, tuple(tokens), amount, n_tools, 0,
+                     attempt)
+                    for _, _, at, own_p, own_m, *tokens, amount, n_tools, attempt
+                    in sorted(by_stream.pop(cid), key=itemgetter(1)))
+    return rows
+
+
+class _Starts(dict):
+    """Stream id -> its provider and model, as its first event names them when it is one of
+    the kinds :func:`_responses` reads: the conversations' starts are read at once through
+    the type index, any other stream's first event when it is first asked for."""
+
+    def __init__(self, conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> None:
+        j = dialect_of(conn).json
+        self._conn = conn
+        self._select = (f"SELECT {j('e.payload', '$.provider')}, {j('e.payload', '$.model')} "
+                        "FROM events AS e WHERE e.seq = 1 AND ")
+        super().__init__((cid, (_str(p) or "", _str(m) or "")) for cid, p, m in conn.execute(
+            self._select.replace("SELECT ", "SELECT e.stream_id, ", 1)
+            + f"e.type = 'conversation_started' {in_scope}", tuple(params)))
+
+    def __missing__(self, stream_id: str) -> tuple[str, str]:
+        row = self._conn.execute(f"{self._select} e.type IN {_TYPES} AND e.stream_id = ?",
+                                 (stream_id,)).fetchone()
+        self[stream_id] = ("", "") if row is None else (_str(row[0]) or "", _str(row[1]) or "")
+        return self[stream_id]
+
+
+def _projected_sums(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> list[tuple]:
+    """The responses recorded with a charge amount, summed in SQL per conversation and day:
+    ``(conversation, day, responses, cost, tool turns, their cost, retried, their cost)``."""
+    return [(cid, day, int(n), float(cost), int(tn), float(tc), int(rn), float(rc))
+            for cid, day, n, cost, tn, tc, rn, rc in conn.execute(
+        "SELECT e.stream_id, e.day, count(*), sum(e.charge_amount), "
+        "sum(CASE WHEN e.tool_calls > 0 THEN 1 ELSE 0 END), "
+        "sum(CASE WHEN e.tool_calls > 0 THEN e.charge_amount ELSE 0 END), "
+        "sum(CASE WHEN e.attempt > 1 THEN 1 ELSE 0 END), "
+        "sum(CASE WHEN e.attempt > 1 THEN e.charge_amount ELSE 0 END) "
+        f"FROM (SELECT m.conversation_id AS stream_id, m.day, m.charge_amount, m.tool_calls, "
+        f"m.attempt FROM {MODEL_CALLS} AS m WHERE m.ok AND m.charge_amount IS NOT NULL) AS e "
+        f"WHERE 1 = 1 {in_scope} GROUP BY e.stream_id, e.day", tuple(params))]
+
+
+def _projected_duplicates(conn: ReadConnection, in_scope: str, params: Sequence[Any],
+                          starts: _Starts) -> list[tuple]:
+    """The responses followed by refused duplicates, as :func:`_responses` rows with their
+    count: each ``duplicate`` refusal of the tool calls' projection belongs to its
+    conversation's last response before it (found through the ``events_by_type`` index)."""
+    d = dialect_of(conn)
+    counts = ", ".join(f"m.{n}" for n in USAGE_COUNTS)
+    found = conn.execute(
+        f"SELECT e.* FROM (SELECT m.conversation_id AS stream_id, m.position, m.recorded_at, "
+        f"m.provider, m.model, {counts}, m.charge_amount, m.tool_calls, m.attempt, count(*) AS n "
+        f"FROM {TOOL_CALLS} AS t JOIN events AS r ON r.position = t.position "
+        "JOIN events AS p ON p.stream_id = r.stream_id AND p.seq = (SELECT max(q.seq) "
+        "FROM events AS q WHERE q.type = 'model_responded' AND q.stream_id = r.stream_id "
+        f"AND q.seq < r.seq) JOIN {MODEL_CALLS} AS m ON m.position = p.position "
+        "WHERE t.outcome = 'refused' AND t.reason = 'duplicate' GROUP BY m.position) AS e "
+        f"WHERE 1 = 1 {in_scope} ORDER BY e.stream_id, e.position", tuple(params)).fetchall()
+    rows = []
+    for row in found:
+        *row, n = row if d.sorts_as_python else (*_exactly(tuple(row[:-1])), int(row[-1]))
+        cid, _, at, own_p, own_m, *tokens, amount, n_tools, attempt = row
+        rows.append((cid, at, *starts[cid], own_p, own_m, tuple(tokens), amount,
+                     n_tools, n, attempt))
+    return rows
+
+
+def _exactly(row: tuple) -> tuple:
+    """A PostgreSQL row's numerics as SQLite gives them: integer counts, a float amount."""
+    cid, position, at, own_p, own_m, *tokens, amount, n_tools, attempt = row
+    return (cid, position, at, own_p, own_m, *map(int, tokens),
+            None if amount is None else float(amount), int(n_tools),
+            None if attempt is None else int(attempt))
 
 
 def _str(value: Any) -> str | None:
@@ -122,7 +224,8 @@ def _str(value: Any) -> str | None:
 
 
 def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: bool = False,
-                 in_scope: str = "", params: Sequence[Any] = ()) -> dict[str, Any]:
+                 in_scope: str = "", params: Sequence[Any] = (),
+                 projected: bool = False) -> dict[str, Any]:
     """The ``cost`` section of the audit report, over the responses ``in_scope`` selects
     (a condition on ``e.stream_id`` with ``params``; empty: every conversation).
 
@@ -134,8 +237,15 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     ``retried`` (responses to requests sent more than once), ``recorded``
     (responses priced at their recorded charge) and, with ``reprice``,
     ``repriced`` (the same calls at today's prices: total and per conversation).
+
+    ``projected``: read the model and tool calls' projection tables (the caller has checked
+    that they are in step, ``projections.in_step``) instead of every response's payload; the
+    figures are the same.
     """
-    rows = _responses(conn, in_scope, params)
+    summed = projected and not reprice  # recorded amounts summed in SQL, no row read
+    starts = _Starts(conn, in_scope, params) if projected else None
+    rows = (_projected_rows(conn, in_scope, params, starts, recorded=not summed) if projected
+            else _responses(conn, in_scope, params))
     per_pm: dict[tuple[str, str], float | None] = {}
     per_provider: dict[str, float | None] = {}
     per_day: dict[str, float | None] = {}
@@ -147,27 +257,47 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     duplicates = {"responses": 0, "cost": 0.0}
     retried = {"responses": 0, "cost": 0.0}
     recorded_n = 0
-    for (cid, at, provider, model, own_provider, own_model, usage, recorded,
-         n_tools, n_dups, attempt) in rows:
+    usages: dict[tuple[int, ...], Usage] = {}
+
+    def price(provider: str, model: str, own_provider: str | None, own_model: str | None,
+              at: str, usage: Any, recorded: float | None) -> tuple[float | None, Charge | None]:
         # figures are by the conversation's provider and model, as every audit figure is;
         # a response that names its own is priced as that one
         priced = (own_provider or provider, own_model or model)
         now = None
-        if reprice or recorded is None or recorded.amount is None:
+        if reprice or recorded is None:
+            if type(usage) is not Usage:  # the projection's counts: one Usage per distinct one
+                usage = usages.get(usage) or usages.setdefault(
+                    usage, Usage(**dict(zip(USAGE_COUNTS, usage))))
             now = prices.charge(*priced, at, usage)
-        if recorded is not None and recorded.amount is not None:
-            cost, recorded_n = recorded.amount, recorded_n + 1
-        else:
-            assert now is not None
-            cost = now.amount
-            if cost is None:
-                unpriced.setdefault(priced, now.explained(*priced) or "no price")
+        if recorded is not None:
+            return recorded, now
+        assert now is not None
+        if now.amount is None:
+            unpriced.setdefault(priced, now.explained(*priced) or "no price")
+        return now.amount, now
+
+    def add(cid: str, day: str, provider: str, model: str, cost: float | None) -> None:
         per_pm[(provider, model)] = add_cost(per_pm.get((provider, model), 0.0), cost)
         per_provider[provider] = add_cost(per_provider.get(provider, 0.0), cost)
-        per_day[at[:10]] = add_cost(per_day.get(at[:10], 0.0), cost)
-        key = (at[:10], provider, model)
+        per_day[day] = add_cost(per_day.get(day, 0.0), cost)
+        key = (day, provider, model)
         per_day_pm[key] = add_cost(per_day_pm.get(key, 0.0), cost)
         per_conv[cid] = add_cost(per_conv.get(cid, 0.0), cost)
+
+    if summed:
+        for cid, day, n, cost, tn, tc, rn, rc in _projected_sums(conn, in_scope, params):
+            add(cid, day, *starts[cid], cost)
+            recorded_n += n
+            tool_turns["responses"] += tn
+            tool_turns["cost"] += tc
+            retried["responses"] += rn
+            retried["cost"] += rc
+    for (cid, at, provider, model, own_provider, own_model, usage, recorded,
+         n_tools, n_dups, attempt) in rows:
+        cost, now = price(provider, model, own_provider, own_model, at, usage, recorded)
+        recorded_n += recorded is not None
+        add(cid, at[:10], provider, model, cost)
         if reprice:
             assert now is not None
             today_conv[cid] = add_cost(today_conv.get(cid, 0.0), now.amount)
@@ -178,6 +308,14 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
                    if n_tools else 0.0)
         if (attempt or 1) > 1:
             _count(retried, cost)
+    if projected:  # the projection's rows carry no duplicates: each is counted here
+        for (_cid, at, provider, model, own_provider, own_model, usage, recorded,
+             n_tools, n_dups, _attempt) in _projected_duplicates(conn, in_scope, params, starts):
+            cost, _now = price(provider, model, own_provider, own_model, at, usage, recorded)
+            _count(duplicates, None if cost is None else cost * min(n_dups, n_tools) / n_tools
+                   if n_tools else 0.0)
+    if summed:  # the conversations in the order the rows give them (ties keep it)
+        per_conv = {cid: per_conv[cid] for cid in sorted(per_conv)}
     ranked = sorted(per_conv.items(), key=lambda kv: (kv[1] is not None, kv[1] or 0.0),
                     reverse=True)
     report: dict[str, Any] = {

@@ -49,7 +49,8 @@ from turnlog.engine.model.events import (
     decode_event,
     encode_event,
 )
-from turnlog.engine.model.messages import Part, Text, ToolCall, ToolResult
+from turnlog.engine.model.messages import Opaque, Part, Text, ToolCall, ToolResult
+from .projections import SERVER_CALL_KINDS
 
 __all__ = [
     "ERASED",
@@ -97,6 +98,11 @@ def _part(part: Part) -> Part:
                                       invalid=_text(part.invalid))
     if type(part) is ToolResult:
         return msgspec.structs.replace(part, content=ERASED)
+    if type(part) is Opaque and part.kind in SERVER_CALL_KINDS and isinstance(part.data, dict):
+        # a call the provider's server ran stays a call (its id and tool, as the audit's
+        # projection counts it); its input and output go
+        return msgspec.structs.replace(part, data={k: part.data[k] for k in ("id", "name")
+                                                   if k in part.data})
     return Text(text=ERASED)
 
 

@@ -175,7 +175,8 @@ def audit(conn: ReadConnection, query: AuditQuery = AuditQuery(),
     report["source"] = src.name
     report["cost"] = cost_figures(conn, prices, query.top, reprice=reprice,
                                   in_scope="" if unfiltered else "AND e.stream_id IN (SELECT "
-                                  f"conversation_id FROM {dialect.temp}.audit_scope)")
+                                  f"conversation_id FROM {dialect.temp}.audit_scope)",
+                                  projected=src.name == projected.name)
     report["divergences"] = _divergences(conn)
     report["filters"] = {k: v for k, v in msgspec.to_builtins(query).items() if k != "top"}
     report["projection_mismatches"] = None if mismatches is None else [

@@ -11,8 +11,19 @@ few numbers the audit needs already extracted:
   ``[call_id, tool, kind]`` — ``kind`` is ``client`` for a ``tool_call``
   part, or the wire type of a server tool call kept as an ``Opaque`` part,
   see ``SERVER_CALL_KINDS``);
+  Since views version 8 a response's row also keeps what its cost needs
+  (``COST_COLUMNS``: seq, time, the provider and model it names itself, its
+  client tool calls, every other token count, the ``attempt`` of the request
+  just before it when that request is of its turn, and the recorded charge's
+  amount, currency and reason), so ``engine.audit.costs`` reads no payload;
 - ``_audit_tool_calls``: one row per ``tool_completed``/``tool_call_rejected``
   (position, conversation, call id, tool, outcome, refusal reason, duration).
+
+Erasure (``turnlog erase``, ``prune``) rewrites payloads but keeps what these rows
+hold (usage, charge, provider, model, turn, attempt, call ids and tool names,
+outcomes, durations), so an erased event keeps its row and the row still equals
+what :func:`check` recomputes from the erased payload; events are never deleted,
+so no row is either.
 
 A requested client call with no row of its own in ``_audit_tool_calls`` (same
 conversation, same call id) is pending: the transcript or run ended before
@@ -43,7 +54,7 @@ from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_o
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
+__all__ = ["COST_COLUMNS", "GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
            "drop_postgres",
            "in_step", "install", "install_postgres", "rebuild", "requested_sql"]
 
@@ -82,6 +93,9 @@ def requested_sql(d: Dialect) -> str:
 REQUESTED_SQL = requested_sql(SQLITE)
 
 _MODEL_TYPES = "('model_responded', 'model_failed')"
+#: The token counts of a ``Usage`` the audit's first columns leave out (prices read them).
+_MORE_TOKENS = ("cache_write_1h_tokens", "input_audio_tokens", "input_image_tokens",
+                "output_audio_tokens")
 _TOOL_TYPES = "('tool_completed', 'tool_call_rejected')"
 
 
@@ -96,7 +110,37 @@ def _model_row(d: Dialect) -> str:
                                                "cached_input_tokens", "cache_write_tokens",
                                                "reasoning_tokens")) + f""",
     {d.json('{e}.payload', '$.error_type')},
-    CASE WHEN {{e}}.type = 'model_responded' THEN """ + requested_sql(d) + """ END""")
+    CASE WHEN {{e}}.type = 'model_responded' THEN """ + requested_sql(d) + """ END,
+    """ + _cost_columns(d))
+
+
+def _cost_columns(d: Dialect) -> str:
+    """Version 8's columns, what a response's cost needs (``engine.audit.costs``): its seq and
+    time, the provider and model it names itself, its client tool calls, the token counts
+    the other columns do not keep, the ``attempt`` of the request just before it when that
+    request is of its turn, and the charge recorded with it (amount, currency, reason)."""
+    j = d.json
+
+    def tokens(key: str) -> str:
+        return f"coalesce({j('{e}.payload', f'$.usage.{key}', 'number')}, 0)"
+
+    responded = "{e}.type = 'model_responded'"
+    charge = j('{e}.payload', '$.charge')
+    return ",\n    ".join((
+        "{e}.seq", "{e}.recorded_at",
+        f"nullif({j('{e}.payload', '$.provider')}, '')",
+        f"nullif({j('{e}.payload', '$.model')}, '')",
+        f"""CASE WHEN {responded} THEN (SELECT count(*) FROM {d.each('{e}.payload', '$.parts', 'p')}
+             WHERE {j('p.value', '$.type')} = 'tool_call') ELSE 0 END""",
+        *(tokens(k) for k in _MORE_TOKENS),
+        f"""CASE WHEN {responded} THEN (SELECT CASE
+                 WHEN {j('q.payload', '$.turn', 'number')} = {j('{e}.payload', '$.turn', 'number')}
+                 THEN {j('q.payload', '$.attempt', 'number')} END
+             FROM events AS q WHERE q.type = 'model_requested' AND q.stream_id = {{e}}.stream_id
+               AND q.seq < {{e}}.seq ORDER BY q.seq DESC LIMIT 1) END""",
+        j('{e}.payload', '$.charge.amount', 'number'),
+        f"CASE WHEN {charge} IS NOT NULL THEN coalesce({j('{e}.payload', '$.charge.currency')}, 'USD') END",
+        j('{e}.payload', '$.charge.reason')))
 
 
 def _tool_row(d: Dialect) -> str:
@@ -112,9 +156,12 @@ def _tool_row(d: Dialect) -> str:
 _MODEL_ROW = _model_row(SQLITE)
 _TOOL_ROW = _tool_row(SQLITE)
 
+#: The columns version 8 added to the model calls' table: what a response's cost needs.
+COST_COLUMNS = ("seq", "recorded_at", "provider", "model", "tool_calls", *_MORE_TOKENS, "attempt",
+                "charge_amount", "charge_currency", "charge_reason")
 _MODEL_COLUMNS = ("position", "conversation_id", "day", "ok", "input_tokens", "output_tokens",
                   "cached_input_tokens", "cache_write_tokens", "reasoning_tokens", "error_type",
-                  "requested")
+                  "requested", *COST_COLUMNS)
 _TOOL_COLUMNS = ("position", "conversation_id", "call_id", "tool", "outcome", "reason",
                  "duration_ms")
 
@@ -131,7 +178,12 @@ _TABLES = [
         position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, day TEXT NOT NULL,
         ok INTEGER NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
         cached_input_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
-        reasoning_tokens INTEGER NOT NULL, error_type TEXT, requested TEXT)""",
+        reasoning_tokens INTEGER NOT NULL, error_type TEXT, requested TEXT,
+        seq INTEGER NOT NULL, recorded_at TEXT NOT NULL, provider TEXT, model TEXT,
+        tool_calls INTEGER NOT NULL, cache_write_1h_tokens INTEGER NOT NULL,
+        input_audio_tokens INTEGER NOT NULL, input_image_tokens INTEGER NOT NULL,
+        output_audio_tokens INTEGER NOT NULL, attempt INTEGER, charge_amount REAL,
+        charge_currency TEXT, charge_reason TEXT)""",
     f"""CREATE TABLE {TOOL_CALLS} (
         position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, tool TEXT,
         outcome TEXT NOT NULL, reason TEXT, duration_ms REAL)""",
@@ -147,39 +199,45 @@ _PG_TABLES = [
         day TEXT NOT NULL, ok BOOLEAN NOT NULL, input_tokens NUMERIC NOT NULL,
         output_tokens NUMERIC NOT NULL, cached_input_tokens NUMERIC NOT NULL,
         cache_write_tokens NUMERIC NOT NULL, reasoning_tokens NUMERIC NOT NULL,
-        error_type TEXT, requested TEXT)""",
+        error_type TEXT, requested TEXT, seq BIGINT NOT NULL, recorded_at TEXT NOT NULL,
+        provider TEXT, model TEXT, tool_calls BIGINT NOT NULL,
+        cache_write_1h_tokens NUMERIC NOT NULL, input_audio_tokens NUMERIC NOT NULL,
+        input_image_tokens NUMERIC NOT NULL, output_audio_tokens NUMERIC NOT NULL,
+        attempt NUMERIC, charge_amount NUMERIC, charge_currency TEXT, charge_reason TEXT)""",
     f"""CREATE TABLE {TOOL_CALLS} (
         position BIGINT PRIMARY KEY, conversation_id TEXT COLLATE "C" NOT NULL,
         call_id TEXT, tool TEXT, outcome TEXT NOT NULL, reason TEXT, duration_ms NUMERIC)""",
 ]
 
 
-def drop(db: Database) -> None:
-    """Drop both tables and their triggers (to ``install`` them again from ``events``)."""
-    for table in (MODEL_CALLS, TOOL_CALLS):
+def drop(db: Database, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
+    """Drop the tables (both by default) and their triggers (to ``install`` them again from
+    ``events``)."""
+    for table in tables:
         for suffix in ("project", "refuse_update", "refuse_delete"):
             db.execute(f"DROP TRIGGER IF EXISTS {table}_{suffix}")
         db.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def drop_postgres(conn: Any) -> None:
+def drop_postgres(conn: Any, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
     """:func:`drop` on PostgreSQL: the tables, their triggers and trigger functions."""
-    for table in (MODEL_CALLS, TOOL_CALLS):
+    for table in tables:
         conn.execute(f"DROP TRIGGER IF EXISTS {table}_project ON events")
         conn.execute(f"DROP FUNCTION IF EXISTS {table}_project()")
         conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
 
 
-def install(db: Database) -> None:
-    """Create the tables, fill them from ``events`` and add the triggers (inside the migration)."""
-    for sql in _TABLES:
-        db.execute(sql)
-    db.execute(f"INSERT INTO {MODEL_CALLS} SELECT {_MODEL_ROW.format(e='e')} "
-               f"FROM events AS e WHERE e.type IN {_MODEL_TYPES}")
-    db.execute(f"INSERT INTO {TOOL_CALLS} SELECT {_TOOL_ROW.format(e='e')} "
-               f"FROM events AS e WHERE e.type IN {_TOOL_TYPES}")
-    for sql in GUARDS.values():
-        db.execute(sql)
+def install(db: Database, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
+    """Create the tables (both by default), fill them from ``events`` and add their triggers
+    (inside the migration)."""
+    for (table, types, row, _columns), sql in zip(_projected(SQLITE), _TABLES):
+        if table in tables:
+            db.execute(sql)
+            db.execute(f"INSERT INTO {table} SELECT {row.format(e='e')} "
+                       f"FROM events AS e WHERE e.type IN {types}")
+    for name, sql in GUARDS.items():
+        if name.startswith(tables):
+            db.execute(sql)
 
 
 def _guards() -> dict[str, str]:
@@ -221,18 +279,20 @@ def _present(conn: ReadConnection) -> set[str]:
     return {t for t in (MODEL_CALLS, TOOL_CALLS) if conn.execute(exists, (t,)).fetchone()}
 
 
-def install_postgres(conn: Any) -> None:
+def install_postgres(conn: Any, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
     """:func:`install` on PostgreSQL (``conn``: the migration's psycopg connection)."""
-    for sql in _PG_TABLES:
+    for (table, types, row, _columns), sql in zip(_projected(POSTGRES), _PG_TABLES):
+        if table not in tables:
+            continue
         conn.execute(sql)
-    for table, types, row, _columns in _projected(POSTGRES):
         select = f"SELECT {row.format(e='e')} FROM {{source}} AS e WHERE e.type IN {types}"
         conn.execute(f"INSERT INTO {table} " + select.format(source="events"))
         conn.execute(
             f"CREATE FUNCTION {table}_project() RETURNS trigger LANGUAGE plpgsql AS $$ "
             f"BEGIN INSERT INTO {table} {select.format(source='appended')}; RETURN NULL; END $$")
-    for sql in PG_GUARDS.values():
-        conn.execute(sql)
+    for name, sql in PG_GUARDS.items():
+        if name.startswith(tables):
+            conn.execute(sql)
 
 
 def in_step(conn: ReadConnection) -> bool:
@@ -245,7 +305,7 @@ def in_step(conn: ReadConnection) -> bool:
     if len(_present(conn)) < 2:
         return False
     try:  # tables of an older version (read-only: not migrated) lack the newer columns
-        conn.execute(f"SELECT requested FROM {MODEL_CALLS} LIMIT 0")
+        conn.execute(f"SELECT requested, charge_reason FROM {MODEL_CALLS} LIMIT 0")
         conn.execute(f"SELECT call_id FROM {TOOL_CALLS} LIMIT 0")
     except (sqlite3.OperationalError, JournalError):
         return False

@@ -97,8 +97,17 @@ def projections_source(d: Dialect) -> Source:
                    "WHERE tool = ?",
         pending=_PENDING.format(requested=by_projection, answered=(
             f"SELECT conversation_id, call_id FROM {TOOL_CALLS} WHERE call_id IS NOT NULL")),
-        server=_SERVER.format(requested=by_projection),
+        # only the responses that asked for more calls than their client ones (``tool_calls``)
+        server=_SERVER.format(requested=_requested(
+            d, f"SELECT conversation_id AS cid, requested FROM {MODEL_CALLS} "
+               f"WHERE requested IS NOT NULL AND {_length(d, 'requested')} > tool_calls")),
     )
+
+
+def _length(d: Dialect, column: str) -> str:
+    """The length of the JSON array text ``column``."""
+    return (f"json_array_length({column})" if d.name == "sqlite"
+            else f"json_array_length({column}::json)")
 
 
 # SQLite caches a payload's parse across the json_extract calls of one row, so each

@@ -357,13 +357,17 @@ def _migrate(db: Database, from_version: int) -> None:
 
     Version 2 added ``requested`` and ``call_id`` to the projections, version 3
     the Responses API's server tool calls to ``requested``: they are rebuilt
-    from ``events``. Version 4 added the ``costs`` view.
+    from ``events``. Version 4 added the ``costs`` view, version 8 the columns a cost
+    needs to the model calls' table (rebuilt from ``events``).
     """
     db.execute(_INDEX)
     if from_version in (1, 2):
         projections.drop(db)
     if from_version < 3:
         projections.install(db)
+    elif from_version < 8:  # the model calls' table gains the columns a cost needs
+        projections.drop(db, (projections.MODEL_CALLS,))
+        projections.install(db, (projections.MODEL_CALLS,))
     for name, sql in VIEWS.items():
         db.execute(f"DROP VIEW IF EXISTS {name}")
         db.execute(sql)
@@ -409,6 +413,9 @@ def _migrate_postgres(conn: Any, from_version: int) -> None:
         projections.drop_postgres(conn)
     if from_version < 3:
         projections.install_postgres(conn)
+    elif from_version < 8:
+        projections.drop_postgres(conn, (projections.MODEL_CALLS,))
+        projections.install_postgres(conn, (projections.MODEL_CALLS,))
     for name, sql in views(POSTGRES).items():
         conn.execute(f"DROP VIEW IF EXISTS {name}")
         conn.execute(sql)
@@ -429,14 +436,19 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: in ``blobs`` (journal schema 6). 6: ``conversations.status`` is generated from
 #: ``ConversationState``'s rule and walks forks of any depth, and reads past erasure and
 #: hold records. 7: a fork taken at an erasure's or a hold's record has the status
-#: its parent had before the record (version 6 read none there). Its ``verify_journal`` refolds the saved conversation states
+#: its parent had before the record (version 6 read none there). 8: the model calls'
+#: projection keeps what each response's cost needs (seq, time, own provider and model,
+#: every token count, tool calls, attempt, recorded charge), so the audit's costs read no
+#: payload. Its ``verify_journal`` refolds the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=7, migrate=_migrate, verify=_verify,
+VIEWS_EXTENSION = Extension(name="engine.views", version=8, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
+# Version 7's views are version 8's (only the projection changed).
+_V7 = VIEWS
 # Version 6's views: a fork taken at a marker read the marker as its parent's last event.
 _V6 = {**VIEWS, "conversations": _conversations_v4(
     SQLITE, status_sql(SQLITE, "s.stream_id", "z.seq", "z.type", fork_at_marker=False), True)}
@@ -459,7 +471,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+}, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

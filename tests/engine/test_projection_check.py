@@ -97,7 +97,8 @@ def test_a_forged_token_count_is_named_by_verify_and_audit_check(demo, tmp_path)
 @pytest.mark.parametrize("statement, reason", [
     (f"DELETE FROM {TOOL_CALLS} WHERE position = (SELECT min(position) FROM {TOOL_CALLS})",
      "missing"),
-    (f"INSERT INTO {MODEL_CALLS} VALUES (1, 'x', '2025-01-01', 1, 5, 5, 0, 0, 0, NULL, NULL)",
+    (f"INSERT INTO {MODEL_CALLS} VALUES (1, 'x', '2025-01-01', 1, 5, 5, 0, 0, 0, NULL, NULL, "
+     "1, '2025-01-01T00:00:00Z', NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL)",
      "forged"),
     (f"UPDATE {MODEL_CALLS} SET requested = NULL WHERE requested IS NOT NULL", "requested"),
     (f"UPDATE {TOOL_CALLS} SET call_id = 'other' WHERE position = (SELECT max(position) "
@@ -106,6 +107,12 @@ def test_a_forged_token_count_is_named_by_verify_and_audit_check(demo, tmp_path)
      f"WHERE position = (SELECT max(position) FROM {TOOL_CALLS})", "outcome"),
     (f"UPDATE {MODEL_CALLS} SET conversation_id = 'elsewhere' WHERE position = {FIRST_RESPONSE}",
      "conversation_id"),
+    # the cost columns (views v8): a forged charge or token count is named like any other
+    (f"UPDATE {MODEL_CALLS} SET charge_amount = 99.0 WHERE position = {FIRST_RESPONSE}",
+     "charge_amount"),
+    (f"UPDATE {MODEL_CALLS} SET cache_write_1h_tokens = 7 WHERE position = {FIRST_RESPONSE}",
+     "cache_write_1h_tokens"),
+    (f"UPDATE {MODEL_CALLS} SET attempt = 3 WHERE position = {FIRST_RESPONSE}", "attempt"),
 ])
 def test_every_kind_of_forged_row_is_found(demo, tmp_path, statement, reason):
     copy = forged(demo, tmp_path, statement)

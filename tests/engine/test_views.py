@@ -34,7 +34,7 @@ def test_views_are_views_created_by_the_migration_beside_two_projection_tables(d
                                      "blobs",  # parts kept once (schema 6)
                                      "_audit_model_calls", "_audit_tool_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "7"
+    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "8"
 
 
 def _as_version_1(db_path) -> None:
