@@ -50,6 +50,8 @@ _MIN_SECRET = 8  # shorter "keys" (test placeholders) would mask ordinary words
 #: flags and environment variables, on any wire (matched lower-case).
 CREDENTIAL = re.compile(r"auth|api[-_]?key|^key$|token|secret|password|credential|cookie"
                         r"|signature|^sig$")
+#: A header given as one command-line word (``Authorization: Bearer KEY``, curl's ``-H``).
+_HEADER = re.compile(r"([A-Za-z0-9_-]+):[ \t]*(\S.*)", re.DOTALL)
 _KEYLIKE = re.compile(r"\b(?:sk-|sk_|AIza|xai-|gsk_)[A-Za-z0-9_*\-]{3,}")
 
 
@@ -118,7 +120,9 @@ def command_secrets(words: Sequence[str], env: Mapping[str, str] | None = None) 
     """The credentials a command line (or a URL, as one word) carries, for a
     :class:`Redactor`: the value of each flag named as one (``--api-key KEY``,
     ``--token=KEY``), of each ``NAME=VALUE`` word so named (``env GITHUB_TOKEN=KEY cmd``),
-    a URL's password and credential query values, and the values of ``env`` so named.
+    of each header word so named (``--header 'Authorization: Bearer KEY'``), a URL's
+    password and credential query values (a word, or a ``--db=URL`` word's value), and
+    the values of ``env`` so named.
 
         >>> command_secrets(["srv", "--api-key", "k1", "--token=k2", "TOKEN=k3", "-v", "x"])
         ('k1', 'k2', 'k3')
@@ -127,13 +131,19 @@ def command_secrets(words: Sequence[str], env: Mapping[str, str] | None = None) 
     for i, word in enumerate(words):
         name, eq, value = word.partition("=")
         flag = name.startswith("-")
-        if "://" in word:
+        header = _HEADER.match(word)
+        if "://" in name:  # a URL (its query may hold '=')
             found += _url_secrets(word)
-        elif CREDENTIAL.search(name.lstrip("-").lower()) and (eq or flag):
+            continue
+        if "://" in value:  # a URL given as a flag's or a variable's value (--db=URL)
+            found += _url_secrets(value)
+        if CREDENTIAL.search(name.lstrip("-").lower()) and (eq or flag):
             if eq:
                 found += credential_values(value)
             elif i + 1 < len(words):
                 found += credential_values(words[i + 1])
+        elif header is not None and CREDENTIAL.search(header[1].lower()):
+            found += credential_values(header[2])  # --header 'Authorization: Bearer KEY'
     for name, value in (env or {}).items():
         if CREDENTIAL.search(name.lower()):
             found += credential_values(value)

@@ -346,3 +346,28 @@ def test_a_credential_on_the_servers_command_line_never_reaches_the_journal(tmp_
         assert secret.encode() not in stored and secret not in shown
     # a 4-character one is masked where turnlog names the server (above); in text the server
     # writes, the Redactor leaves values under 8 characters, which would mask ordinary words
+
+
+def test_a_header_word_or_a_url_flag_value_on_the_command_line_never_reaches_the_journal(
+        tmp_path):
+    """Two common ways a server is handed its credential (``mcp-remote URL --header
+    'Authorization: Bearer KEY'``, ``--db=postgresql://me:PASSWORD@host/db``) are masked in
+    the server's name as recorded and in what the server echoes."""
+    unnamed = Path(__file__).with_name("unnamed_server.py")
+    secrets = ["HEADER-secret-0123456789", "URLPASS-secret-42"]
+    command = (f"{sys.executable} {unnamed} --header 'Authorization: Bearer {secrets[0]}' "
+               f"--db=postgresql://me:{secrets[1]}@db/x")
+    script = write_script(tmp_path / "s.json",
+                          {"tool_calls": [{"id": "w1", "name": "whoami", "arguments": {}}]},
+                          {"text": "done"})
+    db = tmp_path / "t.db"
+    out = _console("run", "who?", "--script", script, "--mcp", command, "--id", "c1",
+                   "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    with Journal(db) as journal:
+        (tool,) = load_state(journal, "c1").tools
+    assert "'Authorization: [redacted key]'" in tool.server
+    assert "'--db=postgresql://me:[redacted key]@db/x'" in tool.server
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("t.db"))
+    for secret in secrets:
+        assert secret.encode() not in stored and secret not in out.stdout + out.stderr
