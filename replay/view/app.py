@@ -108,16 +108,15 @@ class _Chains:
             return state
 
     def state(self, reader: Reader, conversation_id: str) -> dict[str, Any]:
-        """The conversation's chain state, verified unless its head's is known
-        (``ConversationNotFound`` for an unknown id)."""
+        """The conversation's chain state, verified now, and kept for the list's next paint
+        (``ConversationNotFound`` for an unknown id). Never answered from what is kept: a
+        file edited in place keeps its heads, and only verifying again shows the edit."""
         head = reader.head(conversation_id)
-        state = None if head is None else self.get(conversation_id, head)
-        if state is None:
-            state = reader.chain(conversation_id)
-            with self._lock:
-                self._states[(conversation_id, head)] = state
-                while len(self._states) > self._size:
-                    self._states.popitem(last=False)
+        state = reader.chain(conversation_id)
+        with self._lock:
+            self._states[(conversation_id, head)] = state
+            while len(self._states) > self._size:
+                self._states.popitem(last=False)
         return state
 
 

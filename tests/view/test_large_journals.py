@@ -285,3 +285,24 @@ def test_the_report_route_streams_the_report(long_db):
     assert r.status_code == 200 and r.text == render_report(str(long_db), LONG)
     assert r.headers["content-disposition"] == f'attachment; filename="turnlog-{LONG}.html"'
     assert client.get("/report?id=nope").status_code == 404
+
+
+def test_a_chain_edited_in_place_after_it_was_verified_is_reported_broken(long_db, tmp_path):
+    """An edit in place keeps every head, so a state kept per head would still say verified:
+    ``/chain`` and ``/chains`` verify again each time they are asked."""
+    db = tmp_path / "edited.db"
+    db.write_bytes(long_db.read_bytes())
+    client = TestClient(create_app(str(db)), base_url="http://127.0.0.1")
+    assert client.get("/chains?id=short").json()["short"]["ok"] is True
+    assert client.get("/chain?id=short").json()["ok"] is True
+    conn = sqlite3.connect(db)
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                "AND tbl_name = 'events'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    changed = conn.execute("UPDATE events SET payload = replace(payload, 'e', 'E') "
+                           "WHERE stream_id = 'short' AND seq = 2").rowcount
+    conn.commit()
+    conn.close()
+    assert changed == 1
+    single, listed = client.get("/chain?id=short").json(), client.get("/chains?id=short").json()
+    assert single["ok"] is False and single["seq"] == 2 and listed["short"] == single
