@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -224,6 +225,18 @@ def main() -> None:
         # not migrated in place (its file may be another checkout's cache)
         path = Path(f"/tmp/turnlog-audit-bench-{a.conversations}x{a.events_per_conversation}"
                     f"{suffix}-views{VIEWS_EXTENSION.version}.db")
+        older = [Path(str(path).replace(f"-views{VIEWS_EXTENSION.version}.db", f"-views{v}.db"))
+                 for v in range(VIEWS_EXTENSION.version - 1, 7, -1)]
+        older = [p for p in older if p.exists()]
+        if not a.regenerate and not path.exists() and older:
+            # the same events as the newest older cache: a copy of it, migrated by a writer's open
+            migrated = Path(f"{path}.part")
+            shutil.copyfile(older[0], migrated)
+            t0 = time.perf_counter()
+            Journal(str(migrated), extensions=EXTENSIONS).close()
+            migrated.rename(path)
+            print(f"migrated a copy of {older[0]} to views v{VIEWS_EXTENSION.version} "
+                  f"in {time.perf_counter() - t0:.1f} s")
         if a.regenerate or not path.exists():
             for tail in ("", "-wal", "-shm"):
                 Path(f"{path}{tail}").unlink(missing_ok=True)
