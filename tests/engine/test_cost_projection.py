@@ -209,6 +209,12 @@ def test_the_costs_from_the_projection_are_those_from_the_events(tmp_path_factor
         assert conn.execute(f"SELECT * FROM {projections.REQUESTED_CALLS} "
                             "ORDER BY position, part").fetchall() == requested_calls(conn)
         reports = both_ways(conn, prices())
+        # genai-prices' own entries: responses without an amount priced once per group
+        projected, events = SOURCES["sqlite"]
+        fast, slow = (audit(conn, AuditQuery(top=0), Prices.default(), source)
+                      for source in (projected, events))
+        assert (fast.pop("source"), slow.pop("source")) == ("projections", "events")
+        same(fast, slow)
         responses = conn.execute("SELECT count(*) FROM events "
                                  "WHERE type = 'model_responded'").fetchone()[0]
         assert reports[0]["turns"] == responses
