@@ -4,7 +4,8 @@ The journal is generated through the library (``Conversation.start`` then one
 batched ``Conversation.append`` per conversation, every event checked by the
 lifecycle) with ``synchronous=NORMAL`` to make generation quicker (durability
 is not what this measures). It is cached in /tmp, keyed by the conversation
-count and the views' version, so later runs skip generation.
+count and the views' version, so later runs skip generation; when only an older
+version's cache exists, a copy of it is migrated by a writer's open (timed).
 
 Two journals of the same events are measured, each against its own scan:
 ``charged``, written the way the loop writes it (each ``model_responded``
