@@ -6,6 +6,14 @@ say today), else at today's prices for the moment it was recorded (an
 imported transcript's own time where it had one). ``reprice`` prices every
 call at today's prices as well, so both figures are shown side by side.
 Unpriced calls make their sums unknown (``None``), never smaller.
+
+Read from the projection, the responses recorded without an amount are summed
+in SQL per group of like responses (conversation, day, own provider and model,
+tool turn, retried, which counts are zero) and each group is priced once, where
+its price is linear in the tokens (``Prices.linear``: no tier, no price per
+request, none by the time of day) and its usages are consistent; the others are
+priced one by one. A group costs what its responses cost, to a float's last
+rounding.
 """
 
 from __future__ import annotations
