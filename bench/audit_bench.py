@@ -4,7 +4,8 @@ The journal is generated through the library (``Conversation.start`` then one
 batched ``Conversation.append`` per conversation, every event checked by the
 lifecycle) with ``synchronous=NORMAL`` to make generation quicker (durability
 is not what this measures). It is cached in /tmp, keyed by the conversation
-count and the views' version, so later runs skip generation.
+count and the views' version, so later runs skip generation; when only an older
+version's cache exists, a copy of it is migrated by a writer's open (timed).
 
 Two journals of the same events are measured, each against its own scan:
 ``charged``, written the way the loop writes it (each ``model_responded``
@@ -32,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -224,6 +226,18 @@ def main() -> None:
         # not migrated in place (its file may be another checkout's cache)
         path = Path(f"/tmp/turnlog-audit-bench-{a.conversations}x{a.events_per_conversation}"
                     f"{suffix}-views{VIEWS_EXTENSION.version}.db")
+        older = [Path(str(path).replace(f"-views{VIEWS_EXTENSION.version}.db", f"-views{v}.db"))
+                 for v in range(VIEWS_EXTENSION.version - 1, 7, -1)]
+        older = [p for p in older if p.exists()]
+        if not a.regenerate and not path.exists() and older:
+            # the same events as the newest older cache: a copy of it, migrated by a writer's open
+            migrated = Path(f"{path}.part")
+            shutil.copyfile(older[0], migrated)
+            t0 = time.perf_counter()
+            Journal(str(migrated), extensions=EXTENSIONS).close()
+            migrated.rename(path)
+            print(f"migrated a copy of {older[0]} to views v{VIEWS_EXTENSION.version} "
+                  f"in {time.perf_counter() - t0:.1f} s")
         if a.regenerate or not path.exists():
             for tail in ("", "-wal", "-shm"):
                 Path(f"{path}{tail}").unlink(missing_ok=True)

@@ -6,6 +6,14 @@ say today), else at today's prices for the moment it was recorded (an
 imported transcript's own time where it had one). ``reprice`` prices every
 call at today's prices as well, so both figures are shown side by side.
 Unpriced calls make their sums unknown (``None``), never smaller.
+
+Read from the projection, the responses recorded without an amount are summed
+in SQL per group of like responses (conversation, day, own provider and model,
+tool turn, retried, which counts are zero) and each group is priced once, where
+its price is linear in the tokens (``Prices.linear``: no tier, no price per
+request, none by the time of day) and its usages are consistent; the others are
+priced one by one. A group costs what its responses cost, to a float's last
+rounding.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import msgspec
 from turnlog.engine.model.events import Charge
 from turnlog.engine.model.messages import USAGE_COUNTS, Usage
 from turnlog.journal import ReadConnection, dialect_of
-from .prices import Prices, add_cost
+from .prices import Prices, add_cost, usage_shape
 from .projections import MODEL_CALLS, TOOL_CALLS
 
 __all__ = ["call_cost", "conversation_costs", "conversation_figures", "cost_figures"]
@@ -120,19 +128,21 @@ def _responses(conn: ReadConnection, in_scope: str, params: Sequence[Any]) -> li
 
 
 def _projected_rows(conn: ReadConnection, in_scope: str, params: Sequence[Any],
-                    starts: _Starts, recorded: bool) -> list[tuple]:
+                    starts: _Starts, recorded: bool, where: str = "",
+                    positions: bool = False) -> list[tuple]:
     """:func:`_responses` read from the model calls' projection (``engine.audit.projections``,
     kept in step with ``events`` by the journal's triggers) instead of the payloads: the same
     rows in the same order, with the usage as its counts (``USAGE_COUNTS`` order) and
     ``0`` refused duplicates (:func:`_projected_duplicates` counts them). ``recorded``
     False: only the responses recorded without a charge amount (the rest are summed in SQL,
-    :func:`_projected_sums`)."""
+    :func:`_projected_sums`); ``where``: a further condition on the table's row ``m``;
+    ``positions``: each row ends with the response's position."""
     d = dialect_of(conn)
     counts = ", ".join(f"e.{n}" for n in USAGE_COUNTS)
     sql = (f"SELECT e.stream_id, e.position, e.recorded_at, e.provider, e.model, {counts}, "
            "e.charge_amount, e.tool_calls, e.attempt "
            f"FROM (SELECT m.*, m.conversation_id AS stream_id FROM {MODEL_CALLS} AS m "
-           f"WHERE m.ok{'' if recorded else ' AND m.charge_amount IS NULL'}) AS e "
+           f"WHERE m.ok{'' if recorded else ' AND m.charge_amount IS NULL'} {where}) AS e "
            f"WHERE 1 = 1 {in_scope}")
     by_stream: dict[str, list[tuple]] = defaultdict(list)
     exact = d.sorts_as_python  # SQLite: integers and floats as they are; PostgreSQL: numeric
@@ -143,10 +153,88 @@ def _projected_rows(conn: ReadConnection, in_scope: str, params: Sequence[Any],
         provider, model = starts[cid]
         # position is the stream's order (its events are appended in seq order)
         rows.extend((cid, at, provider, model, own_p, own_m, tuple(tokens), amount, n_tools, 0,
-                     attempt)
-                    for _, _, at, own_p, own_m, *tokens, amount, n_tools, attempt
+                     attempt, *((position,) if positions else ()))
+                    for _, position, at, own_p, own_m, *tokens, amount, n_tools, attempt
                     in sorted(by_stream.pop(cid), key=itemgetter(1)))
     return rows
+
+
+#: The usage counts a group of responses sums (``Usage`` fields; the 1-hour cache writes as
+#: a charge counts them, at most the cache writes).
+_GROUPED = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
+            "cache_write_1h_tokens", "input_audio_tokens", "input_image_tokens",
+            "output_audio_tokens")
+
+
+def _consistent(m: str = "m") -> str:
+    """SQL: the response's usage is consistent (``Prices.linear``): its parts within their
+    totals, so every count a price derives from it is at least zero."""
+    return (f"{m}.cached_input_tokens + {m}.cache_write_tokens + {m}.input_audio_tokens "
+            f"+ {m}.input_image_tokens <= {m}.input_tokens "
+            f"AND {m}.output_audio_tokens <= {m}.output_tokens")
+
+
+def _key(cid: str, at: str, own_p: str | None, own_m: str | None, n_tools: int,
+         attempt: int | None, counts: dict[str, int]) -> tuple:
+    """A response's group: what every figure of the costs tells apart (conversation, day, own
+    provider and model, tool turn, retried) and its usage's shape."""
+    return (cid, at[:10], own_p, own_m, n_tools > 0, (attempt or 1) > 1, usage_shape(counts))
+
+
+def _projected_groups(conn: ReadConnection, in_scope: str, params: Sequence[Any],
+                      starts: _Starts, prices: Prices) -> list[tuple]:
+    """The responses recorded without a charge amount, to be priced at their time: consistent
+    ones (:func:`_consistent`) summed in SQL per group (:func:`_key`) and priced once per
+    group when their price is linear (``Prices.linear``), the others one by one.
+
+    Items ``(conversation, position, day or time, provider, model, own provider, own model,
+    usage counts, responses, tool turn, retried)`` in conversation order (a group at its first
+    response): a group and its responses cost the same, to the last rounding of a float.
+    """
+    d = dialect_of(conn)
+    hour = ("min(m.cache_write_1h_tokens, m.cache_write_tokens)" if d.name == "sqlite"
+            else "least(m.cache_write_1h_tokens, m.cache_write_tokens)")
+    column = {name: f"m.{name}" for name in _GROUPED} | {"cache_write_1h_tokens": hour}
+    shape = " + ".join(f"CASE WHEN {column[name]} > 0 THEN {1 << i} ELSE 0 END"
+                       for i, name in enumerate(_GROUPED))
+    sql = (f"SELECT e.stream_id, min(e.position), e.day, e.provider, e.model, e.tooled, "
+           f"e.retried, count(*), {', '.join(f'sum(e.{n})' for n in _GROUPED)} "
+           f"FROM (SELECT m.conversation_id AS stream_id, m.position, m.day, m.provider, m.model, "
+           "CASE WHEN m.tool_calls > 0 THEN 1 ELSE 0 END AS tooled, "
+           "CASE WHEN m.attempt > 1 THEN 1 ELSE 0 END AS retried, "
+           f"{shape} AS shape, {', '.join(f'{column[n]} AS {n}' for n in _GROUPED)} "
+           f"FROM {MODEL_CALLS} AS m WHERE m.ok AND m.charge_amount IS NULL "
+           f"AND {_consistent()}) AS e WHERE 1 = 1 {in_scope} "
+           "GROUP BY e.stream_id, e.day, e.provider, e.model, e.tooled, e.retried, e.shape")
+    items: list[tuple] = []
+    apart: set[tuple] = set()  # groups whose price is not linear: their responses one by one
+    for cid, first, day, own_p, own_m, tooled, retried, n, *sums in conn.execute(
+            sql, tuple(params)):
+        provider, model = starts[cid]
+        counts = dict(zip(_GROUPED, map(int, sums)))
+        if prices.linear(own_p or provider, own_m or model, day):
+            items.append((cid, int(first), day, provider, model, own_p, own_m, counts, int(n),
+                          bool(tooled), bool(retried)))
+        else:
+            apart.add((cid, day, own_p, own_m, bool(tooled), bool(retried), usage_shape(counts)))
+    rows = _projected_rows(conn, in_scope, params, starts, recorded=False,
+                           where=f"AND NOT ({_consistent()})", positions=True)
+    if apart:
+        rows += [row for row in _projected_rows(conn, in_scope, params, starts, recorded=False,
+                                                where=f"AND {_consistent()}", positions=True)
+                 if _key(row[0], row[1], row[4], row[5], row[8], row[10],
+                         _hours(dict(zip(USAGE_COUNTS, row[6])))) in apart]
+    for (cid, at, provider, model, own_p, own_m, tokens, _amount, n_tools, _dups, attempt,
+         position) in rows:
+        items.append((cid, position, at, provider, model, own_p, own_m,
+                      dict(zip(USAGE_COUNTS, tokens)), 1, n_tools > 0, (attempt or 1) > 1))
+    return sorted(items, key=itemgetter(0, 1))
+
+
+def _hours(counts: dict[str, int]) -> dict[str, int]:
+    """``counts`` with the 1-hour cache writes as a charge counts them (at most the writes)."""
+    return counts | {"cache_write_1h_tokens": min(counts["cache_write_1h_tokens"],
+                                                  counts["cache_write_tokens"])}
 
 
 class _Starts(dict):
@@ -242,10 +330,11 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
     that they are in step, ``projections.in_step``) instead of every response's payload; the
     figures are the same.
     """
-    summed = projected and not reprice  # recorded amounts summed in SQL, no row read
+    # recorded amounts summed in SQL, the others priced once per group (no row read)
+    summed = projected and not reprice
     starts = _Starts(conn, in_scope, params) if projected else None
-    rows = (_projected_rows(conn, in_scope, params, starts, recorded=not summed) if projected
-            else _responses(conn, in_scope, params))
+    rows = ([] if summed else _projected_rows(conn, in_scope, params, starts, recorded=True)
+            if projected else _responses(conn, in_scope, params))
     per_pm: dict[tuple[str, str], float | None] = {}
     per_provider: dict[str, float | None] = {}
     per_day: dict[str, float | None] = {}
@@ -293,6 +382,15 @@ def cost_figures(conn: ReadConnection, prices: Prices, top: int, *, reprice: boo
             tool_turns["cost"] += tc
             retried["responses"] += rn
             retried["cost"] += rc
+        for (cid, _position, at, provider, model, own_provider, own_model, counts, n, tooled,
+             again) in _projected_groups(conn, in_scope, params, starts, prices):
+            cost, _now = price(provider, model, own_provider, own_model, at, Usage(**counts),
+                               None)
+            add(cid, at[:10], provider, model, cost)
+            if tooled:
+                _count(tool_turns, cost, n)
+            if again:
+                _count(retried, cost, n)
     for (cid, at, provider, model, own_provider, own_model, usage, recorded,
          n_tools, n_dups, attempt) in rows:
         cost, now = price(provider, model, own_provider, own_model, at, usage, recorded)
@@ -403,8 +501,8 @@ def _text(value: Any) -> bytes | str:
     return value if isinstance(value, (str, bytes)) else msgspec.json.encode(value)
 
 
-def _count(bucket: dict[str, Any], cost: float | None) -> None:
-    bucket["responses"] += 1
+def _count(bucket: dict[str, Any], cost: float | None, responses: int = 1) -> None:
+    bucket["responses"] += responses
     bucket["cost"] = add_cost(bucket["cost"], cost)
 
 

@@ -56,7 +56,7 @@ from turnlog.engine.model.messages import Usage
 from ..providers.registry import by_key, price_key
 
 __all__ = ["DATABASE", "VENDORS", "Price", "PriceTable", "Prices", "add_cost", "database_version",
-           "warm_up"]
+           "usage_shape", "warm_up"]
 
 #: The price database turnlog prices calls from by default (a Python package).
 DATABASE = "genai-prices"
@@ -269,6 +269,7 @@ class Prices:
         self._found: dict[tuple[str, str], tuple[Any, Any] | str] = {}
         self._charged: dict[tuple[Any, ...], Charge] = {}
         self._prices: dict[int, Any] = {}
+        self._linear: dict[tuple[str, str, str], bool] = {}
 
     @classmethod
     def default(cls) -> Prices:
@@ -343,6 +344,31 @@ class Prices:
             self._prices.setdefault(id(model_price), model_price)  # its id is not reused
             charge = self._charged[key] = _database_charge(vendor, info, moment, counts)
         return charge
+
+    def linear(self, provider: str, model: str, day: str) -> bool:
+        """Whether :meth:`charge` of ``provider``/``model`` at any time of ``day`` is linear in
+        the token counts: the charge of a sum of usages is the sum of their charges, when each
+        usage is *consistent* (its cached, cache-written, audio and image input tokens within
+        its input tokens, its audio output within its output) and all have the same counts at
+        zero (:func:`usage_shape`).
+
+        True for an override price (its rates apply per token), the ``scripted`` provider and
+        an unpriced model (no amount whatever the counts). For genai-prices' entry, only when
+        its price is the same all day (no time-of-day condition) and has a rate per token for
+        every kind: a tiered price (a rate chosen by the request's input tokens), a price per
+        request or the groq whisper models' billed seconds are not linear.
+        """
+        if self.overrides is not None and self.overrides.price(provider, model, day) is not None:
+            return True
+        if provider == "scripted" or not self.database:
+            return True
+        found = self.find(provider, model)
+        if isinstance(found, str):
+            return True
+        key = (found[1].id, found[0].id, day)
+        if key not in self._linear:
+            self._linear[key] = _linear(*found, _moment(day))
+        return self._linear[key]
 
     def find(self, provider: str, model: str) -> tuple[Any, Any] | str:
         """genai-prices' ``(provider, model)`` entry for a call, or why there is none.
@@ -421,6 +447,35 @@ class Prices:
                          "version": database_version(),
                          "rates": _rates(info.get_prices(moment))})
         return rows
+
+
+def _linear(vendor: Any, info: Any, moment: dt.datetime) -> bool:
+    """Whether genai-prices' price of ``vendor``/``info`` on the day of ``moment`` is the
+    same all day and a rate per unit of every kind it prices, none per request."""
+    from genai_prices.types import ConditionalPrice, TimeOfDateConstraint
+
+    if vendor.id == "groq" and info.id.startswith("whisper"):  # bills at least 10 s a request
+        return False
+    if isinstance(info.prices, list) and any(
+            isinstance(c, ConditionalPrice) and isinstance(c.constraint, TimeOfDateConstraint)
+            for c in info.prices):
+        return False
+    price = info.get_prices(moment)
+    values = {k: v for k, v in vars(price).items() if not k.startswith("_") and v is not None}
+    return "requests_kcount" not in values and all(isinstance(v, Decimal) for v in values.values())
+
+
+def usage_shape(counts: dict[str, int]) -> int:
+    """Which of the token counts a price reads are not zero, as bits (``Prices.linear``'s
+    usages of one shape)."""
+    return sum(1 << i for i, k in enumerate(_SHAPED) if counts.get(k, 0) > 0)
+
+
+#: The token counts of a ``Usage`` whose zero or not a charge reads (the 1-hour cache writes
+#: as they count: at most the cache writes).
+_SHAPED = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
+           "cache_write_1h_tokens", "input_audio_tokens", "input_image_tokens",
+           "output_audio_tokens")
 
 
 def _rates(price: Any) -> dict[str, Any]:

@@ -17,7 +17,13 @@ few numbers the audit needs already extracted:
   just before it when that request is of its turn, and the recorded charge's
   amount, currency and reason), so ``engine.audit.costs`` reads no payload;
 - ``_audit_tool_calls``: one row per ``tool_completed``/``tool_call_rejected``
-  (position, conversation, call id, tool, outcome, refusal reason, duration).
+  (position, conversation, call id, tool, outcome, refusal reason, duration),
+  indexed by (conversation, call id) since views version 9;
+- ``_audit_requested_calls`` (views version 9): one row per call a response
+  asked for, the rows of its ``requested`` array (position, conversation, the
+  part's index among the response's parts, call id, tool, kind), so the
+  pending calls are one anti-join against the tool calls' index and the
+  server tool calls one scan, with no JSON read.
 
 Erasure (``turnlog erase``, ``prune``) rewrites payloads but keeps what these rows
 hold (usage, charge, provider, model, turn, attempt, call ids and tool names,
@@ -25,9 +31,9 @@ outcomes, durations), so an erased event keeps its row and the row still equals
 what :func:`check` recomputes from the erased payload; events are never deleted,
 so no row is either.
 
-A requested client call with no row of its own in ``_audit_tool_calls`` (same
-conversation, same call id) is pending: the transcript or run ended before
-its tool ran.
+A requested client call with a call id and no row of its own in
+``_audit_tool_calls`` (same conversation, same call id) is pending: the
+transcript or run ended before its tool ran.
 
 They are projections, never a second source of truth: an ``AFTER INSERT``
 trigger fills them in the same transaction as the event (so they cannot lag
@@ -54,12 +60,15 @@ from turnlog.journal import POSTGRES, SQLITE, Dialect, ReadConnection, dialect_o
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["COST_COLUMNS", "GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_SQL", "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
+__all__ = ["COST_COLUMNS", "GUARDS", "MODEL_CALLS", "PG_GUARDS", "REQUESTED_CALLS", "REQUESTED_SQL",
+           "SERVER_CALL_KINDS", "TOOL_CALLS", "check", "drop",
            "drop_postgres",
            "in_step", "install", "install_postgres", "rebuild", "requested_sql"]
 
 MODEL_CALLS = "_audit_model_calls"
 TOOL_CALLS = "_audit_tool_calls"
+REQUESTED_CALLS = "_audit_requested_calls"
+_ALL = (MODEL_CALLS, TOOL_CALLS, REQUESTED_CALLS)
 
 #: ``Opaque.kind`` of a call the provider's server ran itself (Anthropic's
 #: ``server_tool_use``/``mcp_tool_use`` blocks, Gemini's ``executableCode``
@@ -70,23 +79,48 @@ SERVER_CALL_KINDS = ("code_interpreter_call", "executableCode", "file_search_cal
                      "image_generation_call", "mcp_call", "mcp_tool_use", "server_tool_use",
                      "toolCall", "web_search_call")
 
+def _requested_items(d: Dialect) -> tuple[str, str, str, str]:
+    """The call id, tool and kind of a part ``p.value`` that asks for a call, and the filter
+    that keeps only those parts (a ``tool_call``, or an ``Opaque`` of ``SERVER_CALL_KINDS``)."""
+    j = d.json
+    kinds = ", ".join(f"'{k}'" for k in SERVER_CALL_KINDS)
+    return (f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN {j('p.value', '$.id')}
+             ELSE {j('p.value', '$.data.id')} END""",
+            f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN {j('p.value', '$.name')}
+             ELSE coalesce({j('p.value', '$.data.name')}, {j('p.value', '$.kind')}) END""",
+            f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN 'client'
+             ELSE {j('p.value', '$.kind')} END""",
+            f"""({j('p.value', '$.type')} = 'tool_call'
+       OR ({j('p.value', '$.type')} = 'opaque'
+           AND {j('p.value', '$.kind')} IN ({kinds})))""")
+
+
 def requested_sql(d: Dialect) -> str:
     """SQL over an event row named ``{e}``: the JSON array of ``[call_id, tool, kind]`` for
     every call its parts ask for (NULL: none). One rule for the projection and ``events``."""
-    j = d.json
-    kinds = ", ".join(f"'{k}'" for k in SERVER_CALL_KINDS)
-    items = (
-        f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN {j('p.value', '$.id')}
-             ELSE {j('p.value', '$.data.id')} END""",
-        f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN {j('p.value', '$.name')}
-             ELSE coalesce({j('p.value', '$.data.name')}, {j('p.value', '$.kind')}) END""",
-        f"""CASE {j('p.value', '$.type')} WHEN 'tool_call' THEN 'client'
-             ELSE {j('p.value', '$.kind')} END""")
+    *items, asks = _requested_items(d)
     return f"""nullif((SELECT {d.array_of_arrays(*items)}
     FROM {d.each('{e}.payload', '$.parts', 'p')}
-    WHERE {j('p.value', '$.type')} = 'tool_call'
-       OR ({j('p.value', '$.type')} = 'opaque'
-           AND {j('p.value', '$.kind')} IN ({kinds}))), '[]')"""
+    WHERE {asks}), '[]')"""
+
+
+def _requested_select(d: Dialect, source: str | None) -> str:
+    """The requested calls' rows (version 9) of the ``model_responded`` events of ``source``
+    (aliased ``e``), or of the trigger's ``NEW`` row when ``source`` is None: one per part
+    that asks for a call, with the part's index among the response's parts."""
+    *items, asks = _requested_items(d)
+    parts = d.each("{e}.payload", "$.parts", "p")
+    if d.name == "sqlite":
+        index = "p.key"
+    else:  # json_array_elements has no key: number the elements
+        parts = parts.replace(" AS p(value)", " WITH ORDINALITY AS p(value, n)")
+        index = "p.n - 1"
+    e = "NEW" if source is None else "e"
+    columns = ", ".join((f"{e}.position", f"{e}.stream_id", index, *items)).replace("{e}", e)
+    if source is None:
+        return f"SELECT {columns} FROM {parts.replace('{e}', e)} WHERE {asks}"
+    return (f"SELECT {columns} FROM {source} AS e, {parts.replace('{e}', e)} "
+            f"WHERE e.type = 'model_responded' AND {asks}")
 
 
 #: :func:`requested_sql` in SQLite.
@@ -164,11 +198,20 @@ _MODEL_COLUMNS = ("position", "conversation_id", "day", "ok", "input_tokens", "o
                   "requested", *COST_COLUMNS)
 _TOOL_COLUMNS = ("position", "conversation_id", "call_id", "tool", "outcome", "reason",
                  "duration_ms")
+_REQUESTED_COLUMNS = ("position", "conversation_id", "part", "call_id", "tool", "kind")
 
 
-def _projected(d: Dialect) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
-    return ((MODEL_CALLS, _MODEL_TYPES, _model_row(d), _MODEL_COLUMNS),
-            (TOOL_CALLS, _TOOL_TYPES, _tool_row(d), _TOOL_COLUMNS))
+def _projected(d: Dialect) -> tuple[tuple[str, Any, tuple[str, ...], tuple[int, ...]], ...]:
+    """Per table: its name, the SELECT of its rows from a source of events (``source`` -> SQL
+    over ``source AS e``, ending in a WHERE clause), its columns, and the indexes of the
+    columns that key a row (the position; the requested calls' part index too)."""
+    def one_per_event(types: str, row: str) -> Any:
+        return lambda source: f"SELECT {row.format(e='e')} FROM {source} AS e WHERE e.type IN {types}"
+
+    return ((MODEL_CALLS, one_per_event(_MODEL_TYPES, _model_row(d)), _MODEL_COLUMNS, (0,)),
+            (TOOL_CALLS, one_per_event(_TOOL_TYPES, _tool_row(d)), _TOOL_COLUMNS, (0,)),
+            (REQUESTED_CALLS, lambda source: _requested_select(d, source), _REQUESTED_COLUMNS,
+             (0, 2)))
 
 
 _MAX_REPORTED = 100
@@ -187,9 +230,15 @@ _TABLES = [
     f"""CREATE TABLE {TOOL_CALLS} (
         position INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, tool TEXT,
         outcome TEXT NOT NULL, reason TEXT, duration_ms REAL)""",
+    f"""CREATE TABLE {REQUESTED_CALLS} (
+        position INTEGER NOT NULL, conversation_id TEXT NOT NULL, part INTEGER NOT NULL,
+        call_id TEXT, tool TEXT, kind TEXT, PRIMARY KEY (position, part)) WITHOUT ROWID""",
 ]
-# No secondary indexes: every append pays for them, and a scan of these narrow tables is
-# already fast enough for the audit (a filtered audit checks scope per row).
+# One secondary index, the tool calls' by call: a pending call is a requested one this index
+# does not find. Every append pays for an index, so there is no other; a scan of these narrow
+# tables is fast enough for the rest of the audit (a filtered audit checks scope per row).
+_INDEX = (f"CREATE INDEX IF NOT EXISTS {TOOL_CALLS}_by_call "
+          f"ON {TOOL_CALLS} (conversation_id, call_id)")
 
 # PostgreSQL: the same columns; numbers as numeric (what the row's JSON casts give), ok
 # as boolean. A statement-level trigger projects a whole append's events at once.
@@ -207,11 +256,14 @@ _PG_TABLES = [
     f"""CREATE TABLE {TOOL_CALLS} (
         position BIGINT PRIMARY KEY, conversation_id TEXT COLLATE "C" NOT NULL,
         call_id TEXT, tool TEXT, outcome TEXT NOT NULL, reason TEXT, duration_ms NUMERIC)""",
+    f"""CREATE TABLE {REQUESTED_CALLS} (
+        position BIGINT NOT NULL, conversation_id TEXT COLLATE "C" NOT NULL, part BIGINT NOT NULL,
+        call_id TEXT, tool TEXT, kind TEXT, PRIMARY KEY (position, part))""",
 ]
 
 
-def drop(db: Database, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
-    """Drop the tables (both by default) and their triggers (to ``install`` them again from
+def drop(db: Database, tables: tuple[str, ...] = _ALL) -> None:
+    """Drop the tables (all by default) and their triggers (to ``install`` them again from
     ``events``)."""
     for table in tables:
         for suffix in ("project", "refuse_update", "refuse_delete"):
@@ -219,7 +271,7 @@ def drop(db: Database, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> N
         db.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def drop_postgres(conn: Any, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
+def drop_postgres(conn: Any, tables: tuple[str, ...] = _ALL) -> None:
     """:func:`drop` on PostgreSQL: the tables, their triggers and trigger functions."""
     for table in tables:
         conn.execute(f"DROP TRIGGER IF EXISTS {table}_project ON events")
@@ -227,28 +279,30 @@ def drop_postgres(conn: Any, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)
         conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
 
 
-def install(db: Database, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
-    """Create the tables (both by default), fill them from ``events`` and add their triggers
-    (inside the migration)."""
-    for (table, types, row, _columns), sql in zip(_projected(SQLITE), _TABLES):
+def install(db: Database, tables: tuple[str, ...] = _ALL) -> None:
+    """Create the tables (all by default), fill them from ``events`` and add their triggers
+    and the tool calls' index (inside the migration)."""
+    for (table, select, _columns, _key), sql in zip(_projected(SQLITE), _TABLES):
         if table in tables:
             db.execute(sql)
-            db.execute(f"INSERT INTO {table} SELECT {row.format(e='e')} "
-                       f"FROM events AS e WHERE e.type IN {types}")
+            db.execute(f"INSERT INTO {table} {select('events')}")
+    db.execute(_INDEX)
     for name, sql in GUARDS.items():
         if name.startswith(tables):
             db.execute(sql)
 
 
 def _guards() -> dict[str, str]:
-    """The triggers that keep both tables in step with ``events`` and refuse edits (SQLite)."""
+    """The triggers that keep the tables in step with ``events`` and refuse edits (SQLite)."""
     guards = {}
-    for table, types, row in ((MODEL_CALLS, _MODEL_TYPES, _MODEL_ROW),
-                              (TOOL_CALLS, _TOOL_TYPES, _TOOL_ROW)):
+    for table, when, insert in (
+            (MODEL_CALLS, f"IN {_MODEL_TYPES}", f"VALUES ({_MODEL_ROW.format(e='NEW')})"),
+            (TOOL_CALLS, f"IN {_TOOL_TYPES}", f"VALUES ({_TOOL_ROW.format(e='NEW')})"),
+            (REQUESTED_CALLS, "= 'model_responded'", _requested_select(SQLITE, None))):
         guards[f"{table}_project"] = (
             f"CREATE TRIGGER {table}_project AFTER INSERT ON events "
-            f"WHEN NEW.type IN {types} "
-            f"BEGIN INSERT INTO {table} VALUES ({row.format(e='NEW')}); END")
+            f"WHEN NEW.type {when} "
+            f"BEGIN INSERT INTO {table} {insert}; END")
         for operation in ("UPDATE", "DELETE"):
             guards[f"{table}_refuse_{operation.lower()}"] = (
                 f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} ON {table} "
@@ -274,35 +328,37 @@ def _pg_guards() -> dict[str, str]:
 
 
 def _present(conn: ReadConnection) -> set[str]:
-    """Which of the two tables the journal has."""
+    """Which of the tables the journal has."""
     exists = dialect_of(conn).table_exists()
-    return {t for t in (MODEL_CALLS, TOOL_CALLS) if conn.execute(exists, (t,)).fetchone()}
+    return {t for t in _ALL if conn.execute(exists, (t,)).fetchone()}
 
 
-def install_postgres(conn: Any, tables: tuple[str, ...] = (MODEL_CALLS, TOOL_CALLS)) -> None:
+def install_postgres(conn: Any, tables: tuple[str, ...] = _ALL) -> None:
     """:func:`install` on PostgreSQL (``conn``: the migration's psycopg connection)."""
-    for (table, types, row, _columns), sql in zip(_projected(POSTGRES), _PG_TABLES):
+    for (table, select, _columns, _key), sql in zip(_projected(POSTGRES), _PG_TABLES):
         if table not in tables:
             continue
         conn.execute(sql)
-        select = f"SELECT {row.format(e='e')} FROM {{source}} AS e WHERE e.type IN {types}"
-        conn.execute(f"INSERT INTO {table} " + select.format(source="events"))
+        conn.execute(f"INSERT INTO {table} {select('events')}")
         conn.execute(
             f"CREATE FUNCTION {table}_project() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            f"BEGIN INSERT INTO {table} {select.format(source='appended')}; RETURN NULL; END $$")
+            f"BEGIN INSERT INTO {table} {select('appended')}; RETURN NULL; END $$")
+    conn.execute(_INDEX)
     for name, sql in PG_GUARDS.items():
         if name.startswith(tables):
             conn.execute(sql)
 
 
 def in_step(conn: ReadConnection) -> bool:
-    """Whether both tables hold exactly one row per projected event (counts and last positions)
-    and have this version's columns.
+    """Whether the tables cover exactly the events they project and have this version's
+    columns: the model and tool calls' tables one row per projected event (counts and last
+    positions), the requested calls' table up to the last response that asked for a call.
 
-    Cheap: every figure comes from an index, no payload is read. False when the
-    tables are missing (a journal written without the engine, read read-only).
+    Cheap: every figure comes from an index or a primary key, no payload is read. False when
+    the tables are missing (a journal written without the engine, or by an older one and read
+    read-only).
     """
-    if len(_present(conn)) < 2:
+    if len(_present(conn)) < len(_ALL):
         return False
     try:  # tables of an older version (read-only: not migrated) lack the newer columns
         conn.execute(f"SELECT requested, charge_reason FROM {MODEL_CALLS} LIMIT 0")
@@ -315,12 +371,15 @@ def in_step(conn: ReadConnection) -> bool:
             f"SELECT count(*), max(position) FROM events WHERE type IN {types}").fetchone()
         if projected != source:
             return False
-    return True
+    asked = conn.execute(f"SELECT position FROM {MODEL_CALLS} WHERE requested IS NOT NULL "
+                         "ORDER BY position DESC LIMIT 1").fetchone()
+    rows = conn.execute(f"SELECT max(position) FROM {REQUESTED_CALLS}").fetchone()
+    return (asked or (None,))[0] == rows[0]
 
 
 def check(conn: ReadConnection, conversation_id: str | None = None,
           extension: str = "engine.audit.views") -> list[ProjectionMismatch]:
-    """Recompute both tables from ``events`` (every row, or one conversation's) and
+    """Recompute every table from ``events`` (every row, or one conversation's) and
     return each difference: a row missing, a row no event backs, a column that differs.
 
     Reads every projected payload once: O(events of those types). At most 100
@@ -328,43 +387,50 @@ def check(conn: ReadConnection, conversation_id: str | None = None,
     """
     present = _present(conn)
     found: list[ProjectionMismatch] = []
-    for table, types, row, columns in _projected(dialect_of(conn)):
+    for table, select, columns, key in _projected(dialect_of(conn)):
         if table not in present:
             continue  # not installed: nothing can be forged, the audit reads events
         scope = () if conversation_id is None else (conversation_id,)
-        expected = (f"SELECT {row.format(e='e')} FROM events AS e WHERE e.type IN {types}"
-                    + (" AND e.stream_id = ?" if scope else ""))
+        expected = select("events") + (" AND e.stream_id = ?" if scope else "")
         stored = f"SELECT * FROM {table}" + (" WHERE conversation_id = ?" if scope else "")
         positions = sorted(
             {p for (p, *_) in conn.execute(f"{expected} EXCEPT {stored}", scope * 2)}
             | {p for (p, *_) in conn.execute(f"{stored} EXCEPT {expected}", scope * 2)})
-        for position in positions[:_MAX_REPORTED - len(found)]:
-            want = conn.execute(f"SELECT {row.format(e='e')} FROM events AS e "
-                                f"WHERE e.position = ? AND e.type IN {types}", (position,)).fetchone()
-            have = conn.execute(f"SELECT * FROM {table} WHERE position = ?", (position,)).fetchone()
-            found.append(_mismatch(extension, table, columns, position, want, have))
+        for position in positions:
+            if len(found) >= _MAX_REPORTED:
+                break
+            want = {tuple(r[i] for i in key): r for r in conn.execute(
+                select("events") + " AND e.position = ?", (position,)).fetchall()}
+            have = {tuple(r[i] for i in key): r for r in conn.execute(
+                f"SELECT * FROM {table} WHERE position = ?", (position,)).fetchall()}
+            for k in sorted(want.keys() | have.keys()):
+                if want.get(k) != have.get(k) and len(found) < _MAX_REPORTED:
+                    found.append(_mismatch(extension, table, columns, position,
+                                           want.get(k), have.get(k), k[1:]))
     return found
 
 
 def _mismatch(extension: str, table: str, columns: tuple[str, ...], position: int,
-              want: tuple | None, have: tuple | None) -> ProjectionMismatch:
+              want: tuple | None, have: tuple | None, part: tuple = ()) -> ProjectionMismatch:
+    """``part``: the requested call's part index (its table has a row per requested call)."""
+    of = "".join(f"part {p}: " for p in part)
     if have is None:
         return ProjectionMismatch(extension, table, want[1], position, None,
-                                  "the row for this event is missing")
+                                  f"{of}the row for this event is missing")
     if want is None:
         return ProjectionMismatch(extension, table, have[1], position, None,
-                                  "no event of its kind is at this position (a forged row)")
+                                  f"{of}no event of its kind is at this position (a forged row)")
     index = next((i for i, (w, h) in enumerate(zip(want, have)) if w != h), None)
     if index is None:
         return ProjectionMismatch(extension, table, want[1], position, None,
-                                  "the row differs from the event in a value's type")
+                                  f"{of}the row differs from the event in a value's type")
     return ProjectionMismatch(extension, table, want[1], position, columns[index],
-                              f"{columns[index]} is {have[index]!r}, the event says "
+                              f"{of}{columns[index]} is {have[index]!r}, the event says "
                               f"{want[index]!r}")
 
 
 def rebuild(path: str) -> None:
-    """Drop and rebuild both projection tables from ``events`` in one transaction.
+    """Drop and rebuild the projection tables from ``events`` in one transaction.
 
     For a journal whose projections are out of step (``in_step`` is false):
     the audit is right without them, only slower.

@@ -5,9 +5,12 @@ Both sources answer the same questions with the same JSON paths (those of the
 parsing a payload. ``{in_scope}`` narrows to the conversations in
 ``temp.audit_scope`` (empty when every conversation is in scope) and
 ``{and_tool}`` to one tool. ``pending`` and ``server`` read the calls each
-response asked for (``engine.audit.projections.REQUESTED_SQL``) as rows
-``(conversation_id, call_id, tool, kind)``; their ``{in_scope}`` and
+response asked for as rows ``(conversation_id, call_id, tool, kind)`` (the
+projection keeps them so, ``events`` parses them with
+``engine.audit.projections.REQUESTED_SQL``); their ``{in_scope}`` and
 ``{and_tool}`` are ``REQUESTED_SCOPE`` and ``REQUESTED_TOOL`` for either source.
+A client call is pending when it has a call id and no outcome of its
+conversation has that id.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import msgspec
 
 from turnlog.journal import POSTGRES, SQLITE, Dialect
-from .projections import MODEL_CALLS, TOOL_CALLS, requested_sql
+from .projections import MODEL_CALLS, REQUESTED_CALLS, TOOL_CALLS, requested_sql
 
 __all__ = ["EVENTS", "PROJECTIONS", "REQUESTED_SCOPE", "REQUESTED_TOOL", "SOURCES", "Source",
            "events_source", "projections_source", "requested_scope"]
@@ -56,7 +59,14 @@ REQUESTED_SCOPE = requested_scope(SQLITE)
 
 # NOT IN over an uncorrelated subquery is built once as a temporary index.
 _PENDING = """SELECT tool, count(*) FROM ({requested}) AS q WHERE kind = 'client' {{in_scope}}
-  {{and_tool}} AND (conversation_id, call_id) NOT IN ({answered}) GROUP BY tool"""
+  {{and_tool}} AND call_id IS NOT NULL AND (conversation_id, call_id) NOT IN ({answered})
+  GROUP BY tool"""
+# Over the projections: one anti-join, each requested call looked up in the tool calls' index.
+_PENDING_PROJECTED = f"""SELECT tool, count(*) FROM {REQUESTED_CALLS} AS q
+  WHERE kind = 'client' {{in_scope}} {{and_tool}} AND call_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM {TOOL_CALLS} AS a
+                    WHERE a.conversation_id = q.conversation_id AND a.call_id = q.call_id)
+  GROUP BY tool"""
 _SERVER = """SELECT kind, tool, count(*) FROM ({requested}) AS q WHERE kind != 'client' {{in_scope}}
   {{and_tool}} GROUP BY kind, tool ORDER BY kind, tool"""
 
@@ -76,8 +86,6 @@ FROM ({grouped}) AS g JOIN {temp}.audit_scope AS s ON s.conversation_id = g.cid
 
 def projections_source(d: Dialect) -> Source:
     """The audit's queries over the projection tables, in dialect ``d``."""
-    by_projection = _requested(d, f"SELECT conversation_id AS cid, requested FROM {MODEL_CALLS} "
-                                  "WHERE requested IS NOT NULL")
     return Source(
         name="projections",
         in_scope=f"AND conversation_id IN (SELECT conversation_id FROM {d.temp}.audit_scope)",
@@ -93,21 +101,11 @@ def projections_source(d: Dialect) -> Source:
         tools=f"SELECT tool, outcome = 'refused', outcome = 'succeeded', reason, duration_ms "
               f"FROM {TOOL_CALLS} WHERE 1 = 1 {{in_scope}} {{and_tool}}",
         tool_users=f"SELECT conversation_id FROM (SELECT conversation_id, tool FROM {TOOL_CALLS} "
-                   f"UNION ALL SELECT conversation_id, tool FROM ({by_projection}) AS b) AS u "
+                   f"UNION ALL SELECT conversation_id, tool FROM {REQUESTED_CALLS}) AS u "
                    "WHERE tool = ?",
-        pending=_PENDING.format(requested=by_projection, answered=(
-            f"SELECT conversation_id, call_id FROM {TOOL_CALLS} WHERE call_id IS NOT NULL")),
-        # only the responses that asked for more calls than their client ones (``tool_calls``)
-        server=_SERVER.format(requested=_requested(
-            d, f"SELECT conversation_id AS cid, requested FROM {MODEL_CALLS} "
-               f"WHERE requested IS NOT NULL AND {_length(d, 'requested')} > tool_calls")),
+        pending=_PENDING_PROJECTED,
+        server=_SERVER.format(requested=f"SELECT * FROM {REQUESTED_CALLS}"),
     )
-
-
-def _length(d: Dialect, column: str) -> str:
-    """The length of the JSON array text ``column``."""
-    return (f"json_array_length({column})" if d.name == "sqlite"
-            else f"json_array_length({column}::json)")
 
 
 # SQLite caches a payload's parse across the json_extract calls of one row, so each

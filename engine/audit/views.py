@@ -358,16 +358,18 @@ def _migrate(db: Database, from_version: int) -> None:
     Version 2 added ``requested`` and ``call_id`` to the projections, version 3
     the Responses API's server tool calls to ``requested``: they are rebuilt
     from ``events``. Version 4 added the ``costs`` view, version 8 the columns a cost
-    needs to the model calls' table (rebuilt from ``events``).
+    needs to the model calls' table (rebuilt from ``events``), version 9 the requested
+    calls' table (built from ``events``) and the tool calls' index by call.
     """
     db.execute(_INDEX)
     if from_version in (1, 2):
         projections.drop(db)
     if from_version < 3:
         projections.install(db)
-    elif from_version < 8:  # the model calls' table gains the columns a cost needs
-        projections.drop(db, (projections.MODEL_CALLS,))
-        projections.install(db, (projections.MODEL_CALLS,))
+    elif from_version < 9:  # 8: the model calls' table gains the columns a cost needs
+        rebuilt = (projections.MODEL_CALLS,) if from_version < 8 else ()
+        projections.drop(db, (*rebuilt, projections.REQUESTED_CALLS))
+        projections.install(db, (*rebuilt, projections.REQUESTED_CALLS))
     for name, sql in VIEWS.items():
         db.execute(f"DROP VIEW IF EXISTS {name}")
         db.execute(sql)
@@ -413,9 +415,10 @@ def _migrate_postgres(conn: Any, from_version: int) -> None:
         projections.drop_postgres(conn)
     if from_version < 3:
         projections.install_postgres(conn)
-    elif from_version < 8:
-        projections.drop_postgres(conn, (projections.MODEL_CALLS,))
-        projections.install_postgres(conn, (projections.MODEL_CALLS,))
+    elif from_version < 9:
+        rebuilt = (projections.MODEL_CALLS,) if from_version < 8 else ()
+        projections.drop_postgres(conn, (*rebuilt, projections.REQUESTED_CALLS))
+        projections.install_postgres(conn, (*rebuilt, projections.REQUESTED_CALLS))
     for name, sql in views(POSTGRES).items():
         conn.execute(f"DROP VIEW IF EXISTS {name}")
         conn.execute(sql)
@@ -439,15 +442,16 @@ def _verify_postgres(conn: Any, conversation_id: str | None) -> list[ProjectionM
 #: its parent had before the record (version 6 read none there). 8: the model calls'
 #: projection keeps what each response's cost needs (seq, time, own provider and model,
 #: every token count, tool calls, attempt, recorded charge), so the audit's costs read no
-#: payload. Its ``verify_journal`` refolds the saved conversation states
+#: payload. 9: the requested calls' projection (a row per call a response asked for) and the
+#: tool calls' index by call, so the pending calls are one anti-join. Its ``verify_journal`` refolds the saved conversation states
 #: (``engine.snapshots``), on
 #: every backend.
-VIEWS_EXTENSION = Extension(name="engine.views", version=8, migrate=_migrate, verify=_verify,
+VIEWS_EXTENSION = Extension(name="engine.views", version=9, migrate=_migrate, verify=_verify,
                             migrate_postgres=_migrate_postgres, verify_postgres=_verify_postgres,
                             verify_journal=check_snapshots, guards=projections.GUARDS,
                             guards_postgres=projections.PG_GUARDS)
 
-# Version 7's views are version 8's (only the projection changed).
+# Versions 7's and 8's views are version 9's (only the projections changed).
 _V7 = VIEWS
 # Version 6's views: a fork taken at a marker read the marker as its parent's last event.
 _V6 = {**VIEWS, "conversations": _conversations_v4(
@@ -471,7 +475,7 @@ _PREVIOUS: dict[int, dict[str, str]] = {1: {
     "conversations": _V2["conversations"].replace("    WHEN 'run_interrupted' THEN 'interrupted'\n", "")
     .replace("nullif(p.type, 'run_interrupted')", "p.type"),
     "tool_calls": _V2["tool_calls"].split("\nUNION ALL\n", 1)[0],
-}, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
+}, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V7}
 
 #: Journal schema extensions the engine registers when it opens a journal.
 EXTENSIONS: tuple[Extension, ...] = (VIEWS_EXTENSION,)

@@ -33,6 +33,7 @@ from turnlog.engine.model.events import (
     ToolCompleted,
     ToolStarted,
     UserMessage,
+    decode_event,
 )
 from turnlog.engine.model.messages import Opaque, Text, ToolCall, Usage
 from turnlog.journal import Journal, dialect_of
@@ -173,6 +174,23 @@ def both_ways(conn: Any, prices: Prices) -> list[dict[str, Any]]:
     return reports
 
 
+def requested_calls(conn: Any) -> list[tuple]:
+    """The requested calls' rows (views v9) counted in Python from the decoded responses: a
+    ``ToolCall`` part is a client call, an ``Opaque`` of a server call kind a server one."""
+    rows = []
+    for position, stream, version, payload in conn.execute(
+            "SELECT position, stream_id, version, payload FROM events "
+            "WHERE type = 'model_responded' ORDER BY position"):
+        event = decode_event("model_responded", version, payload)
+        for n, part in enumerate(event.parts):
+            if isinstance(part, ToolCall):
+                rows.append((position, stream, n, part.id, part.name, "client"))
+            elif isinstance(part, Opaque) and part.kind in projections.SERVER_CALL_KINDS:
+                rows.append((position, stream, n, part.data.get("id"),
+                             part.data.get("name", part.kind), part.kind))
+    return rows
+
+
 def prices() -> Prices:
     return Prices.of(PriceTable.parse(PRICES, "test prices"))
 
@@ -188,7 +206,15 @@ def test_the_costs_from_the_projection_are_those_from_the_events(tmp_path_factor
     try:
         assert in_step(conn)
         assert projections.check(conn) == []  # erased events keep the rows they had
+        assert conn.execute(f"SELECT * FROM {projections.REQUESTED_CALLS} "
+                            "ORDER BY position, part").fetchall() == requested_calls(conn)
         reports = both_ways(conn, prices())
+        # genai-prices' own entries: responses without an amount priced once per group
+        projected, events = SOURCES["sqlite"]
+        fast, slow = (audit(conn, AuditQuery(top=0), Prices.default(), source)
+                      for source in (projected, events))
+        assert (fast.pop("source"), slow.pop("source")) == ("projections", "events")
+        same(fast, slow)
         responses = conn.execute("SELECT count(*) FROM events "
                                  "WHERE type = 'model_responded'").fetchone()[0]
         assert reports[0]["turns"] == responses
@@ -339,3 +365,52 @@ def test_an_erased_server_tool_call_keeps_its_projection_row(tmp_path):
     assert after["server_tools"] == before["server_tools"] == [
         {"kind": "server_tool_use", "tool": "web_search", "calls": 1}]
     assert after["cost"] == before["cost"] and after["cost"]["total"] == 0.5
+
+
+def _to_v8(conn: Any, sqlite: bool) -> None:
+    """The journal as views v8 kept it: no requested calls' table, no tool calls' index."""
+    table = projections.REQUESTED_CALLS
+    if sqlite:
+        for suffix in ("project", "refuse_update", "refuse_delete"):
+            conn.execute(f"DROP TRIGGER {table}_{suffix}")
+    else:
+        conn.execute(f"DROP TRIGGER {table}_project ON events")
+        conn.execute(f"DROP FUNCTION {table}_project()")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"DROP INDEX {projections.TOOL_CALLS}_by_call")
+    conn.execute("UPDATE _turnlog_meta SET value = '8' WHERE key = 'ext:engine.views'")
+
+
+def test_a_views_v8_journal_gains_the_requested_calls_on_both_backends(tmp_path):
+    """Read-only, a v8 journal is audited from events; a writer's open builds the requested
+    calls from the events, and the audit from them equals the one before."""
+    path = tmp_path / "v8.db"
+    url = fresh_url()
+    for target in (str(path), url):
+        with Journal.open(target, extensions=EXTENSIONS) as journal:
+            write(journal, _example())
+        conn = connect_readonly(target)
+        before = both_ways(conn, prices())
+        rows = requested_calls(conn)
+        conn.close()
+        if target == url:
+            with psycopg.connect(url, autocommit=True) as pg:
+                _to_v8(pg, sqlite=False)
+        else:
+            with sqlite3.connect(path) as raw:
+                _to_v8(raw, sqlite=True)
+        old = connect_readonly(target)
+        assert not in_step(old)
+        assert audit(old, AuditQuery(top=0), prices())["source"] == "events"
+        old.close()
+        with Journal.open(target, extensions=EXTENSIONS) as journal:  # migrates
+            assert journal.verify().ok
+        conn = connect_readonly(target)
+        try:
+            assert in_step(conn) and projections.check(conn) == []
+            assert conn.execute(f"SELECT * FROM {projections.REQUESTED_CALLS} "
+                                "ORDER BY position, part").fetchall() == rows
+            assert any(r[5] == "server_tool_use" for r in rows)
+            same(both_ways(conn, prices()), before)
+        finally:
+            conn.close()

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from turnlog.engine.cli import cli
-from turnlog.engine.audit.projections import MODEL_CALLS, TOOL_CALLS, check, in_step
+from turnlog.engine.audit.projections import MODEL_CALLS, REQUESTED_CALLS, TOOL_CALLS, check, in_step
 from turnlog.engine.audit.views import EXTENSIONS
 from turnlog.journal import Journal
 
@@ -41,7 +41,7 @@ def forged(demo, tmp_path, *statements: str) -> Path:
     copy = tmp_path / "forged.db"
     shutil.copy(db, copy)
     conn = sqlite3.connect(copy)
-    for table in (MODEL_CALLS, TOOL_CALLS):
+    for table in (MODEL_CALLS, TOOL_CALLS, REQUESTED_CALLS):
         for op in ("update", "delete"):
             conn.execute(f"DROP TRIGGER {table}_refuse_{op}")
     for statement in statements:
@@ -113,6 +113,14 @@ def test_a_forged_token_count_is_named_by_verify_and_audit_check(demo, tmp_path)
     (f"UPDATE {MODEL_CALLS} SET cache_write_1h_tokens = 7 WHERE position = {FIRST_RESPONSE}",
      "cache_write_1h_tokens"),
     (f"UPDATE {MODEL_CALLS} SET attempt = 3 WHERE position = {FIRST_RESPONSE}", "attempt"),
+    # the requested calls (views v9): a row per call, keyed by the response and the part
+    (f"DELETE FROM {REQUESTED_CALLS} WHERE position = (SELECT min(position) "
+     f"FROM {REQUESTED_CALLS})", "the row for this event is missing"),
+    (f"UPDATE {REQUESTED_CALLS} SET call_id = 'other' WHERE position = (SELECT min(position) "
+     f"FROM {REQUESTED_CALLS})", "call_id"),
+    (f"UPDATE {REQUESTED_CALLS} SET kind = 'web_search_call'", "kind"),
+    (f"INSERT INTO {REQUESTED_CALLS} SELECT position, conversation_id, part + 100, 'extra', "
+     f"tool, kind FROM {REQUESTED_CALLS} LIMIT 1", "part 1"),
 ])
 def test_every_kind_of_forged_row_is_found(demo, tmp_path, statement, reason):
     copy = forged(demo, tmp_path, statement)
@@ -148,3 +156,25 @@ def test_a_redefined_view_is_reported(demo, tmp_path):
     assert result.exit_code == 1
     [mismatch] = json.loads(result.output)["projections"]
     assert mismatch["table"] == "tool_calls" and "redefined" in mismatch["reason"]
+
+
+def test_a_forged_requested_call_is_named_with_its_part_and_the_audit_reads_events(demo, tmp_path):
+    """A requested call dropped from its table would hide it from the pending calls: verify
+    names the response and the part, ``audit --check`` counts from the events."""
+    db, cid = demo
+    copy = forged(demo, tmp_path, f"DELETE FROM {REQUESTED_CALLS} WHERE position = "
+                                  f"(SELECT min(position) FROM {REQUESTED_CALLS})")
+    conn = sqlite3.connect(copy)
+    asked = conn.execute(
+        f"SELECT e.position, p.key FROM events AS e, json_each(e.payload, '$.parts') AS p "
+        "WHERE e.type = 'model_responded' AND json_extract(p.value, '$.type') = 'tool_call' "
+        f"AND e.position NOT IN (SELECT position FROM {REQUESTED_CALLS})").fetchall()
+    conn.close()
+    assert asked  # the demo's first response asks for calls
+    found = json.loads(invoke("verify", "--db", copy, "--json").output)["projections"]
+    assert [(m["table"], m["conversation_id"], m["position"], m["reason"]) for m in found] == [
+        (REQUESTED_CALLS, cid, position, f"part {part}: the row for this event is missing")
+        for position, part in asked]
+    honest = json.loads(invoke("audit", "--json", "--db", db).output)
+    checked = json.loads(invoke("audit", "--check", "--json", "--db", copy).stdout)
+    assert checked["source"] == "events" and checked["tools"] == honest["tools"]

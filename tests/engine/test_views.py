@@ -27,18 +27,28 @@ def db(db_path):
     database.close()
 
 
-def test_views_are_views_created_by_the_migration_beside_two_projection_tables(db):
+def test_views_are_views_created_by_the_migration_beside_three_projection_tables(db):
     assert set(db.view_names()) == set(VIEWS)
     assert set(db.table_names()) == {"_turnlog_meta", "events", "stream_links", "snapshots",
                                      "tree", "checkpoints",  # the journal's log tree (schema 4)
                                      "blobs",  # parts kept once (schema 6)
-                                     "_audit_model_calls", "_audit_tool_calls"}
+                                     "_audit_model_calls", "_audit_tool_calls",
+                                     "_audit_requested_calls"}
     meta = dict(db.execute("SELECT key, value FROM _turnlog_meta").fetchall())
-    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "8"
+    assert meta["ext:engine.views"] == str(VIEWS_EXTENSION.version) == "9"
+
+
+def _before_version_9(conn) -> None:
+    """Drop what views v9 added: the requested calls' table and the tool calls' index."""
+    for op in ("project", "refuse_update", "refuse_delete"):
+        conn.execute(f"DROP TRIGGER _audit_requested_calls_{op}")
+    conn.execute("DROP TABLE _audit_requested_calls")
+    conn.execute("DROP INDEX _audit_tool_calls_by_call")
 
 
 def _as_version_1(db_path) -> None:
     conn = sqlite3.connect(db_path)
+    _before_version_9(conn)
     for table, column in (("_audit_model_calls", "requested"), ("_audit_tool_calls", "call_id")):
         for op in ("project", "refuse_update", "refuse_delete"):
             conn.execute(f"DROP TRIGGER {table}_{op}")
@@ -212,6 +222,7 @@ def test_events_hex_shows_every_hash_as_the_hex_text_verify_and_heads_report(db,
 
 def test_a_version_3_journal_gets_events_hex_when_opened_for_writing(db, db_path):
     db.execute("DROP VIEW events_hex")
+    _before_version_9(db.conn)
     db.execute("UPDATE _turnlog_meta SET value = '3' WHERE key = 'ext:engine.views'")
     db.conn.commit()
     conn = connect_readonly(str(db_path))  # read-only: a temporary view, nothing written
