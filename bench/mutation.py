@@ -71,9 +71,6 @@ TARGETS: dict[str, tuple[str, list[str], list[str]]] = {
 #: mutant id -> why it cannot be told apart from the original by any test (behaviour is equal)
 EQUIVALENT: dict[str, str] = {
     # the fast path is an optimisation: sending more arguments down the slow path keys them alike
-    "duplicates:_flat_and_plain:True -> False": "every call takes the slow path: the same key",
-    "duplicates:_flat_and_plain:type(value) -> value":
-        "no value is then a plain type: every call takes the slow path, the same key",
     "duplicates:call_key:if _flat_and_plain(arguments): -> <removed>":
         "no fast path: canonical_json gives the same text for flat ASCII arguments",
     "duplicates:call_key:'\\x02' -> '\\x00'":

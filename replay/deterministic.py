@@ -200,8 +200,9 @@ def replay(journal: JournalProtocol, conversation_id: str, *, collect: bool = Fa
     """
     if not journal.last_seq(conversation_id):
         raise ConversationNotFound(f"no conversation {conversation_id!r} in {journal.path}")
-    refuse_erased(journal, conversation_id, "replay")
-    recording = Recording(journal, conversation_id)
+    rows = list(journal.read(conversation_id))  # read once: checked for erasures, then indexed
+    refuse_erased(journal, conversation_id, "replay", own=rows)
+    recording = Recording(journal, conversation_id, rows)
     reason = _not_replayable(recording)
     if reason is not None:
         return ReplayResult(conversation_id=conversation_id, ok=True, skipped=reason)

@@ -67,9 +67,13 @@ def lineage_events(journal: JournalProtocol, conversation_id: str,
         yield row, decode_stored(row)
 
 
-def own_events(journal: JournalProtocol, conversation_id: str) -> list[tuple[StoredEvent, Event]]:
-    """The (row, event) pairs of the conversation's own stream (no ancestors)."""
-    return [(row, decode_stored(row)) for row in journal.read(conversation_id)]
+def own_events(journal: JournalProtocol, conversation_id: str,
+               rows: Iterable[StoredEvent] | None = None) -> list[tuple[StoredEvent, Event]]:
+    """The (row, event) pairs of the conversation's own stream (no ancestors); ``rows``
+    are that stream's rows when the caller already read them."""
+    if rows is None:
+        rows = journal.read(conversation_id)
+    return [(row, decode_stored(row)) for row in rows]
 
 
 def user_runs_of(events: Iterable[Event]) -> list[list[UserMessage]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -33,7 +34,7 @@ from turnlog.engine.model.events import (
 from turnlog.engine.model.messages import ToolCall
 from turnlog.engine.providers.base import ModelRequest, ModelResponse
 from turnlog.engine.loop.request_digest import RequestDigest
-from turnlog.journal import JournalProtocol
+from turnlog.journal import JournalProtocol, StoredEvent
 
 from .errors import Divergence, RecordingError
 from .rebuild import lineage_events, own_events, rebuild
@@ -70,14 +71,16 @@ class Recording:
 
     ``events`` are ``(seq, event)`` pairs; ``started`` the first event;
     ``user_inputs`` the recorded user messages with their seqs; ``divergence``
-    the first mismatch found by the provider or the tools (``None`` so far).
+    the first mismatch found by the provider or the tools (``None`` so far). ``rows``
+    are the conversation's own rows when the caller already read them (else read here).
     """
 
-    def __init__(self, journal: JournalProtocol, conversation_id: str) -> None:
+    def __init__(self, journal: JournalProtocol, conversation_id: str,
+                 rows: Sequence[StoredEvent] | None = None) -> None:
         self.journal, self.conversation_id = journal, conversation_id
         # an interruption marker is no step of the loop: the re-run goes straight through,
         # as a resumed run did after it
-        pairs = [p for p in own_events(journal, conversation_id)
+        pairs = [p for p in own_events(journal, conversation_id, rows)
                  if type(p[1]) is not RunInterrupted]
         self.rows = [row for row, _ in pairs]
         self.events = [(row.seq, event) for row, event in pairs]

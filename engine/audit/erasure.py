@@ -19,6 +19,7 @@ import getpass
 import socket
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 import msgspec
@@ -195,21 +196,31 @@ def erase_conversation(journal: JournalProtocol, conversation_id: str, *, reason
     return journal.erase(conversation_id, kept, record, expected_seq)
 
 
-def first_erased(journal: JournalProtocol, conversation_id: str,
-                 to_seq: int | None = None) -> StoredEvent | None:
+def first_erased(journal: JournalProtocol, conversation_id: str, to_seq: int | None = None, *,
+                 own: Sequence[StoredEvent] | None = None) -> StoredEvent | None:
     """The first erased event of the conversation's history (its fork ancestors' prefix
-    included, up to ``to_seq``), ``None`` if nothing of it was erased."""
-    for row in journal.lineage(conversation_id, to_seq):
+    included, up to ``to_seq``), ``None`` if nothing of it was erased.
+
+    ``own`` is the conversation's own stream as the caller already read it (whole, or up
+    to ``to_seq``): only its fork ancestors are read then.
+    """
+    if own is None:
+        rows: Iterable[StoredEvent] = journal.lineage(conversation_id, to_seq)
+    else:
+        above = journal.ancestry(conversation_id, to_seq)[:-1]
+        rows = chain.from_iterable([*(journal.read(s, 1, upto) for s, upto in above), own])
+    for row in rows:
         if row.erased:
             return row
     return None
 
 
 def refuse_erased(journal: JournalProtocol, conversation_id: str, action: str,
-                  to_seq: int | None = None) -> None:
+                  to_seq: int | None = None, *,
+                  own: Sequence[StoredEvent] | None = None) -> None:
     """Raise :class:`ConversationErasedError` when the history ``action`` (``replay``,
-    ``fork``, ...) would use holds an erased event."""
-    row = first_erased(journal, conversation_id, to_seq)
+    ``fork``, ...) would use holds an erased event (``own``: see :func:`first_erased`)."""
+    row = first_erased(journal, conversation_id, to_seq, own=own)
     if row is not None:
         where = ("" if row.stream_id == conversation_id
                  else f" (in its fork parent {row.stream_id!r})")

@@ -353,7 +353,7 @@ class LoopBase:
 
     def _recorded(self, conv: Conversation, rows: list[StoredEvent]) -> None:
         """Tell observers which events just became durable (``recorded``, with their rows)."""
-        if rows:
+        if rows and self.observers:
             self.observers.emit("recorded", conversation_id=conv.id, rows=rows)
 
     def _contention(self, conversation_id: str, exc: ConcurrencyError) -> TranscriptLockContention:

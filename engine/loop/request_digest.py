@@ -24,29 +24,33 @@ from turnlog.engine.providers.base import ModelRequest
 
 __all__ = ["RequestDigest"]
 
+_plain_encoder = msgspec.json.Encoder()
+
 def _plain_part(part: Any) -> bool:
+    """Whether ``part``'s sorted JSON is canonical once all its text is ASCII: text and tool
+    results hold only strings and a flag; a call's arguments must also be flat and plain
+    (no float that canonical form would rewrite). Other parts take the canonical walk."""
     kind = type(part)
-    if kind is Text:
-        return part.text.isascii()
-    if kind is ToolResult:
-        return part.content.isascii() and part.name.isascii() and part.call_id.isascii()
+    if kind is Text or kind is ToolResult:
+        return True
     if kind is ToolCall:
-        return (part.id.isascii() and part.name.isascii() and part.raw_arguments.isascii()
-                and (part.invalid is None or part.invalid.isascii())
-                and _flat_and_plain(part.arguments))
+        return _flat_and_plain(part.arguments)
     return False
 
 
 def _message_bytes(message: Any) -> bytes:
     """A message's canonical bytes; its sorted JSON when that already is canonical.
 
-    It is when every string is ASCII (nothing to NFC-normalise) and tool
-    arguments are flat ints, bools, nulls and ASCII strings (no float that
-    canonical form would rewrite).
+    It is when the sorted JSON is ASCII (no string to NFC-normalise: msgspec writes other
+    characters as UTF-8, so one ASCII check in C covers every field) and every part is a
+    ``_plain_part``.
     """
-    if (all(map(_plain_part, message.parts)) and (message.provider or "").isascii()
-            and (message.model or "").isascii()):
-        return sorted_json_bytes(message)  # canonical already: nothing to normalise
+    try:
+        encoded = sorted_json_bytes(message)
+    except UnicodeEncodeError:  # a lone surrogate: the canonical walk names it
+        return canonical_bytes(msgspec.to_builtins(message))
+    if encoded.isascii() and all(map(_plain_part, message.parts)):
+        return encoded  # canonical already: nothing to normalise
     return canonical_bytes(msgspec.to_builtins(message))
 
 
@@ -68,7 +72,7 @@ class RequestDigest:
         self._count = 0
         self._seen: list[Any] = []
         # the rest (model, system, tools, parameters) rarely changes between turns: its
-        # sorted JSON (C speed) keys its canonical bytes (Python speed, tool schemas)
+        # JSON (C speed) keys its canonical bytes (Python speed, tool schemas)
         self._rest_key = b""
         self._rest = b""
         #: the messages of the request digested last (what ``extends`` may name)
@@ -102,7 +106,9 @@ class RequestDigest:
         self._seen.extend(messages[n:])
         self._last = messages
         rest = msgspec.structs.replace(request, messages=())
-        key = sorted_json_bytes(rest)
+        # the key only tells a changed rest from the last one: JSON in insertion order says
+        # that as surely as sorted JSON, without sorting every schema's keys each turn
+        key = _plain_encoder.encode(rest)
         if key != self._rest_key:
             # '{"model":…}': never empty, model is required
             self._rest_key, self._rest = key, canonical_bytes(msgspec.to_builtins(rest))

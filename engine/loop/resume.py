@@ -73,9 +73,16 @@ def idempotency_key(state: Any, call: ToolCall) -> str:
     ``state`` is a ``ConversationState`` or the live ``StateBuilder``; a
     ``call`` not among its ``last_tool_calls`` takes position -1.
     """
-    position = next((i for i, c in enumerate(state.last_tool_calls) if c.id == call.id), -1)
+    position = -1
+    for i, c in enumerate(state.last_tool_calls):
+        if c.id == call.id:
+            position = i
+            break
     raw = call.raw_arguments if call.invalid else None
     chain = (state.request_digest, state.response_id or "", str(state.turn_count), str(position),
              call_key(call.name, call.arguments, raw_arguments=raw))
-    data = b"".join(len(b).to_bytes(8, "big") + b for b in (f.encode("utf-8", "surrogatepass") for f in chain))
-    return hashlib.sha256(data).hexdigest()[:32]
+    data: list[bytes] = []  # each field length-prefixed (8 bytes, big-endian), then hashed
+    for field in chain:
+        encoded = field.encode("utf-8", "surrogatepass")
+        data += (len(encoded).to_bytes(8, "big"), encoded)
+    return hashlib.sha256(b"".join(data)).hexdigest()[:32]

@@ -104,8 +104,8 @@ from .texts import refusal_message, tool_failed_message
 from turnlog.engine.tools.registry import Tool, ToolContext, ToolRegistry
 
 __all__ = ["Action", "CallModel", "Record", "RunRunner", "RunTools", "Step", "StepSettings", "Stop",
-           "ToolRun", "Wait", "concurrent", "context_of", "executor_failure", "ordered", "progress_of",
-           "refusal_of", "request_of"]
+           "ToolRun", "Wait", "check_result_json", "concurrent", "context_of", "executor_failure",
+           "ordered", "progress_of", "refusal_of", "request_of"]
 
 L = Lifecycle
 R = RejectReason
@@ -114,8 +114,7 @@ R = RejectReason
 Notice = tuple[str, dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(msgspec.Struct, frozen=True):
     """Stage ``events`` (or, with ``now``, append them at once in one transaction), then
     ``flush`` if asked, then tell observers ``notices``."""
 
@@ -125,16 +124,14 @@ class Record:
     now: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class CallModel:
+class CallModel(msgspec.Struct, frozen=True):
     """Flush, send ``request`` to the provider, and hand back its response or ``ProviderError``."""
 
     request: ModelRequest
     turn: int
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRun:
+class ToolRun(msgspec.Struct, frozen=True):
     """One accepted call, ready to run: the tool, the validated arguments, the context."""
 
     call: ToolCall
@@ -143,8 +140,7 @@ class ToolRun:
     context: ToolContext
 
 
-@dataclass(frozen=True, slots=True)
-class RunTools:
+class RunTools(msgspec.Struct, frozen=True):
     """Flush, then run ``runs``: at most ``concurrency`` at a time, or, when ``order`` is
     given, one at a time in that order (indexes into ``runs``). Hand back each outcome as
     it completes (``Step.tool_done``)."""
@@ -154,22 +150,19 @@ class RunTools:
     order: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(msgspec.Struct, frozen=True):
     """Wait ``delay`` seconds (with the loop's retry policy) before the next action."""
 
     delay: float
 
 
-@dataclass(frozen=True, slots=True)
-class RunRunner:
+class RunRunner(msgspec.Struct, frozen=True):
     """Flush, offer the run to the loop's runner, and hand back its result (``Step.ran``)."""
 
     request: RunRequest
 
 
-@dataclass(frozen=True, slots=True)
-class Stop:
+class Stop(msgspec.Struct, frozen=True):
     """The run is over (or paused, for a single-turn run); the shell returns its result."""
 
 
@@ -702,7 +695,7 @@ class Step:
         try:
             data = _builtins(data)
             check_depth(data, "result")  # the one nesting limit (engine.nesting), before walks
-            check_json_data(valid_unicode(data)[0])  # invalid Unicode: replaced below
+            check_result_json(data)  # invalid Unicode: replaced below
         except (TypeError, ValueError, NestingError) as exc:
             error = str(exc) if isinstance(exc, NestingError) else f"result is not JSON data: {exc}"
             outcome = ToolExecution(success=False, error=error,
@@ -725,6 +718,16 @@ class Step:
 def ordered(runs: Sequence[ToolRun], order: Sequence[int] | None) -> list[ToolRun]:
     """``runs`` in the order a ``RunTools`` asks for (call order if none)."""
     return list(runs) if order is None else [runs[i] for i in order]
+
+
+def check_result_json(data: Any) -> None:
+    """``check_json_data`` of a tool result's ``data`` with its invalid Unicode replaced (the
+    event replaces it): checked as it is first, in C; walked for lone surrogates only when
+    the encoder meets one."""
+    try:
+        check_json_data(data)
+    except UnicodeEncodeError:
+        check_json_data(valid_unicode(data)[0])
 
 
 def _builtins(data: Any) -> Any:

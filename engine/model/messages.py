@@ -177,8 +177,17 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     raw: dict[str, Any] | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(**{name: getattr(self, name) + getattr(other, name)
-                        for name in USAGE_COUNTS})
+        # every count spelled out (a test checks it is every field but ``raw``): the fold
+        # adds usages once per response, and a generic loop over the fields cost ~8x this
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens,
+                     cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+                     cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+                     reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+                     cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
+                     input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
+                     input_image_tokens=self.input_image_tokens + other.input_image_tokens,
+                     output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens)
 
     @property
     def total_tokens(self) -> int:

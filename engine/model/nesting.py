@@ -39,6 +39,8 @@ __all__ = ["MAX_DEPTH", "check_depth", "load_json", "too_deep"]
 MAX_DEPTH = 200
 #: how many keys and indexes of a too-deep branch its message shows
 _SHOWN = 4
+#: what nests: JSON objects and arrays (tuples too, as msgspec gives arrays)
+_NESTED = (dict, list, tuple)
 
 
 def too_deep(where: str, limit: int = MAX_DEPTH) -> str:
@@ -54,19 +56,23 @@ def check_depth(value: Any, where: str, *, limit: int = MAX_DEPTH,
     first :data:`_SHOWN` keys and indexes, then ``…``). Iterative: any depth is
     checked without recursion.
     """
+    if not isinstance(value, _NESTED):
+        return
     stack: list[tuple[Any, int, str]] = [(value, 0, where)]
-    while stack:
+    push = stack.append
+    while stack:  # only containers are pushed, and a branch is named only as deep as shown
         item, depth, at = stack.pop()
-        if isinstance(item, dict):
-            steps: Any = ((v, f".{k}") for k, v in item.items())
-        elif isinstance(item, (list, tuple)):
-            steps = ((v, f"[{i}]") for i, v in enumerate(item))
-        else:
-            continue
         if depth >= limit:
             raise error(too_deep(at + ("…" if depth > _SHOWN else ""), limit))
-        stack.extend((v, depth + 1, at + step if depth < _SHOWN else at) for v, step in steps
-                     if isinstance(v, (dict, list, tuple)))
+        named, depth = depth < _SHOWN, depth + 1
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(child, _NESTED):
+                    push((child, depth, f"{at}.{key}" if named else at))
+        else:
+            for index, child in enumerate(item):
+                if isinstance(child, _NESTED):
+                    push((child, depth, f"{at}[{index}]" if named else at))
 
 
 def load_json(text: str | bytes, where: str, *, limit: int = MAX_DEPTH,

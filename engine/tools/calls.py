@@ -29,6 +29,7 @@ from collections.abc import Container, Iterable
 import msgspec
 
 from turnlog.engine.model.canonical import canonical_value
+from turnlog.engine.tools.duplicates import _flat_and_plain
 from turnlog.engine.errors import InvalidEventError
 from turnlog.engine.model.messages import Part, ToolCall
 
@@ -37,8 +38,8 @@ __all__ = ["assign_call_ids", "comparable_call"]
 
 def comparable_call(call: ToolCall) -> ToolCall:
     """``call``, or ``call`` marked invalid (arguments empty) if its arguments have no canonical form."""
-    if call.invalid is not None or not call.arguments:
-        return call
+    if call.invalid is not None or not call.arguments or _flat_and_plain(call.arguments):
+        return call  # flat ASCII keys and plain values: canonical as they are, nothing to check
     try:
         canonical_value(call.arguments)
     except InvalidEventError as exc:

@@ -181,3 +181,51 @@ def test_the_loop_refusal_hook_refuses_what_the_built_in_rules_accept(journal):
     assert rejected.parts[0].is_error
     assert isinstance(ToolCallRejected(call_id="a", name="n", reason=RejectReason.REFUSED,
                                        content="").reason, RejectReason)
+
+
+# --- the fast path of a flat, plain call ---------------------------------------------------
+
+_KEYS = st.sampled_from(["a", "b", "é", "e\u0301", "Å", "A\u030a", "ok"]) | st.integers(0, 2)
+_VALUES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
+           | st.sampled_from(["x", "é", "e\u0301"]) | st.lists(st.integers(), max_size=2))
+
+
+@given(st.dictionaries(_KEYS, _VALUES, max_size=4))
+def test_comparable_call_marks_invalid_exactly_the_arguments_without_a_canonical_form(arguments):
+    """``comparable_call`` skips the canonical walk for flat ASCII keys and plain values; it
+    must mark invalid exactly what the walk refuses (keys equal after NFC, non-string keys,
+    NaN), and pass everything else unchanged."""
+    from turnlog.engine.errors import InvalidEventError
+    from turnlog.engine.model.canonical import canonical_value
+    from turnlog.engine.tools.calls import comparable_call
+
+    call = ToolCall(id="c", name="t", arguments=arguments, raw_arguments="{}")
+    try:
+        canonical_value(arguments)
+        refused = False
+    except InvalidEventError:
+        refused = True
+    checked = comparable_call(call)
+    assert (checked.invalid is not None) == refused
+    if not refused:
+        assert checked is call
+    # the same rule keys calls: on their repr exactly when there is no canonical form (an
+    # int key included: it raised AttributeError before)
+    assert call_key("t", arguments).startswith("t\x02") == refused
+
+
+@given(st.dictionaries(_KEYS | st.sampled_from(["k\udd20", "tab\t"]),
+                       _VALUES | st.sampled_from(["v\udd20", "\u00e9", 2**70]), max_size=4))
+def test_the_flat_and_plain_test_is_its_rule_and_its_json_is_canonical(arguments):
+    """``_flat_and_plain`` (type set and one ASCII check of the JSON, in C) answers its rule:
+    string keys, values strings, ints, bools or nulls, all ASCII; and then the sorted JSON
+    call_key uses is the canonical JSON."""
+    from turnlog.engine.model.canonical import canonical_json
+    from turnlog.engine.tools.duplicates import _flat_and_plain, _sorted
+
+    rule = all(type(k) is str and k.isascii() and (
+        type(v) in (int, bool, type(None)) or (type(v) is str and v.isascii()))
+        for k, v in arguments.items())
+    assert _flat_and_plain(arguments) == rule
+    if rule:
+        assert _sorted.encode(arguments).decode() == canonical_json(arguments)

@@ -167,3 +167,30 @@ def test_a_state_folded_before_an_erasure_is_never_saved_after_it(tmp_path, back
         fresh = open_builder(journal, "c")  # read after it: saved at its end
         assert fresh.system == ERASED and save_snapshot(journal, "c", fresh) is not None
         assert "QRACEZ" not in "".join(e.payload for e in journal.read_all())
+
+
+@settings(max_examples=25, deadline=None)
+@given(parent_seq=st.sampled_from([None, 2, 5, 8]), child_seq=st.sampled_from([None, 1, 2]),
+       at=st.integers(min_value=3, max_value=9))
+def test_first_erased_from_rows_already_read_is_the_lineage_answer(tmp_path_factory, parent_seq,
+                                                                   child_seq, at):
+    """``own=`` (the stream's rows a caller read: replay) finds the same first erased event
+    as reading the whole lineage, wherever the erasure is: parent, child, none."""
+    path = tmp_path_factory.mktemp("own") / "j.db"
+    with Journal(path) as journal:
+        journal.append("c", [encode_event(e) for e in _conversation("QSECRETZ")], 0)
+        journal.append("f", [encode_event(e) for e in [
+            ConversationStarted(conversation_id="f", provider="p", model="m"),
+            UserMessage.of("QCHILDZ")]], 0, parent=("c", at))
+        if parent_seq is not None:
+            erase_conversation(journal, "c", reason="asked", seq=parent_seq)
+        if child_seq is not None:
+            erase_conversation(journal, "f", reason="asked", seq=child_seq)
+        for cid in ("c", "f"):
+            slow = first_erased(journal, cid)
+            fast = first_erased(journal, cid, own=list(journal.read(cid)))
+            assert fast == slow
+        expected = ("c", parent_seq) if parent_seq is not None and parent_seq <= at else (
+            ("f", child_seq) if child_seq is not None else None)
+        found = first_erased(journal, "f", own=list(journal.read("f")))
+        assert (found and (found.stream_id, found.seq)) == (expected or None)

@@ -64,3 +64,26 @@ def test_any_depth_is_refused_without_recursion_with_the_callers_error(levels):
 def test_the_modules_examples_hold():
     module = importlib.import_module("turnlog.engine.model.nesting")
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+NAMED_JSON = st.recursive(st.none() | st.integers(),
+                          lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+                          max_leaves=30)
+
+
+@given(NAMED_JSON, st.integers(0, 6))
+def test_the_branch_named_is_one_that_nests_too_deep(value, limit):
+    """The message's path (up to its first keys and indexes) leads to a container that, with
+    the levels above it, nests deeper than the limit."""
+    if depth(value) <= limit:
+        return
+    with pytest.raises(NestingError) as raised:
+        check_depth(value, "data", limit=limit)
+    path = str(raised.value).removeprefix("data").split(" nests deeper")[0]
+    steps = [s for s in path.removesuffix("…").replace("[", ".[").split(".") if s]
+    node = value
+    for step in steps:
+        node = node[int(step[1:-1])] if step.startswith("[") else node[step]
+    assert len(steps) + depth(node) > limit
+    assert path.endswith("…") == (len(steps) == 4 and limit > 4)

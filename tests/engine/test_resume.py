@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turnlog.engine.cli import cli
 from turnlog.engine.model.conversation import Conversation, load_state
@@ -209,3 +211,33 @@ def test_resume_cli_on_a_finished_conversation_reports_its_status(tmp_path):
     cid = json.loads(out.output)["conversation_id"]
     again = runner.invoke(cli, ["resume", cid, "--db", str(db), "--json"])
     assert again.exit_code == 0 and json.loads(again.output)["status"] == "completed"
+
+
+_FIELD = st.text(max_size=8) | st.just("caf\u00e9 \udd20")
+
+
+@settings(max_examples=100)
+@given(digest=_FIELD, response_id=st.none() | _FIELD, turn=st.integers(0, 10**6),
+       ids=st.lists(st.sampled_from(["c1", "c2", "c3"]), unique=True, max_size=3),
+       call_id=st.sampled_from(["c1", "c2", "c3"]),
+       arguments=st.dictionaries(st.sampled_from(["a", "b", "é"]),
+                                 st.integers() | st.floats(allow_nan=False) | _FIELD, max_size=3))
+def test_idempotency_key_is_the_documented_chain_hash(digest, response_id, turn, ids, call_id,
+                                                      arguments):
+    """The key recorded journals hold (replay compares it): SHA-256 over the length-prefixed
+    UTF-8 of (request digest, response id, turn, position in the response, call key), its
+    first 32 hex digits; a call not in the last response takes position -1."""
+    import hashlib
+
+    from turnlog.engine.model.state import ConversationState
+    from turnlog.engine.tools.duplicates import call_key
+
+    calls = tuple(ToolCall(id=i, name="add", arguments={}) for i in ids)
+    state = ConversationState(request_digest=digest, response_id=response_id, turn_count=turn,
+                              last_tool_calls=calls)
+    call = ToolCall(id=call_id, name="add", arguments=arguments)
+    position = ids.index(call_id) if call_id in ids else -1
+    fields = [digest, response_id or "", str(turn), str(position), call_key("add", arguments)]
+    data = b"".join(len(b).to_bytes(8, "big") + b
+                    for b in (f.encode("utf-8", "surrogatepass") for f in fields))
+    assert idempotency_key(state, call) == hashlib.sha256(data).hexdigest()[:32]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turnlog.engine.model.conversation import Conversation, load_state
 from turnlog.engine.errors import ConversationNotFound, CorruptEventError, InvalidTransition
@@ -16,7 +18,7 @@ from turnlog.engine.model.events import (
     UserMessage,
     encode_event,
 )
-from turnlog.engine.model.messages import Text, ToolCall
+from turnlog.engine.model.messages import USAGE_COUNTS, Text, ToolCall, Usage
 from turnlog.engine.model.state import ConversationState, fold, reduce
 from turnlog.journal import GENESIS_HASH, event_hash
 
@@ -100,3 +102,20 @@ def test_a_refused_append_writes_nothing_and_keeps_the_state(journal):
 def test_genesis_and_default_state():
     assert GENESIS_HASH == "0" * 64
     assert ConversationState().status == "active"
+
+
+_COUNT = st.integers(min_value=0, max_value=10**12)
+_USAGE = st.builds(lambda counts, raw: Usage(**dict(zip(USAGE_COUNTS, counts)), raw=raw),
+                   st.lists(_COUNT, min_size=len(USAGE_COUNTS), max_size=len(USAGE_COUNTS)),
+                   st.none() | st.just({"wire": 1}))
+
+
+@settings(max_examples=200)
+@given(a=_USAGE, b=_USAGE)
+def test_usages_add_up_field_by_field_and_drop_raw(a, b):
+    """``Usage.__add__`` spells its fields out (speed): it must sum every count there is."""
+    total = a + b
+    assert set(USAGE_COUNTS) == set(Usage.__struct_fields__) - {"raw"}
+    for name in USAGE_COUNTS:
+        assert getattr(total, name) == getattr(a, name) + getattr(b, name)
+    assert total.raw is None

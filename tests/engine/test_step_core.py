@@ -12,6 +12,8 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from turnlog.engine.model.conversation import Conversation
 from turnlog.engine.demo import DEMO_PROMPT, DEMO_SCRIPT, demo_tools
@@ -121,3 +123,30 @@ def test_the_step_writes_nothing_to_the_loop(tmp_path):
         kinds = [row.type for row in journal.read("c")]
     assert result.status == "completed" and "tool_call_rejected" in kinds
     assert loop.predicate is None and loop.prices is None
+
+
+_HOSTILE = st.recursive(
+    st.none() | st.integers() | st.floats() | st.sampled_from(["ok", "bad \udd20", "\ud800"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["k", "k\udd20"]) | st.integers(0, 1), inner, max_size=3),
+    max_leaves=12)
+
+
+def _outcome(check, data):
+    try:
+        check(data)
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+    return None
+
+
+@given(_HOSTILE)
+def test_a_tool_results_json_check_is_the_check_of_its_repaired_data(data):
+    """``check_result_json`` (checked as it is, walked only when the encoder meets a lone
+    surrogate) refuses exactly what checking the repaired data refuses, with the same error."""
+    from turnlog.engine.loop.step import check_result_json
+    from turnlog.engine.model.canonical import valid_unicode
+    from turnlog.engine.model.events import check_json_data
+
+    assert _outcome(check_result_json, data) == _outcome(
+        lambda d: check_json_data(valid_unicode(d)[0]), data)
