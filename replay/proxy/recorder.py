@@ -63,6 +63,7 @@ from turnlog.engine.providers import ModelRequest, ModelResponse
 from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
 from turnlog.engine.providers._stream import CUT_BY_STREAM
 from turnlog.engine.providers._redact import Redactor, read_body
+from turnlog.engine.loop.request_digest import RequestDigest
 from turnlog.engine.model.snapshots import open_builder
 from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError, NewEvent, StreamAppend
@@ -336,6 +337,13 @@ class Recorder:
         self._queue: queue.Queue[Exchange | None] = queue.Queue()
         self._open: dict[str, Conversation] = {}
         self._answered_at: dict[str, float] = {}
+        #: each open conversation's digest of its requests so far (``model_requested``
+        #: hashes only the messages new since the conversation's last request)
+        self._digests: dict[str, RequestDigest] = {}
+        #: what ``record_all`` does by the slow path only (tests hold the fast one to it):
+        #: a fresh digest of every request, and every event applied again to the
+        #: conversation's state instead of adopting the state that planned it
+        self.fast = True
         self._journal: Journal | None = None
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="turnlog-proxy-recorder",
@@ -452,6 +460,7 @@ class Recorder:
         """Drop what the writer planned but did not commit: its open conversations and
         its index are read again from the journal."""
         self._open.clear()
+        self._digests.clear()
         index = ThreadIndex()
         try:
             rebuild_index(self._journal, index)
@@ -496,8 +505,8 @@ class Recorder:
             if match is not None and match.extends:
                 conv_id = match.conversation_id
                 conversation = self._conversation(conv_id)
-                events, item_events, new_keys = self._plan(
-                    exchange, conversation.builder, keys, match.matched, redactor,
+                events, item_events, new_keys, planned = self._plan(
+                    exchange, conv_id, conversation.builder, keys, match.matched, redactor,
                     self._answered_at.get(conv_id))
             else:
                 conv_id = named if named is not None and named not in self.index else (
@@ -506,8 +515,11 @@ class Recorder:
                 builder = open_builder(journal, *match.at) if match is not None else StateBuilder()
                 scratch = StateBuilder(builder.state())
                 scratch.apply(started, scratch.seq + 1)
-                events, item_events, new_keys = self._plan(
-                    exchange, scratch, keys, match.matched if match else 0, redactor, None)
+                events, item_events, new_keys, planned = self._plan(
+                    exchange, conv_id, scratch, keys, match.matched if match else 0,
+                    redactor, None)
+                if match is not None:  # a fork's scratch numbers on from its parent's seqs
+                    planned = None
                 conversation = Conversation(journal, conv_id, builder, 0)
                 events.insert(0, started)
                 item_events = [i + 1 for i in item_events]  # -1 (the start) becomes 0
@@ -517,23 +529,34 @@ class Recorder:
             return
         if conversation.last_seq == 0:  # a new conversation, or a fork
             seqs = self._stage(pending, conversation, events,
-                               parent=match.at if match is not None else None)
+                               parent=match.at if match is not None else None, planned=planned)
             self._open[conv_id] = conversation
             if match is not None:
                 self.index.branch(match.conversation_id, match.matched, conv_id)
         else:
-            seqs = self._stage(pending, conversation, events)
+            seqs = self._stage(pending, conversation, events, planned=planned)
         self.index.add(conv_id, new_keys, [(conv_id, seqs[i]) for i in item_events])
         if exchange.response is not None:
             self._answered_at[conv_id] = exchange.ended
         pending.exchanges.append(exchange)
 
     def _stage(self, pending: _Pending, conversation: Conversation, events: list[Event],
-               parent: tuple[str, int] | None = None) -> list[int]:
-        """Apply ``events`` to ``conversation`` and plan them; their seqs."""
+               parent: tuple[str, int] | None = None,
+               planned: StateBuilder | None = None) -> list[int]:
+        """Apply ``events`` to ``conversation`` and plan them; their seqs.
+
+        ``planned``: the conversation's state with ``events`` already applied (by
+        ``_plan``, which checked them): it becomes the conversation's state instead of
+        applying each event again, and keeps its message objects, which the
+        conversation's ``RequestDigest`` knows by identity.
+        """
         base = conversation.last_seq
-        for i, event in enumerate(events):
-            conversation.builder.apply(event, base + 1 + i)
+        if planned is not None and self.fast:
+            planned.seq = base + len(events)
+            conversation.builder = planned
+        else:
+            for i, event in enumerate(events):
+                conversation.builder.apply(event, base + 1 + i)
         conversation.last_seq += len(events)
         pending.add(conversation.id, [encode_event(e) for e in events], base, parent)
         return list(range(base + 1, base + 1 + len(events)))
@@ -563,13 +586,14 @@ class Recorder:
             system=parsed.system, tools=parsed.tools, parameters=parsed.parameters,
             max_turns=10_000, metadata=meta)
 
-    def _plan(self, exchange: Exchange, builder: StateBuilder, keys: list[bytes], matched: int,
-              redactor: Redactor, answered_at: float | None
-              ) -> tuple[list[Event], list[int], list[bytes]]:
+    def _plan(self, exchange: Exchange, conv_id: str, builder: StateBuilder, keys: list[bytes],
+              matched: int, redactor: Redactor, answered_at: float | None
+              ) -> tuple[list[Event], list[int], list[bytes], StateBuilder]:
         """The events for the request's unmatched items and its answer.
 
-        Returns ``(events, the index in events recording each new item, the new items' keys)``;
-        ``builder`` (a copy of the conversation's state) is advanced and checks each event.
+        Returns ``(events, the index in events recording each new item, the new items' keys,
+        builder's state with the events applied)``; ``builder`` is left as it was (a copy
+        of its state checks each event).
         """
         scratch = StateBuilder(builder.state())
         events: list[Event] = []
@@ -635,7 +659,11 @@ class Recorder:
                                messages=tuple(scratch.message_list), tools=scratch.tools,
                                parameters=scratch.parameters)
         attempt = scratch.attempt + 1 if scratch.failure is not None else 1
-        add(ModelRequested(turn=turn, digest=request.digest(), provider=provider,
+        if self.fast:
+            digest = self._digests.setdefault(conv_id, RequestDigest()).digest(request)
+        else:
+            digest = request.digest()
+        add(ModelRequested(turn=turn, digest=digest, provider=provider,
                            model=model, parameters=parsed.parameters, attempt=attempt))
         response = exchange.response
         if response is not None:
@@ -656,7 +684,7 @@ class Recorder:
                             status=exchange.status, retryable=retryable,
                             latency_ms=round(exchange.latency_ms, 3), interrupted=interrupted,
                             partial=partial))
-        return events, item_events, new_keys
+        return events, item_events, new_keys, scratch
 
     def _plan_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor,
                        pending: _Pending) -> None:
