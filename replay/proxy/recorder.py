@@ -71,7 +71,7 @@ from turnlog.journal import Journal, JournalLockedError, NewEvent, StreamAppend
 from ..fork import fork_started
 from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
 from .sse import SSEParser
-from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
+from .wires import HistoryCache, ParsedRequest, UnparsedRequest, Wire, parse_request
 
 __all__ = ["BODY_LIMIT", "CUT_REACH", "LOCK_RETRY_SECONDS", "MAX_BATCH", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
            "rebuild_index", "settle", "settle_request"]
@@ -163,11 +163,12 @@ def _unspool(exchange: Exchange) -> None:
                                  f"records ({RECORD_LIMIT:,} bytes); it was forwarded whole")
 
 
-def settle_request(exchange: Exchange) -> None:
+def settle_request(exchange: Exchange, cache: HistoryCache | None = None) -> None:
     """Read the request in neutral form (``parsed``), or say why not (``unparsed``).
 
     Credentials echoed inside the body (a history that quotes an answer
     which held a key) are masked before it is read, as in every recorded answer.
+    ``cache``: histories read before (``wires.HistoryCache``), read again only past them.
     """
     if exchange.spool is not None:
         _unspool(exchange)
@@ -183,20 +184,21 @@ def settle_request(exchange: Exchange) -> None:
         if masked != text:
             raw = masked.encode(errors="surrogateescape")
     try:
-        exchange.parsed = parse_request(exchange.wire, exchange.path, raw)
+        exchange.parsed = parse_request(exchange.wire, exchange.path, raw, cache)
     except UnparsedRequest as exc:
         exchange.unparsed = str(exc)
 
 
-def settle(exchange: Exchange) -> None:
+def settle(exchange: Exchange, cache: HistoryCache | None = None) -> None:
     """Read what the proxy passed on: the request, and the answer as a response or failure.
 
     Done by the writer thread, after the client has its answer: parsing and
     mapping never add latency. The answer is read through a ``Redactor`` of
     every credential the request carried, so a key the upstream echoes (in
-    its text, a field, an error) never reaches a recorded part.
+    its text, a field, an error) never reaches a recorded part. ``cache``: as in
+    ``settle_request``.
     """
-    settle_request(exchange)
+    settle_request(exchange, cache)
     if exchange.parsed is None or exchange.response is not None or exchange.failure is not None:
         return
     wire = exchange.wire
@@ -340,9 +342,12 @@ class Recorder:
         #: each open conversation's digest of its requests so far (``model_requested``
         #: hashes only the messages new since the conversation's last request)
         self._digests: dict[str, RequestDigest] = {}
+        #: the histories of recent requests: a request is read only past the one it resends
+        self._histories = HistoryCache()
         #: what ``record_all`` does by the slow path only (tests hold the fast one to it):
-        #: a fresh digest of every request, and every event applied again to the
-        #: conversation's state instead of adopting the state that planned it
+        #: a fresh digest of every request, every event applied again to the
+        #: conversation's state instead of adopting the state that planned it, and
+        #: every request's history read whole
         self.fast = True
         self._journal: Journal | None = None
         self._ready = threading.Event()
@@ -486,7 +491,7 @@ class Recorder:
         conversations, index) moves on as if they were committed."""
         journal = self._journal
         assert journal is not None, "start() first"
-        settle(exchange)
+        settle(exchange, self._histories if self.fast else None)
         redactor = exchange.redactor
         if exchange.parsed is None:
             self._plan_unparsed(exchange, exchange.unparsed or "unreadable", redactor, pending)

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.fakeapi import reply
@@ -166,3 +166,92 @@ def test_every_recorded_digest_is_the_full_digest_of_the_state_before_it(tmp_pat
         assert checked >= len(steps)
     finally:
         journal.close()
+
+
+#: messages a history may hold, some unreadable (an unknown role, a call without its id's
+#: string, nested too deep, NaN), some alike but for a value's type (1 / 1.0 / true)
+RAW_MESSAGES = st.sampled_from([
+    {"role": "user", "content": "hi"},
+    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    {"role": "system", "content": "be brief"},
+    {"role": "developer", "content": "be briefer"},
+    {"role": "assistant", "content": "ok"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+     "function": {"name": "look", "arguments": "{\"q\": 1}"}}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+     "function": {"name": "look", "arguments": "{\"q\": 1.0}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "found"},
+    {"role": "tool", "tool_call_id": "c2", "content": "Error: none"},
+    {"role": "tool", "content": "no id"},
+    {"role": "user", "content": "x", "extra": 1},
+    {"role": "user", "content": "x", "extra": 1.0},
+    {"role": "user", "content": "x", "extra": True},
+    {"role": "user", "content": "x", "extra": None},
+    {"role": "user", "content": "x", "extra": "NAN"},
+    {"role": "wizard", "content": "?"},
+    {"role": "user", "content": "deep", "extra": "DEEP"},
+])
+
+
+def _raw(history) -> bytes:
+    text = json.dumps({"model": "m", "messages": history, "tools": TOOLS})
+    deep = "[" * 250 + "]" * 250
+    return text.replace('"DEEP"', deep).replace('"NAN"', "NaN").encode()
+
+
+def _read(raw, cache):
+    from turnlog.replay.proxy.wires import UnparsedRequest, parse_request
+
+    try:
+        return parse_request(WIRES["openai"], "/v1/chat/completions", raw, cache)
+    except UnparsedRequest as exc:
+        return ("unparsed", str(exc))
+
+
+@settings(max_examples=150, deadline=None)
+@example([(0, [{"role": "user", "content": "x", "extra": "NAN"}]),  # NaN, then null: the
+          (0, [{"role": "user", "content": "x", "extra": None},  # same JSON in msgspec
+               {"role": "user", "content": "hi"}])])
+@given(st.lists(st.tuples(st.integers(0, 5), st.lists(RAW_MESSAGES, max_size=4)),
+                min_size=1, max_size=10))
+def test_a_history_read_past_its_cached_prefix_reads_as_it_does_whole(requests):
+    """Each request resends a prefix of an earlier one (whole: it extends it; cut: an
+    edit or fork) and adds messages; read with the cache it is the same ``ParsedRequest``,
+    or the same refusal, as read whole."""
+    from turnlog.replay.proxy.wires import HistoryCache
+
+    cache = HistoryCache(size=4)  # small: points are dropped as well as kept
+    sent: list[list[dict]] = [[]]
+    for which, added in requests:
+        base = sent[which % len(sent)]
+        cut = base if which % 3 else base[:len(base) // 2]
+        history = cut + added
+        raw = _raw(history)
+        assert _read(raw, cache) == _read(raw, None)
+        sent.append(history)
+    assert len(cache) <= 4
+
+
+def test_the_cache_reads_a_resent_history_only_past_what_it_read():
+    from turnlog.replay.proxy import wires
+
+    cache = wires.HistoryCache()
+    history = [{"role": "user", "content": "hi"}]
+    read = []
+    real = wires.registry.wire("openai").HistoryReader.feed
+
+    def feed(self, messages, start=0):
+        read.append((start, len(messages)))
+        return real(self, messages, start)
+
+    wires.registry.wire("openai").HistoryReader.feed = feed
+    try:
+        for turn in range(4):
+            _read(_raw(history), cache)
+            history = history + [{"role": "assistant", "content": f"ok {turn}"},
+                                 {"role": "user", "content": f"more {turn}"}]
+        _read(_raw([{"role": "user", "content": "other"}] + history[1:]), cache)  # an edit
+    finally:
+        wires.registry.wire("openai").HistoryReader.feed = real
+    assert read == [(0, 1), (1, 2), (3, 2), (5, 2), (0, 9)]
+    assert cache.hits == 3
