@@ -9,7 +9,9 @@ Completions request that resends the whole history (a system prompt, the user's
 messages, the answers with a tool call and the tool results) and its answer, as
 a client does. Reported: the recorder thread's CPU (``time.thread_time``) per
 exchange over the first and the last quarter of the turns: a recorder whose work
-follows what is new in an exchange keeps the two alike.
+follows what is new in an exchange keeps the two alike. ``--slow``: the recorder's
+slow paths (``Recorder.fast = False``: every history read whole, every request
+digested whole), the baseline to run beside it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--slow", action="store_true",
+                        help="the recorder's slow paths (Recorder.fast = False): the baseline")
     args = parser.parse_args()
     histories = [[{"role": "system", "content": f"agent {c}: " + "be brief. " * 40}]
                  for c in range(args.conversations)]
@@ -59,6 +63,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         recorder = Timed(str(Path(tmp) / "bench.db"))
+        recorder.fast = not args.slow
         recorder.start()
         for turn in range(args.turns):
             for c, history in enumerate(histories):
@@ -86,7 +91,7 @@ def main() -> None:
     first = [t for row in per_turn[:quarter] for t in row]
     last = [t for row in per_turn[-quarter:] for t in row]
     mean = lambda xs: sum(xs) / len(xs) * 1000  # noqa: E731
-    print(f"{args.conversations} conversations x {args.turns} turns: recorder CPU per exchange "
+    print(f"{'slow' if args.slow else 'fast'} paths, {args.conversations} conversations x {args.turns} turns: recorder CPU per exchange "
           f"{mean([t for row in per_turn for t in row]):.3f} ms; first quarter "
           f"{mean(first):.3f} ms, last quarter {mean(last):.3f} ms "
           f"(history of {len(histories[0])} messages at the end)")

@@ -69,7 +69,7 @@ from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError, NewEvent, StreamAppend
 
 from ..fork import fork_started
-from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
+from .threads import KeyMemo, ThreadIndex, history_keys, item_key, message_items, message_keys
 from .sse import SSEParser
 from .wires import HistoryCache, ParsedRequest, UnparsedRequest, Wire, parse_request
 
@@ -344,6 +344,9 @@ class Recorder:
         self._digests: dict[str, RequestDigest] = {}
         #: the histories of recent requests: a request is read only past the one it resends
         self._histories = HistoryCache()
+        #: the thread keys of the messages of recent requests (``HistoryCache`` hands the
+        #: same message objects back for a history read before)
+        self._keys = KeyMemo()
         #: what ``record_all`` does by the slow path only (tests hold the fast one to it):
         #: a fresh digest of every request, every event applied again to the
         #: conversation's state instead of adopting the state that planned it, and
@@ -497,7 +500,8 @@ class Recorder:
             self._plan_unparsed(exchange, exchange.unparsed or "unreadable", redactor, pending)
             return
         parsed = exchange.parsed
-        keys = history_keys(exchange.wire.name, parsed.system, parsed.messages)
+        keys = (self._keys.history_keys if self.fast else history_keys)(
+            exchange.wire.name, parsed.system, parsed.messages)
         named = exchange.conversation
         # sharing only the system prompt is no departure: a conversation of its own
         match = (self.index.match(keys, only=named, least=2)

@@ -255,3 +255,23 @@ def test_the_cache_reads_a_resent_history_only_past_what_it_read():
         wires.registry.wire("openai").HistoryReader.feed = real
     assert read == [(0, 1), (1, 2), (3, 2), (5, 2), (0, 9)]
     assert cache.hits == 3
+
+
+@given(st.lists(st.lists(RAW_MESSAGES, max_size=4), min_size=1, max_size=6),
+       st.integers(1, 6))
+def test_the_key_memo_keys_a_history_as_history_keys_does(requests, size):
+    """Resent message objects (from the history cache) and new ones alike, whatever
+    the memo's size."""
+    from turnlog.replay.proxy.threads import KeyMemo, history_keys
+    from turnlog.replay.proxy.wires import HistoryCache
+
+    memo, cache, history = KeyMemo(size), HistoryCache(), []
+    for added in requests:
+        history = history + added
+        parsed = _read(_raw(history), cache)
+        if isinstance(parsed, tuple):  # unparsed: nothing to key
+            history = history[:-len(added)] if added else history
+            continue
+        assert memo.history_keys("openai", parsed.system, parsed.messages) == history_keys(
+            "openai", parsed.system, parsed.messages)
+        assert len(memo._memo) <= size
