@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--sort", default="cumulative", help="the profile's order (pstats)")
     parser.add_argument("--slow", action="store_true",
                         help="the recorder's slow paths (Recorder.fast = False): the baseline")
     args = parser.parse_args()
@@ -96,7 +97,7 @@ def main() -> None:
           f"{mean(first):.3f} ms, last quarter {mean(last):.3f} ms "
           f"(history of {len(histories[0])} messages at the end)")
     if profile is not None:
-        pstats.Stats(profile).sort_stats("cumulative").print_stats(35)
+        pstats.Stats(profile).sort_stats(args.sort).print_stats(35)
 
 
 if __name__ == "__main__":

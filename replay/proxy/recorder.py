@@ -69,7 +69,7 @@ from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError, NewEvent, StreamAppend
 
 from ..fork import fork_started
-from .threads import KeyMemo, ThreadIndex, history_keys, item_key, message_items, message_keys
+from .threads import KeyMemo, ThreadIndex, history_keys, message_items, message_keys
 from .sse import SSEParser
 from .wires import HistoryCache, ParsedRequest, UnparsedRequest, Wire, parse_request
 
@@ -630,12 +630,11 @@ class Recorder:
         position = 1
         for message in parsed.messages:
             for piece in message_items(message):
-                key = item_key(*piece)
                 if position < matched:
                     position += 1
                     continue
+                new_keys.append(keys[position])  # history_keys keyed it: item_key(*piece)
                 position += 1
-                new_keys.append(key)
                 kind, value = piece
                 if kind == "result":
                     call = _answered_call(scratch, value)
