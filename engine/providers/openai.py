@@ -80,6 +80,7 @@ __all__ = [
     "PRICE_KEY",
     "REASONING_KEYS",
     "SYSTEM_KEY",
+    "HistoryReader",
     "OpenAIAssembler",
     "OpenAIProvider",
     "create_provider",
@@ -517,6 +518,53 @@ def _unmap_tool(msg: dict[str, Any], where: str, names: dict[str, str]) -> Messa
         content=text, is_error=text.startswith("Error")),))
 
 
+class HistoryReader:
+    """``unmap_messages`` as a fold that can stop and go on: a history read so far.
+
+    ``feed`` reads more messages of the same list (``start``: the index of the first,
+    as errors name it); ``result`` is what ``unmap_messages`` returns for every message
+    fed. ``copy`` keeps a reader to go on from later (the proxy reads only the messages
+    a request adds to a history it read before).
+    """
+
+    __slots__ = ("names", "out", "systems")
+
+    def __init__(self, system: Any) -> None:
+        if system is not None and not isinstance(system, str):
+            raise FormatError(f"openai system: expected a string, got {type(system).__name__}")
+        self.systems: list[str] = [system] if system else []
+        self.names: dict[str, str] = {}
+        self.out: list[Message] = []
+
+    def copy(self) -> HistoryReader:
+        """An independent reader at the same point."""
+        other = HistoryReader.__new__(HistoryReader)
+        other.systems, other.names, other.out = list(self.systems), dict(self.names), list(self.out)
+        return other
+
+    def feed(self, messages: Sequence[Any], start: int = 0) -> None:
+        """Read ``messages``, the list's items from index ``start`` on."""
+        systems, names, out = self.systems, self.names, self.out
+        for i, msg in enumerate(messages, start):
+            role, where = msg.get("role"), f"messages[{i}]"
+            if role in ("system", "developer"):
+                systems.append(text_of(_unmap_user(msg.get("content"), where)))
+            elif role == "user":
+                out.append(Message(role="user", parts=(*_unmap_user(msg.get("content"), where),
+                                                        *_extra(msg, {"role", "content"}))))
+            elif role == "assistant":
+                out.append(_unmap_assistant(msg, where))
+                names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
+            elif role in ("tool", "function"):
+                out.append(_unmap_tool(msg, where, names))
+            else:
+                raise FormatError(f"openai {where}: unknown role {role!r}")
+
+    def result(self) -> tuple[str, list[Message]]:
+        """``(system text, neutral messages)`` of what was fed."""
+        return "\n\n".join(self.systems), list(self.out)
+
+
 def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     """A Chat Completions ``messages`` list back to ``(system text, neutral messages)``.
 
@@ -525,26 +573,9 @@ def unmap_messages(system: Any, messages: Any) -> tuple[str, list[Message]]:
     message whose content starts with ``Error`` is read as a failed result.
     Raises ``FormatError`` saying where for anything it cannot read.
     """
-    if system is not None and not isinstance(system, str):
-        raise FormatError(f"openai system: expected a string, got {type(system).__name__}")
-    systems: list[str] = [system] if system else []
-    names: dict[str, str] = {}
-    out: list[Message] = []
-    for i, msg in enumerate(wire_list(messages, "messages", NAME)):
-        role, where = msg.get("role"), f"messages[{i}]"
-        if role in ("system", "developer"):
-            systems.append(text_of(_unmap_user(msg.get("content"), where)))
-        elif role == "user":
-            out.append(Message(role="user", parts=(*_unmap_user(msg.get("content"), where),
-                                                    *_extra(msg, {"role", "content"}))))
-        elif role == "assistant":
-            out.append(_unmap_assistant(msg, where))
-            names.update((p.id, p.name) for p in out[-1].parts if type(p) is ToolCall)
-        elif role in ("tool", "function"):
-            out.append(_unmap_tool(msg, where, names))
-        else:
-            raise FormatError(f"openai {where}: unknown role {role!r}")
-    return "\n\n".join(systems), out
+    reader = HistoryReader(system)
+    reader.feed(wire_list(messages, "messages", NAME))
+    return reader.result()
 
 
 def _sdk() -> Any:

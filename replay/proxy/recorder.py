@@ -63,14 +63,15 @@ from turnlog.engine.providers import ModelRequest, ModelResponse
 from turnlog.engine.providers._common import UNANSWERED, error_for_status, error_message
 from turnlog.engine.providers._stream import CUT_BY_STREAM
 from turnlog.engine.providers._redact import Redactor, read_body
+from turnlog.engine.loop.request_digest import RequestDigest
 from turnlog.engine.model.snapshots import open_builder
 from turnlog.engine.model.state import StateBuilder
 from turnlog.journal import Journal, JournalLockedError, NewEvent, StreamAppend
 
 from ..fork import fork_started
-from .threads import ThreadIndex, history_keys, item_key, message_items, message_keys
+from .threads import KeyMemo, ThreadIndex, history_keys, message_items, message_keys
 from .sse import SSEParser
-from .wires import ParsedRequest, UnparsedRequest, Wire, parse_request
+from .wires import HistoryCache, ParsedRequest, UnparsedRequest, Wire, parse_request
 
 __all__ = ["BODY_LIMIT", "CUT_REACH", "LOCK_RETRY_SECONDS", "MAX_BATCH", "RECORD_LIMIT", "SPOOL_MEMORY", "Exchange", "Recorder", "proxied",
            "rebuild_index", "settle", "settle_request"]
@@ -162,11 +163,12 @@ def _unspool(exchange: Exchange) -> None:
                                  f"records ({RECORD_LIMIT:,} bytes); it was forwarded whole")
 
 
-def settle_request(exchange: Exchange) -> None:
+def settle_request(exchange: Exchange, cache: HistoryCache | None = None) -> None:
     """Read the request in neutral form (``parsed``), or say why not (``unparsed``).
 
     Credentials echoed inside the body (a history that quotes an answer
     which held a key) are masked before it is read, as in every recorded answer.
+    ``cache``: histories read before (``wires.HistoryCache``), read again only past them.
     """
     if exchange.spool is not None:
         _unspool(exchange)
@@ -182,20 +184,21 @@ def settle_request(exchange: Exchange) -> None:
         if masked != text:
             raw = masked.encode(errors="surrogateescape")
     try:
-        exchange.parsed = parse_request(exchange.wire, exchange.path, raw)
+        exchange.parsed = parse_request(exchange.wire, exchange.path, raw, cache)
     except UnparsedRequest as exc:
         exchange.unparsed = str(exc)
 
 
-def settle(exchange: Exchange) -> None:
+def settle(exchange: Exchange, cache: HistoryCache | None = None) -> None:
     """Read what the proxy passed on: the request, and the answer as a response or failure.
 
     Done by the writer thread, after the client has its answer: parsing and
     mapping never add latency. The answer is read through a ``Redactor`` of
     every credential the request carried, so a key the upstream echoes (in
-    its text, a field, an error) never reaches a recorded part.
+    its text, a field, an error) never reaches a recorded part. ``cache``: as in
+    ``settle_request``.
     """
-    settle_request(exchange)
+    settle_request(exchange, cache)
     if exchange.parsed is None or exchange.response is not None or exchange.failure is not None:
         return
     wire = exchange.wire
@@ -336,6 +339,19 @@ class Recorder:
         self._queue: queue.Queue[Exchange | None] = queue.Queue()
         self._open: dict[str, Conversation] = {}
         self._answered_at: dict[str, float] = {}
+        #: each open conversation's digest of its requests so far (``model_requested``
+        #: hashes only the messages new since the conversation's last request)
+        self._digests: dict[str, RequestDigest] = {}
+        #: the histories of recent requests: a request is read only past the one it resends
+        self._histories = HistoryCache()
+        #: the thread keys of the messages of recent requests (``HistoryCache`` hands the
+        #: same message objects back for a history read before)
+        self._keys = KeyMemo()
+        #: what ``record_all`` does by the slow path only (tests hold the fast one to it):
+        #: a fresh digest of every request, every event applied again to the
+        #: conversation's state instead of adopting the state that planned it, and
+        #: every request's history read whole
+        self.fast = True
         self._journal: Journal | None = None
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="turnlog-proxy-recorder",
@@ -452,6 +468,7 @@ class Recorder:
         """Drop what the writer planned but did not commit: its open conversations and
         its index are read again from the journal."""
         self._open.clear()
+        self._digests.clear()
         index = ThreadIndex()
         try:
             rebuild_index(self._journal, index)
@@ -477,13 +494,14 @@ class Recorder:
         conversations, index) moves on as if they were committed."""
         journal = self._journal
         assert journal is not None, "start() first"
-        settle(exchange)
+        settle(exchange, self._histories if self.fast else None)
         redactor = exchange.redactor
         if exchange.parsed is None:
             self._plan_unparsed(exchange, exchange.unparsed or "unreadable", redactor, pending)
             return
         parsed = exchange.parsed
-        keys = history_keys(exchange.wire.name, parsed.system, parsed.messages)
+        keys = (self._keys.history_keys if self.fast else history_keys)(
+            exchange.wire.name, parsed.system, parsed.messages)
         named = exchange.conversation
         # sharing only the system prompt is no departure: a conversation of its own
         match = (self.index.match(keys, only=named, least=2)
@@ -496,8 +514,8 @@ class Recorder:
             if match is not None and match.extends:
                 conv_id = match.conversation_id
                 conversation = self._conversation(conv_id)
-                events, item_events, new_keys = self._plan(
-                    exchange, conversation.builder, keys, match.matched, redactor,
+                events, item_events, new_keys, planned = self._plan(
+                    exchange, conv_id, conversation.builder, keys, match.matched, redactor,
                     self._answered_at.get(conv_id))
             else:
                 conv_id = named if named is not None and named not in self.index else (
@@ -506,8 +524,11 @@ class Recorder:
                 builder = open_builder(journal, *match.at) if match is not None else StateBuilder()
                 scratch = StateBuilder(builder.state())
                 scratch.apply(started, scratch.seq + 1)
-                events, item_events, new_keys = self._plan(
-                    exchange, scratch, keys, match.matched if match else 0, redactor, None)
+                events, item_events, new_keys, planned = self._plan(
+                    exchange, conv_id, scratch, keys, match.matched if match else 0,
+                    redactor, None)
+                if match is not None:  # a fork's scratch numbers on from its parent's seqs
+                    planned = None
                 conversation = Conversation(journal, conv_id, builder, 0)
                 events.insert(0, started)
                 item_events = [i + 1 for i in item_events]  # -1 (the start) becomes 0
@@ -517,23 +538,34 @@ class Recorder:
             return
         if conversation.last_seq == 0:  # a new conversation, or a fork
             seqs = self._stage(pending, conversation, events,
-                               parent=match.at if match is not None else None)
+                               parent=match.at if match is not None else None, planned=planned)
             self._open[conv_id] = conversation
             if match is not None:
                 self.index.branch(match.conversation_id, match.matched, conv_id)
         else:
-            seqs = self._stage(pending, conversation, events)
+            seqs = self._stage(pending, conversation, events, planned=planned)
         self.index.add(conv_id, new_keys, [(conv_id, seqs[i]) for i in item_events])
         if exchange.response is not None:
             self._answered_at[conv_id] = exchange.ended
         pending.exchanges.append(exchange)
 
     def _stage(self, pending: _Pending, conversation: Conversation, events: list[Event],
-               parent: tuple[str, int] | None = None) -> list[int]:
-        """Apply ``events`` to ``conversation`` and plan them; their seqs."""
+               parent: tuple[str, int] | None = None,
+               planned: StateBuilder | None = None) -> list[int]:
+        """Apply ``events`` to ``conversation`` and plan them; their seqs.
+
+        ``planned``: the conversation's state with ``events`` already applied (by
+        ``_plan``, which checked them): it becomes the conversation's state instead of
+        applying each event again, and keeps its message objects, which the
+        conversation's ``RequestDigest`` knows by identity.
+        """
         base = conversation.last_seq
-        for i, event in enumerate(events):
-            conversation.builder.apply(event, base + 1 + i)
+        if planned is not None and self.fast:
+            planned.seq = base + len(events)
+            conversation.builder = planned
+        else:
+            for i, event in enumerate(events):
+                conversation.builder.apply(event, base + 1 + i)
         conversation.last_seq += len(events)
         pending.add(conversation.id, [encode_event(e) for e in events], base, parent)
         return list(range(base + 1, base + 1 + len(events)))
@@ -563,13 +595,14 @@ class Recorder:
             system=parsed.system, tools=parsed.tools, parameters=parsed.parameters,
             max_turns=10_000, metadata=meta)
 
-    def _plan(self, exchange: Exchange, builder: StateBuilder, keys: list[bytes], matched: int,
-              redactor: Redactor, answered_at: float | None
-              ) -> tuple[list[Event], list[int], list[bytes]]:
+    def _plan(self, exchange: Exchange, conv_id: str, builder: StateBuilder, keys: list[bytes],
+              matched: int, redactor: Redactor, answered_at: float | None
+              ) -> tuple[list[Event], list[int], list[bytes], StateBuilder]:
         """The events for the request's unmatched items and its answer.
 
-        Returns ``(events, the index in events recording each new item, the new items' keys)``;
-        ``builder`` (a copy of the conversation's state) is advanced and checks each event.
+        Returns ``(events, the index in events recording each new item, the new items' keys,
+        builder's state with the events applied)``; ``builder`` is left as it was (a copy
+        of its state checks each event).
         """
         scratch = StateBuilder(builder.state())
         events: list[Event] = []
@@ -597,12 +630,11 @@ class Recorder:
         position = 1
         for message in parsed.messages:
             for piece in message_items(message):
-                key = item_key(*piece)
                 if position < matched:
                     position += 1
                     continue
+                new_keys.append(keys[position])  # history_keys keyed it: item_key(*piece)
                 position += 1
-                new_keys.append(key)
                 kind, value = piece
                 if kind == "result":
                     call = _answered_call(scratch, value)
@@ -635,7 +667,11 @@ class Recorder:
                                messages=tuple(scratch.message_list), tools=scratch.tools,
                                parameters=scratch.parameters)
         attempt = scratch.attempt + 1 if scratch.failure is not None else 1
-        add(ModelRequested(turn=turn, digest=request.digest(), provider=provider,
+        if self.fast:
+            digest = self._digests.setdefault(conv_id, RequestDigest()).digest(request)
+        else:
+            digest = request.digest()
+        add(ModelRequested(turn=turn, digest=digest, provider=provider,
                            model=model, parameters=parsed.parameters, attempt=attempt))
         response = exchange.response
         if response is not None:
@@ -656,7 +692,7 @@ class Recorder:
                             status=exchange.status, retryable=retryable,
                             latency_ms=round(exchange.latency_ms, 3), interrupted=interrupted,
                             partial=partial))
-        return events, item_events, new_keys
+        return events, item_events, new_keys, scratch
 
     def _plan_unparsed(self, exchange: Exchange, reason: str, redactor: Redactor,
                        pending: _Pending) -> None:

@@ -28,7 +28,7 @@ import msgspec
 
 from turnlog.engine.model.messages import Message, Part, Text, ToolCall, ToolResult
 
-__all__ = ["Match", "ThreadIndex", "chain", "history_keys", "item_key", "message_items",
+__all__ = ["KeyMemo", "Match", "ThreadIndex", "chain", "history_keys", "item_key", "message_items",
            "message_keys"]
 
 _encode = msgspec.json.Encoder(order="sorted").encode
@@ -74,6 +74,33 @@ def history_keys(wire: str, system: str, messages: Sequence[Message]) -> list[by
     for message in messages:
         keys.extend(message_keys(message))
     return keys
+
+
+class KeyMemo:
+    """``history_keys`` that keys each message object once.
+
+    A request that resends a history read before holds the very ``Message``
+    objects of that reading (``wires.HistoryCache``), so their keys are looked
+    up by identity (the object is kept beside its keys: an id is never taken
+    for another's); the memo is emptied when it holds ``size`` messages.
+    """
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self.size = size
+        self._memo: dict[int, tuple[Message, list[bytes]]] = {}
+
+    def history_keys(self, wire: str, system: str, messages: Sequence[Message]) -> list[bytes]:
+        """``history_keys(wire, system, messages)``."""
+        memo = self._memo
+        keys = [item_key("system", (wire, system))]
+        for message in messages:
+            held = memo.get(id(message))
+            if held is None or held[0] is not message:
+                if len(memo) >= self.size:
+                    memo.clear()
+                held = memo[id(message)] = (message, message_keys(message))
+            keys += held[1]
+        return keys
 
 
 def chain(keys: Sequence[bytes], start: bytes = b"") -> list[bytes]:

@@ -15,25 +15,33 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import msgspec
+
 from turnlog.engine.errors import TurnlogError
 from turnlog.engine.model.events import ToolSpec
 from turnlog.engine.model.messages import Message
-from turnlog.engine.model.nesting import load_json
+from turnlog.engine.model.nesting import check_depth, load_json
 from turnlog.engine.providers import ModelResponse, registry
 from turnlog.engine.providers._stream import Assembler
 
-__all__ = ["DEFAULT_UPSTREAMS", "UPSTREAM_NAMES", "WIRES", "ParsedRequest", "UnparsedRequest",
-           "Wire", "error_body", "parse_request", "wire_for_path"]
+__all__ = ["DEFAULT_UPSTREAMS", "HISTORY_POINTS", "UPSTREAM_NAMES", "WIRES", "HistoryCache",
+           "ParsedRequest", "UnparsedRequest", "Wire", "error_body", "parse_request",
+           "wire_for_path"]
 
 #: The upstream base URLs, by the name ``--upstream WIRE=URL`` takes (as each official SDK takes them).
 DEFAULT_UPSTREAMS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
                      "gemini": "https://generativelanguage.googleapis.com"}
 UPSTREAM_NAMES = tuple(sorted(DEFAULT_UPSTREAMS))
+#: How many histories a ``HistoryCache`` keeps (the end of each, to go on from).
+HISTORY_POINTS = 1024
 _GEMINI = re.compile(r"/v1beta/models/([^/:]+):(streamGenerateContent|generateContent)")
 
 
@@ -104,25 +112,34 @@ class ParsedRequest:
     stream: bool = False
 
 
-def _history(wire: Wire, body: dict[str, Any]) -> tuple[str, list[Message]]:
+def _system(wire: Wire, body: dict[str, Any]) -> Any:
     key = wire.module.SYSTEM_KEY
-    system = None
     for name in (key, *wire.system_aliases) if key else ():
         if body.get(name) is not None:
-            system = body[name]
-            break
+            return body[name]
+    return None
+
+
+def _history(wire: Wire, body: dict[str, Any]) -> tuple[str, list[Message]]:
     history = body[wire.history_key]
     if wire.text_history and isinstance(history, str):
         history = [{"role": "user", "content": history}]
-    return wire.module.unmap_messages(system, history)
+    return wire.module.unmap_messages(_system(wire, body), history)
 
 
-def parse_request(wire: Wire, path: str, raw: bytes) -> ParsedRequest:
+def parse_request(wire: Wire, path: str, raw: bytes,
+                  cache: HistoryCache | None = None) -> ParsedRequest:
     """``raw`` (a request body sent to ``path``) in neutral form.
 
     Raises ``UnparsedRequest`` saying why it cannot be read (not JSON, not
-    an object, a history the provider's reader refuses ...).
+    an object, a history the provider's reader refuses ...). With ``cache``, a
+    history that extends one read before is read only past it (``HistoryCache``):
+    the same result, and the same error, as without.
     """
+    if cache is not None:
+        parsed = cache.parse(wire, path, raw)
+        if parsed is not None:
+            return parsed
     try:
         # one nesting limit (engine.nesting): too deep is unparsed, never a RecursionError
         body = load_json(raw, "the body", error=UnparsedRequest)
@@ -139,6 +156,11 @@ def parse_request(wire: Wire, path: str, raw: bytes) -> ParsedRequest:
         raise UnparsedRequest(f"the body has no {exc.args[0]!r}") from None
     except (TurnlogError, TypeError, ValueError, AttributeError) as exc:
         raise UnparsedRequest(f"not a readable {wire.name} request: {exc}") from None
+    return _parsed(wire, path, body, system, messages, tools)
+
+
+def _parsed(wire: Wire, path: str, body: dict[str, Any], system: str, messages: list[Message],
+            tools: tuple[ToolSpec, ...]) -> ParsedRequest:
     gemini_match = _GEMINI.fullmatch(path)
     model = gemini_match.group(1) if gemini_match else body.get("model")
     if not isinstance(model, str) or not model:
@@ -148,6 +170,100 @@ def parse_request(wire: Wire, path: str, raw: bytes) -> ParsedRequest:
     parameters = {k: v for k, v in body.items() if k not in _STRUCTURE}
     return ParsedRequest(model=model, system=system or "", messages=list(messages), tools=tools,
                          parameters=parameters, stream=stream)
+
+
+def _constant(name: str) -> float:
+    raise _Constant(name)
+
+
+class _Constant(Exception):
+    """A body with NaN or Infinity: msgspec writes them as null, so its hash would not
+    tell them from null; such a body is read whole."""
+
+
+_encode_message = msgspec.json.Encoder().encode
+
+
+class HistoryCache:
+    """Histories read before, so that a request resending one reads only what it adds.
+
+    A client resends the whole history with every request. The cache keeps,
+    for the last ``size`` histories read whole and without error, the wire's
+    ``HistoryReader`` at their end, keyed by a hash of the wire, the system
+    value and each message as parsed (its JSON, in order: byte for byte the
+    value the reader would read). A request whose first k messages hash as one
+    of them goes on from a copy of that reader: only the messages past k are
+    read and checked for depth (with the rest of the body; the first k passed
+    that check in the body they came in, and a value's depth is its own).
+    Anything else is read whole by ``parse_request``'s own code, and so is any
+    request whose fast read fails, so the result and every error are the same.
+    Only wires whose provider module has a ``HistoryReader`` take the fast read.
+    """
+
+    def __init__(self, size: int = HISTORY_POINTS) -> None:
+        self.size = size
+        self._points: OrderedDict[bytes, Any] = OrderedDict()
+        #: how many kept points end after n messages (a request's prefixes are looked up
+        #: only at lengths some point has)
+        self._lengths: Counter[int] = Counter()
+        self.hits = 0
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+    def parse(self, wire: Wire, path: str, raw: bytes) -> ParsedRequest | None:
+        """``raw`` read from the longest kept prefix of its history, or ``None`` (read it
+        whole: it is not a fast read's, or the fast read failed)."""
+        reader_type = getattr(wire.module, "HistoryReader", None)
+        if reader_type is None or wire.text_history:
+            return None
+        try:
+            return self._parse(wire, path, raw, reader_type)
+        except Exception:  # noqa: BLE001 - the whole read says what is wrong, as without
+            return None
+
+    def _parse(self, wire: Wire, path: str, raw: bytes, reader_type: Any) -> ParsedRequest | None:
+        body = json.loads(raw, parse_constant=_constant)
+        if not isinstance(body, dict):
+            return None
+        history = body[wire.history_key]
+        if type(history) is not list or not all(type(m) is dict for m in history):
+            return None
+        system = _system(wire, body)
+        running = hashlib.sha256(_encode_message([wire.name, system]))
+        lengths = self._lengths
+        point, start = None, 0
+        for n, message in enumerate(history, 1):
+            running.update(_encode_message(message))
+            if n in lengths:
+                found = self._points.get(running.digest())
+                if found is not None:
+                    point, start = found[0], n
+        end = running.digest()
+        # what this request adds, and the rest of its body, at their own depth
+        check_depth({**body, wire.history_key: history[start:]}, "the body",
+                    error=UnparsedRequest)
+        reader = point.copy() if point is not None else reader_type(system)
+        reader.feed(history[start:], start)
+        system_text, messages = reader.result()
+        tools = tuple(wire.module.unmap_tools(body.get("tools") or []))
+        parsed = _parsed(wire, path, body, system_text, messages, tools)
+        self.hits += point is not None
+        self._keep(end, reader, len(history))
+        return parsed
+
+    def _keep(self, key: bytes, reader: Any, length: int) -> None:
+        points = self._points
+        if key in points:
+            points.move_to_end(key)
+            return
+        points[key] = (reader, length)
+        self._lengths[length] += 1
+        while len(points) > self.size:
+            _, (_, gone) = points.popitem(last=False)
+            self._lengths[gone] -= 1
+            if not self._lengths[gone]:
+                del self._lengths[gone]
 
 
 _KINDS = {"openai": {400: "invalid_request_error", 401: "invalid_request_error", 404: "not_found",
