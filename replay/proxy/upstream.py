@@ -20,9 +20,12 @@ are read once per origin with the standard library's ``getproxies`` and
 ``~/.netrc`` and add an ``Authorization`` of its own (refusing the request
 when the client sent one), and look both up in a thread on every request.
 
-A reused connection that the upstream closed while idle is replaced once,
-before any of the answer was read, when the body can be sent again (aiohttp
-does that only for idempotent methods; the model APIs are POSTs). What went
+A request is sent once. A connection that fails under it, reused or new, is a
+502 to the client, never a second send: the proxy cannot tell an upstream that
+closed an idle connection from one that read the whole request, ran the model
+and died, and a model call sent twice is billed twice. aiohttp checks a pooled
+connection before reusing it, and the official SDKs retry a 502 themselves
+(aiohttp's own rule: retry only idempotent methods; the model APIs are POSTs). What went
 wrong is one of three errors: ``UpstreamTimeout`` (no byte for ``timeout``
 seconds, or no connection in ``connect_timeout``), ``UpstreamUnreachable`` (no
 connection), ``UpstreamBroken`` (the answer stopped part-way or is not HTTP).
@@ -34,7 +37,6 @@ import asyncio
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator
-from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -111,14 +113,12 @@ class Upstream:
         self._proxies: dict[tuple[str, str], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
 
     def _open(self) -> aiohttp.ClientSession:
-        reuse = aiohttp.TraceConfig()
-        reuse.on_connection_reuseconn.append(_reused)
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=self.tls, limit=0, keepalive_timeout=KEEP_IDLE),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout,
                                           sock_read=self.timeout),
             skip_auto_headers=_SKIP, auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(), trust_env=False, trace_configs=[reuse])
+            cookie_jar=aiohttp.DummyCookieJar(), trust_env=False)
         return self._session
 
     async def send(self, method: str, url: str, headers: list[tuple[str, str]],
@@ -132,28 +132,21 @@ class Upstream:
         target = URL(url, encoded=True)
         proxy, proxy_auth = self._proxy(target)
         headers = [(k, v) for k, v in headers if k.lower() != "expect"]
-        replayable = isinstance(content, bytes)
         data: Any = content or None  # no body: content-length 0 where the method takes one
-        while True:
-            state = SimpleNamespace(reused=False)
-            try:
-                response = await session.request(
-                    method, target, headers=headers, data=data, allow_redirects=False,
-                    proxy=proxy, proxy_auth=proxy_auth, trace_request_ctx=state)
-            except aiohttp.ConnectionTimeoutError:
-                raise UpstreamTimeout(f"no connection to {target.host}:{target.port} in "
-                                      f"{self.connect_timeout:g} s") from None
-            except asyncio.TimeoutError:
-                raise UpstreamTimeout(f"no answer from the upstream in {self.timeout:g} s") from None
-            except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
-                raise UpstreamUnreachable(f"{target.host}:{target.port}: {exc}") from None
-            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-                if state.reused and replayable:
-                    continue  # closed while idle: once more on a new connection
-                raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
-            except (aiohttp.ClientError, OSError) as exc:
-                raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
-            return Answer(response, self.timeout)
+        try:
+            response = await session.request(
+                method, target, headers=headers, data=data, allow_redirects=False,
+                proxy=proxy, proxy_auth=proxy_auth)
+        except aiohttp.ConnectionTimeoutError:
+            raise UpstreamTimeout(f"no connection to {target.host}:{target.port} in "
+                                  f"{self.connect_timeout:g} s") from None
+        except asyncio.TimeoutError:
+            raise UpstreamTimeout(f"no answer from the upstream in {self.timeout:g} s") from None
+        except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
+            raise UpstreamUnreachable(f"{target.host}:{target.port}: {exc}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamBroken(f"{type(exc).__name__}: {exc}") from None
+        return Answer(response, self.timeout)
 
     async def aclose(self) -> None:
         """Close every connection."""
@@ -175,6 +168,3 @@ class Upstream:
             self._proxies[key] = found
         return found
 
-
-async def _reused(session: aiohttp.ClientSession, context: SimpleNamespace, params: Any) -> None:
-    context.trace_request_ctx.reused = True
