@@ -71,6 +71,7 @@ from ._common import (
     error_message,
     mark_cut_off,
     opt_str,
+    response_body,
     parse_arguments,
     parse_data_url,
     plan_history,
@@ -390,9 +391,7 @@ def map_response(body: dict[str, Any]) -> ModelResponse:
 
     Raises ``MalformedResponseError`` naming the missing or unknown piece.
     """
-    if not isinstance(body, dict):
-        raise MalformedResponseError(f"response body is {type(body).__name__}, not an object",
-                                     provider=NAME)
+    body = response_body(body, NAME)
     message = require(require(body, "output", dict, "body", NAME), "message", dict, "output",
                       NAME)
     content = require(message, "content", list, "output.message", NAME)

@@ -152,3 +152,11 @@ def test_a_body_with_a_non_finite_number_is_malformed_naming_where(name, number)
     # store them: a usage object kept raw came back as null (found by the fuzz above)
     with pytest.raises(MalformedResponseError, match=r"usage\.input_tokens is not a JSON number"):
         MODULES[name].map_response({"usage": {"input_tokens": number}, "model": "m"})
+
+
+def test_a_bedrock_body_with_a_non_finite_number_is_malformed_too():
+    from turnlog.engine.providers import bedrock
+
+    with pytest.raises(MalformedResponseError, match=r"usage\.inputTokens is not a JSON number"):
+        bedrock.map_response({"output": {"message": {"role": "assistant", "content": []}},
+                              "usage": {"inputTokens": math.inf}, "stopReason": "end_turn"})
