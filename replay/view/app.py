@@ -160,9 +160,10 @@ class _App:
         with self.reader() as r:
             listing, after = r.conversations(q), r.last_position()
             choices = self.choices(r, after)
-        for row in listing["rows"]:  # chains verified before are shown; the others after paint
-            row["chain"] = self.verified.get(row["conversation_id"], row["last_position"]) \
-                or row["chain"]
+        for row in listing["rows"]:  # chains verified before are shown, and checked again
+            kept = self.verified.get(row["conversation_id"], row["last_position"])  # after paint
+            if kept:  # (an edit in place keeps every head): the page's script asks /chains
+                row["chain"] = dict(kept, recheck=True, events=row["chain"].get("events"))
         return self.page("list.html", listing=listing, choices=choices,
                          live={"after": after, "conversation": None})
 

@@ -68,6 +68,12 @@ def test_list_conversation_fork_and_diff_as_a_person_sees_them(db, shots):
                                         and "verify " not in body(d))
         assert body(driver).count("verified ✓") == 4, body(driver)
         driver.save_screenshot(str(shots / "1-list.png"))
+        # shown again: painted at once from the last look, and each checked again after paint
+        driver.get(url + "/")
+        WebDriverWait(driver, 30).until(lambda d: not d.find_elements(
+            "css selector", ".chain-recheck") and "verified ✓ (" in body(d))
+        assert body(driver).count("verified ✓") == 4 and "verify" not in body(driver).replace(
+            "verified", ""), body(driver)
 
         click(driver, "demo")
         text = body(driver)

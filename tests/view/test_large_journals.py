@@ -184,9 +184,11 @@ def test_the_list_verifies_its_chains_after_it_is_shown_and_keeps_them_per_head(
     assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
     assert r.json() == {LONG: {"ok": True, "checked": _events(db, LONG)},
                         "short": {"ok": True, "checked": _events(db, "short")}}
-    listing = client.get("/").text  # verified once for these heads: shown at once
-    assert all("verified ✓" in _row(listing, cid) and "verify " not in _row(listing, cid)
-               for cid in (LONG, "short"))
+    listing = client.get("/").text  # verified once for these heads: shown at once, and
+    for cid in (LONG, "short"):  # checked again after paint (an edit in place keeps heads)
+        assert "verified ✓" in _row(listing, cid) and "verify " not in _row(listing, cid)
+        assert (f'class="ok chain-recheck" data-chain="{cid}" data-events="{_events(db, cid)}"'
+                in _row(listing, cid))
     with Journal(db, extensions=EXTENSIONS) as journal:  # a new head is verified again
         Loop(journal, ScriptedProvider({"turns": [{"text": "again"}]}, model="scripted-short"),
              [], clock=clock()).send("short", "once more")
@@ -306,3 +308,5 @@ def test_a_chain_edited_in_place_after_it_was_verified_is_reported_broken(long_d
     assert changed == 1
     single, listed = client.get("/chain?id=short").json(), client.get("/chains?id=short").json()
     assert single["ok"] is False and single["seq"] == 2 and listed["short"] == single
+    # the list paints what it was last told, and marks it to be asked again after paint
+    assert 'class="bad chain-recheck" data-chain="short"' in _row(client.get("/").text, "short")

@@ -37,9 +37,11 @@
   }
   function verifyChains() {
     var batch = [], held = 0;
-    document.querySelectorAll("a.chain-pending[data-chain]").forEach(function (link) {
-      link.classList.remove("chain-pending");
-      link.textContent = "verifying…";
+    // a row painted with the state of an earlier look is checked again (it stays shown)
+    document.querySelectorAll("a.chain-pending[data-chain], .chain-recheck[data-chain]")
+      .forEach(function (link) {
+      if (link.classList.contains("chain-pending")) { link.textContent = "verifying…"; }
+      link.classList.remove("chain-pending", "chain-recheck");
       var events = Number(link.dataset.events) || CHAIN_BATCH;
       if (batch.length && held + events > CHAIN_BATCH) {
         send(batch);
