@@ -314,6 +314,19 @@ class _Pending:
         return [StreamAppend(stream, events, expected, parent)
                 for stream, (events, expected, parent) in self.streams.items()]
 
+    def mark(self) -> dict[str, int]:
+        """How many events each stream holds now: what ``undo`` goes back to."""
+        return {stream: len(held[0]) for stream, held in self.streams.items()}
+
+    def undo(self, mark: dict[str, int]) -> None:
+        """Drop every event planned since ``mark`` (an exchange whose planning failed
+        part-way records none of its events)."""
+        for stream in list(self.streams):
+            if stream in mark:
+                del self.streams[stream][0][mark[stream]:]
+            else:
+                del self.streams[stream]
+
 
 class Recorder:
     """The writer thread: ``submit`` exchanges, ``drain`` to wait, ``close`` to stop.
@@ -420,10 +433,13 @@ class Recorder:
         is planned before it first."""
         pending = _Pending()
         for exchange in exchanges:
+            mark, planned = pending.mark(), len(pending.exchanges)
             try:
                 self._plan_exchange(exchange, pending)
             except Exception as exc:  # noqa: BLE001 - reported, never silent, never fatal
                 self._report(exchange, exc)
+                pending.undo(mark)  # none of its events, if it failed after staging some
+                del pending.exchanges[planned:]
                 self._commit(pending)
                 self._forget()  # its half-planned state is not the journal's
         self._commit(pending)

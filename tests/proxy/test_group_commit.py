@@ -149,6 +149,49 @@ def test_an_exchange_the_journal_refuses_is_reported_and_the_rest_of_its_batch_r
     assert all(events[-1].type == "conversation_completed" for events in found.values())
 
 
+def test_an_exchange_whose_planning_fails_after_staging_records_none_of_its_events(
+        proxy, fake_api, capfd):
+    """Found by review: an exchange that failed after its events were staged was reported
+    lost, yet the batch's commit wrote its staged events (half an exchange)."""
+    fake_api.answer_with("openai", _echo)
+    base = proxy.base_url("openai")
+    recorder = proxy.recorder
+    real_stage, real_add, staged, failed = recorder._stage, recorder.index.add, [], []
+
+    def stage(pending, conversation, events, *rest, **named):
+        staged.append(repr(events))
+        return real_stage(pending, conversation, events, *rest, **named)
+
+    def add(conv_id, *rest):  # the step after staging fails for the exchange of "poison"
+        if not failed and "poison" in staged[-1]:
+            failed.append(conv_id)
+            raise RuntimeError("planning failed after staging")
+        return real_add(conv_id, *rest)
+
+    recorder._stage, recorder.index.add = stage, add
+    blocker = _hold(proxy.db)
+    try:
+        with httpx.Client(headers=KEY, timeout=30) as client:
+            _ask(client, base, [{"role": "user", "content": "before"}])
+            time.sleep(0.2)  # the writer holds it; the next three queue behind it
+            for text in ("one", "poison", "two"):
+                _ask(client, base, [{"role": "user", "content": text}])
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    proxy.drain()
+    assert failed and proxy.recorder.lost == 1 and proxy.recorder.recorded == 3
+    assert "planning failed after staging" in capfd.readouterr().err
+    found = conversations(Path(proxy.db))
+    assert sorted(_user_texts(events) for events in found.values()) == [
+        ["before"], ["one"], ["two"]]
+    with sqlite3.connect(proxy.db) as conn:
+        assert not conn.execute("SELECT count(*) FROM events WHERE payload LIKE '%poison%'"
+                                ).fetchone()[0]
+    with Journal(proxy.db) as journal:
+        assert journal.verify().ok
+
+
 def test_a_proxy_killed_while_recording_leaves_whole_exchanges_and_threads_on_after(
         fake_api, tmp_path):
     fake_api.answer_with("openai", _echo)
